@@ -1,0 +1,54 @@
+/**
+ * The edge control plane ({control_url}): called by the SIP edge, media engines and operator tools.
+ * Gated: the edge paths by an IP allowlist (CONTROL_ALLOW), /admin/* by the x-admin-token header.
+ */
+import { Elysia } from "elysia";
+import type { Platform } from "../core/platform.ts";
+import { AppError } from "../core/errors/app-error.ts";
+import { ipAllowed } from "../core/net/cidr.ts";
+import { clientIp } from "../http/request-context.ts";
+import { hostBase } from "../http/host-base.ts";
+import { adminRoutes } from "./routes/admin.ts";
+
+/** Paths only allow-listed addresses (edge, media and operator nodes) may reach. */
+const GATED_PREFIXES = ["/auth", "/route", "/flow", "/presence", "/agent", "/cac", "/media", "/calls", "/security", "/node", "/debug"];
+
+function isGated(path: string): boolean {
+  return GATED_PREFIXES.some((p) => path === p || path.startsWith(`${p}/`));
+}
+
+function timingSafeEqualText(a: string, b: string): boolean {
+  const ab = new TextEncoder().encode(a);
+  const bb = new TextEncoder().encode(b);
+  // Compare hashes so the comparison takes the same time whatever the lengths.
+  const ha = new Bun.CryptoHasher("sha256").update(ab).digest();
+  const hb = new Bun.CryptoHasher("sha256").update(bb).digest();
+  let diff = ab.length ^ bb.length;
+  for (let i = 0; i < ha.length; i++) diff |= ha[i]! ^ hb[i]!;
+  return diff === 0;
+}
+
+export function createControlApp(platform: Platform) {
+  const { config } = platform;
+  const notImplemented = () => {
+    throw new AppError("not_implemented", "Not implemented on the control host.");
+  };
+  return new Elysia({ name: "control", normalize: false })
+    .use(hostBase(platform, { host: "control", cors: false, accept: ["json", "form"] }))
+    .onBeforeHandle({ as: "global" }, ({ request, server, path }) => {
+      if (path.startsWith("/admin/")) {
+        const token = request.headers.get("x-admin-token");
+        if (!config.adminToken) throw new AppError("unauthorized", "Admin endpoints are disabled: ADMIN_TOKEN is not set.");
+        if (!token || !timingSafeEqualText(token, config.adminToken)) throw new AppError("unauthorized", "A valid x-admin-token header is required.");
+        return;
+      }
+      if (isGated(path) && !ipAllowed(clientIp(server, request), config.controlAllow)) {
+        throw new AppError("forbidden", "This address may not reach the control plane.", { need: "CONTROL_ALLOW" });
+      }
+    })
+    .use(adminRoutes(platform))
+    .all("/v1/*", notImplemented, { detail: { hide: true } })
+    .all("/v1", notImplemented, { detail: { hide: true } })
+    .all("/hooks/carrier", notImplemented, { detail: { hide: true } })
+    .all("/hooks/carrier/*", notImplemented, { detail: { hide: true } });
+}

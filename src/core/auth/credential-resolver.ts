@@ -1,0 +1,133 @@
+/**
+ * Turns a request's credential into a Principal, on the hot path of every authed request.
+ *
+ * API keys are cached briefly per instance (hash → key). The cache is never the only copy of
+ * anything: a revoke deletes the lookup row in the database first, then tells every instance over the
+ * live store's pub/sub to drop the entry, and entries expire after CACHE_TTL_MS regardless, so a
+ * missed message cannot keep a revoked key alive for longer than that.
+ */
+import type { DbOrTx } from "../db/db.ts";
+import type { LiveStore } from "../live/live-store.ts";
+import { findAccount } from "../accounts/accounts.store.ts";
+import { AppError } from "../errors/app-error.ts";
+import { findApiKeyByHash } from "./auth.store.ts";
+import type { Principal } from "./principal.ts";
+import { hashApiKeySecret, looksLikeApiKeySecret } from "./secrets-format.ts";
+import type { SessionTokens } from "./session-tokens.ts";
+
+const CACHE_TTL_MS = 30_000;
+const CACHE_MAX = 20_000;
+const INVALIDATE_CHANNEL = "parley:auth:invalidate";
+
+interface CachedKey {
+  accountId: string;
+  keyId: string;
+  scopes: string[];
+  until: number;
+}
+
+/** What the rate limiter and others need to know of an account on every request. */
+export interface AccountGate {
+  status: string;
+  /** Per-account override of the request limit; null = platform default. */
+  rateLimitRequests: number | null;
+  until: number;
+}
+
+export interface CredentialResolver {
+  /** The principal of an API key secret; throws 401 for an unknown or revoked key or an inactive account. */
+  fromApiKey(secret: string): Promise<Principal>;
+  /** The principal of a session token; throws 401 for a bad or expired one or an inactive account. */
+  fromBearer(token: string): Promise<Principal>;
+  /** The account's status and rate-limit override (cached like keys). */
+  accountGate(accountId: string): Promise<AccountGate | null>;
+  /** Drops a revoked key everywhere (this instance at once, others through pub/sub). */
+  invalidateKey(keyId: string): Promise<void>;
+  /** Drops an account's cached state everywhere (after a status or limit change). */
+  invalidateAccount(accountId: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+function bounded<K, V>(map: Map<K, V>, key: K, value: V): void {
+  if (map.size >= CACHE_MAX) {
+    const oldest = map.keys().next();
+    if (!oldest.done) map.delete(oldest.value);
+  }
+  map.set(key, value);
+}
+
+/** Creates the resolver and subscribes it to invalidations. */
+export async function createCredentialResolver(deps: {
+  db: DbOrTx;
+  live: LiveStore;
+  tokens: SessionTokens;
+}): Promise<CredentialResolver> {
+  const keys = new Map<string, CachedKey>(); // secret hash → key
+  const accounts = new Map<string, AccountGate>();
+  const unauthorized = (message: string) => new AppError("unauthorized", message);
+
+  const drop = (message: string) => {
+    const [kind, id] = message.split(" ");
+    if (kind === "key") {
+      for (const [hash, entry] of keys) if (entry.keyId === id) keys.delete(hash);
+    } else if (kind === "account" && id) {
+      accounts.delete(id);
+    }
+  };
+  const unsubscribe = await deps.live.subscribe(INVALIDATE_CHANNEL, drop);
+
+  const accountGate = async (accountId: string): Promise<AccountGate | null> => {
+    const now = Date.now();
+    const hit = accounts.get(accountId);
+    if (hit && hit.until > now) return hit;
+    const row = await findAccount(deps.db, accountId);
+    if (!row) return null;
+    const gate = { status: row.status, rateLimitRequests: row.rate_limit_requests, until: now + CACHE_TTL_MS };
+    bounded(accounts, accountId, gate);
+    return gate;
+  };
+
+  const requireActive = async (accountId: string) => {
+    const gate = await accountGate(accountId);
+    if (!gate) throw unauthorized("Invalid credential.");
+    if (gate.status !== "active") throw unauthorized(`This account is ${gate.status}.`);
+  };
+
+  return {
+    async fromApiKey(secret) {
+      if (!looksLikeApiKeySecret(secret)) throw unauthorized("Invalid API key.");
+      const hash = hashApiKeySecret(secret);
+      const now = Date.now();
+      let entry = keys.get(hash);
+      if (!entry || entry.until <= now) {
+        const row = await findApiKeyByHash(deps.db, hash);
+        if (!row) {
+          keys.delete(hash);
+          throw unauthorized("Invalid API key.");
+        }
+        entry = { accountId: row.account_id, keyId: row.id, scopes: row.scopes, until: now + CACHE_TTL_MS };
+        bounded(keys, hash, entry);
+      }
+      await requireActive(entry.accountId);
+      return { accountId: entry.accountId, scopes: entry.scopes, via: "key", keyId: entry.keyId };
+    },
+    async fromBearer(token) {
+      const claims = await deps.tokens.verify(token);
+      if (!claims) throw unauthorized("Invalid or expired session token.");
+      await requireActive(claims.acc);
+      return { accountId: claims.acc, scopes: claims.scopes, via: "token", consoleUserId: claims.sub };
+    },
+    accountGate,
+    async invalidateKey(keyId) {
+      drop(`key ${keyId}`);
+      await deps.live.publish(INVALIDATE_CHANNEL, `key ${keyId}`);
+    },
+    async invalidateAccount(accountId) {
+      drop(`account ${accountId}`);
+      await deps.live.publish(INVALIDATE_CHANNEL, `account ${accountId}`);
+    },
+    async close() {
+      await unsubscribe();
+    },
+  };
+}

@@ -1,0 +1,44 @@
+import { describe, expect, test } from "bun:test";
+import { ConfigError, loadConfig } from "./config.ts";
+
+describe("loadConfig", () => {
+  test("defaults match the README table", () => {
+    const c = loadConfig({});
+    expect(c.host).toBe("127.0.0.1");
+    expect(c.ports).toEqual({ public: 8080, console: 8081, realtime: 8082, control: 8083 });
+    expect(c.dataDir).toBe("./data");
+    expect(c.rateLimit).toEqual({ requests: 100, windowSec: 60 });
+    expect(c.corsOrigins).toBe("*");
+    expect(c.logLevel).toBe("info");
+    expect(c.controlAllow.map((r) => r.text)).toEqual(["127.0.0.0/8", "::1/128"]);
+    expect(c.urls.public).toBe("http://127.0.0.1:8080");
+  });
+
+  test("converts numbers and lists", () => {
+    const c = loadConfig({ PORT_PUBLIC: "9000", CORS_ORIGINS: "https://a.example, https://b.example", RATE_LIMIT_REQUESTS: "5" });
+    expect(c.ports.public).toBe(9000);
+    expect(c.corsOrigins).toEqual(["https://a.example", "https://b.example"]);
+    expect(c.rateLimit.requests).toBe(5);
+  });
+
+  test("a bad value names the variable", () => {
+    expect(() => loadConfig({ PORT_PUBLIC: "eighty" })).toThrow(/PORT_PUBLIC/);
+    expect(() => loadConfig({ LOG_LEVEL: "loud" })).toThrow(/LOG_LEVEL/);
+    expect(() => loadConfig({ CONTROL_ALLOW: "10.0.0.0/99" })).toThrow(/CONTROL_ALLOW/);
+    expect(() => loadConfig({ RATE_LIMIT_REQUESTS: "0" })).toThrow(ConfigError);
+  });
+
+  test("never echoes a secret's value", () => {
+    try {
+      loadConfig({ JWT_SECRET: "short-but-secret" });
+      throw new Error("should have thrown");
+    } catch (error) {
+      expect((error as Error).message).toContain("JWT_SECRET");
+      expect((error as Error).message).not.toContain("short-but-secret");
+    }
+  });
+
+  test("PostgreSQL mode requires shared secrets", () => {
+    expect(() => loadConfig({ DATABASE_URL: "postgres://127.0.0.1/x" })).toThrow(/JWT_SECRET and PARLEY_MASTER_KEY/);
+  });
+});

@@ -1,0 +1,116 @@
+/**
+ * Configuration comes only from environment variables, validated once at start. A bad value stops
+ * start-up with a message naming the variable (and never echoing a secret's value).
+ */
+import { Type as T, type Static } from "@sinclair/typebox";
+import { Value } from "@sinclair/typebox/value";
+import { parseCidrList, type Cidr } from "../net/cidr.ts";
+
+const Port = T.Integer({ minimum: 0, maximum: 65535 });
+
+/** The raw variables and their defaults; README's configuration table mirrors this. */
+export const EnvSchema = T.Object({
+  HOST: T.String({ default: "127.0.0.1", minLength: 1, description: "Bind address of every host." }),
+  PORT_PUBLIC: T.Integer({ ...Port, default: 8080 }),
+  PORT_CONSOLE: T.Integer({ ...Port, default: 8081 }),
+  PORT_REALTIME: T.Integer({ ...Port, default: 8082 }),
+  PORT_CONTROL: T.Integer({ ...Port, default: 8083 }),
+  DATA_DIR: T.String({ default: "./data", minLength: 1 }),
+  DATABASE_URL: T.Optional(T.String({ pattern: "^postgres(ql)?://" })),
+  REDIS_URL: T.Optional(T.String({ pattern: "^rediss?://" })),
+  ADMIN_TOKEN: T.Optional(T.String({ minLength: 16 })),
+  JWT_SECRET: T.Optional(T.String({ minLength: 32 })),
+  PARLEY_MASTER_KEY: T.Optional(T.String({ minLength: 32 })),
+  CONTROL_ALLOW: T.String({ default: "127.0.0.0/8,::1/128" }),
+  CORS_ORIGINS: T.String({ default: "*" }),
+  LOG_LEVEL: T.Union([T.Literal("debug"), T.Literal("info"), T.Literal("warn"), T.Literal("error")], { default: "info" }),
+  RATE_LIMIT_REQUESTS: T.Integer({ minimum: 1, default: 100 }),
+  RATE_LIMIT_WINDOW_SEC: T.Integer({ minimum: 1, maximum: 86400, default: 60 }),
+  PUBLIC_URL: T.Optional(T.String({ pattern: "^https?://" })),
+  CONSOLE_URL: T.Optional(T.String({ pattern: "^https?://" })),
+  REALTIME_URL: T.Optional(T.String({ pattern: "^https?://" })),
+  CONTROL_URL: T.Optional(T.String({ pattern: "^https?://" })),
+});
+export type Env = Static<typeof EnvSchema>;
+
+const SECRET_VARS = new Set(["ADMIN_TOKEN", "JWT_SECRET", "PARLEY_MASTER_KEY", "DATABASE_URL", "REDIS_URL"]);
+
+/** The validated configuration the platform runs with. */
+export interface Config {
+  host: string;
+  ports: { public: number; console: number; realtime: number; control: number };
+  dataDir: string;
+  databaseUrl: string | undefined;
+  redisUrl: string | undefined;
+  adminToken: string | undefined;
+  /** Set from JWT_SECRET, or generated into DATA_DIR in embedded mode. */
+  jwtSecret: string | undefined;
+  masterKey: string | undefined;
+  controlAllow: Cidr[];
+  /** `*` or an exact list of origins. */
+  corsOrigins: "*" | string[];
+  logLevel: Env["LOG_LEVEL"];
+  rateLimit: { requests: number; windowSec: number };
+  /** Externally visible base URLs of the four hosts (printed at start, used in links). */
+  urls: { public: string; console: string; realtime: string; control: string };
+}
+
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
+/**
+ * Validates `env` (process.env by default). Throws ConfigError listing every bad variable.
+ * @example loadConfig({ PORT_PUBLIC: "9000" }).ports.public // 9000
+ */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const raw: Record<string, unknown> = {};
+  for (const key of Object.keys(EnvSchema.properties)) {
+    const value = env[key];
+    if (value !== undefined && value !== "") raw[key] = value;
+  }
+  const withDefaults = Value.Default(EnvSchema, raw);
+  const converted = Value.Convert(EnvSchema, withDefaults);
+  const problems: string[] = [];
+  for (const error of Value.Errors(EnvSchema, converted)) {
+    const name = error.path.replace(/^\//, "");
+    const shown = SECRET_VARS.has(name) ? "" : ` (got ${JSON.stringify(raw[name])})`;
+    problems.push(`${name}: ${error.message}${shown}`);
+  }
+  let controlAllow: Cidr[] = [];
+  const e = converted as Env;
+  if (problems.length === 0) {
+    try {
+      controlAllow = parseCidrList(e.CONTROL_ALLOW);
+    } catch (error) {
+      problems.push(`CONTROL_ALLOW: ${(error as Error).message}`);
+    }
+  }
+  if (problems.length) throw new ConfigError(`Invalid configuration:\n  ${problems.join("\n  ")}`);
+  if (e.DATABASE_URL && (!e.JWT_SECRET || !e.PARLEY_MASTER_KEY)) {
+    throw new ConfigError(
+      "Invalid configuration:\n  With DATABASE_URL set, every instance must share JWT_SECRET and PARLEY_MASTER_KEY: set both.",
+    );
+  }
+  const local = (port: number) => `http://${e.HOST.includes(":") ? `[${e.HOST}]` : e.HOST}:${port}`;
+  return {
+    host: e.HOST,
+    ports: { public: e.PORT_PUBLIC, console: e.PORT_CONSOLE, realtime: e.PORT_REALTIME, control: e.PORT_CONTROL },
+    dataDir: e.DATA_DIR,
+    databaseUrl: e.DATABASE_URL,
+    redisUrl: e.REDIS_URL,
+    adminToken: e.ADMIN_TOKEN,
+    jwtSecret: e.JWT_SECRET,
+    masterKey: e.PARLEY_MASTER_KEY,
+    controlAllow,
+    corsOrigins: e.CORS_ORIGINS.trim() === "*" ? "*" : e.CORS_ORIGINS.split(",").map((o) => o.trim()).filter(Boolean),
+    logLevel: e.LOG_LEVEL,
+    rateLimit: { requests: e.RATE_LIMIT_REQUESTS, windowSec: e.RATE_LIMIT_WINDOW_SEC },
+    urls: {
+      public: e.PUBLIC_URL ?? local(e.PORT_PUBLIC),
+      console: e.CONSOLE_URL ?? local(e.PORT_CONSOLE),
+      realtime: e.REALTIME_URL ?? local(e.PORT_REALTIME),
+      control: e.CONTROL_URL ?? local(e.PORT_CONTROL),
+    },
+  };
+}

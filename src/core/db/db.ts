@@ -1,0 +1,27 @@
+/**
+ * The relational store: one drizzle pg-core schema over either PGlite (embedded default, one process)
+ * or PostgreSQL through postgres.js (scale-out). Everything above this file sees only `Db`.
+ */
+import type { PgDatabase, PgQueryResultHKT, PgTransaction } from "drizzle-orm/pg-core";
+import type { ExtractTablesWithRelations } from "drizzle-orm";
+
+/** A drizzle handle on either store. Domain code never learns which one it got. */
+export type Db = PgDatabase<PgQueryResultHKT, Record<string, never>>;
+
+/** A transaction handle; pass it down instead of the outer `Db` while a transaction is open. */
+export type Tx = PgTransaction<PgQueryResultHKT, Record<string, never>, ExtractTablesWithRelations<Record<string, never>>>;
+
+/** Either a database or an open transaction: what store functions take. */
+export type DbOrTx = Db | Tx;
+
+/** An opened relational store with its lifecycle. */
+export interface Database {
+  /** The drizzle handle. */
+  db: Db;
+  /** `pglite` for the embedded default, `postgres` for PostgreSQL. */
+  kind: "pglite" | "postgres";
+  /** Runs `select 1`; throws when the store is unreachable. Used by /readyz. */
+  ping(): Promise<void>;
+  /** Closes connections (PGlite flushes to DATA_DIR). */
+  close(): Promise<void>;
+}

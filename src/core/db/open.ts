@@ -1,0 +1,48 @@
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { sql } from "drizzle-orm";
+import type { Database, Db } from "./db.ts";
+
+/** Where the relational data lives: a PostgreSQL URL, a PGlite directory, or PGlite in memory. */
+export type DatabaseLocation =
+  | { kind: "postgres"; url: string; maxConnections?: number }
+  | { kind: "pglite"; dataDir: string | null };
+
+/**
+ * Opens the relational store. PGlite's runtime files are loaded through `pglite-assets.ts` so that
+ * the compiled single binary carries them.
+ */
+export async function openDatabase(location: DatabaseLocation): Promise<Database> {
+  if (location.kind === "postgres") {
+    const { default: postgres } = await import("postgres");
+    const { drizzle } = await import("drizzle-orm/postgres-js");
+    const client = postgres(location.url, {
+      max: location.maxConnections ?? 16,
+      onnotice: () => {}, // NOTICEs (e.g. "relation already exists, skipping") are not errors.
+      connection: { application_name: "parley" },
+    });
+    const db = drizzle(client) as unknown as Db;
+    return {
+      db,
+      kind: "postgres",
+      ping: async () => void (await client`select 1`),
+      close: () => client.end({ timeout: 5 }),
+    };
+  }
+  const { PGlite } = await import("@electric-sql/pglite");
+  const { drizzle } = await import("drizzle-orm/pglite");
+  const { pgliteAssets } = await import("./pglite-assets.ts");
+  let dataDir: string | undefined;
+  if (location.dataDir) {
+    mkdirSync(location.dataDir, { recursive: true });
+    dataDir = join(location.dataDir, "pg");
+  }
+  const pg = await PGlite.create({ dataDir, ...(await pgliteAssets()) });
+  const db = drizzle(pg) as unknown as Db;
+  return {
+    db,
+    kind: "pglite",
+    ping: async () => void (await db.execute(sql`select 1`)),
+    close: () => pg.close(),
+  };
+}

@@ -1,0 +1,70 @@
+/**
+ * Prefixed, time-ordered, opaque ids: `<prefix>_<26 chars of Crockford base32 of a UUIDv7>`.
+ * Sorting ids as strings sorts them by creation time, which keyset pagination relies on.
+ */
+
+const CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+
+/** Every id prefix in use. A new resource gets a new prefix here and in docs/api-conventions.md. */
+export const ID_PREFIXES = {
+  account: "acc",
+  user: "us",
+  consoleUser: "cu",
+  device: "dev",
+  apiKey: "sk",
+  queue: "q",
+  flow: "flow",
+  number: "num",
+  extension: "ext",
+  ringGroup: "rg",
+  schedule: "sch",
+  voicemail: "vm",
+  conference: "conf",
+  media: "med",
+  recording: "rec",
+  call: "call",
+  webhook: "wh",
+  webhookDelivery: "whd",
+  campaign: "cmp",
+  contact: "ct",
+  field: "fld",
+  script: "scr",
+  channel: "ch",
+  conversation: "cv",
+  message: "msg",
+  template: "tpl",
+  fax: "fax",
+  team: "team",
+  transcript: "tr",
+  secret: "sec",
+  request: "req",
+} as const;
+
+export type IdPrefix = (typeof ID_PREFIXES)[keyof typeof ID_PREFIXES];
+
+/** Encodes 16 bytes as 26 Crockford base32 characters (the top two of the 130 bits are zero). */
+export function encodeCrockford128(bytes: Uint8Array): string {
+  let value = 0n;
+  for (const byte of bytes) value = (value << 8n) | BigInt(byte);
+  let out = "";
+  for (let i = 0; i < 26; i++) {
+    out = CROCKFORD[Number(value & 31n)] + out;
+    value >>= 5n;
+  }
+  return out;
+}
+
+/**
+ * A new id with the given prefix.
+ * @example newId("acc") // "acc_06F3ZK1W8N9Q2R4T6V8X0Y2Z4A"
+ */
+export function newId(prefix: IdPrefix): string {
+  return `${prefix}_${encodeCrockford128(Bun.randomUUIDv7("buffer"))}`;
+}
+
+const ID_BODY = /^[0-9A-HJKMNP-TV-Z]{26}$/;
+
+/** True when `value` has the shape of an id with `prefix`. Does not say whether it exists. */
+export function isId(value: string, prefix: IdPrefix): boolean {
+  return value.startsWith(`${prefix}_`) && ID_BODY.test(value.slice(prefix.length + 1));
+}

@@ -1,0 +1,776 @@
+/**
+ * The behaviour every `LiveStore` must have, as one test suite run against each implementation.
+ * Both stores pass the same suite; that is what lets the embedded default stand in for Redis.
+ */
+import { afterAll, beforeAll, describe, expect, spyOn, test } from "bun:test";
+import { accountKey, type LiveStore } from "./live-store.ts";
+
+/** Short TTLs keep the suite fast; the sleeps after them leave generous slack for slow machines. */
+const SHORT_TTL_MS = 60;
+const AFTER_SHORT_TTL_MS = 150;
+
+/** Resolves once `predicate` holds, or fails the test after `timeoutMs`. */
+export async function eventually(predicate: () => boolean, timeoutMs = 2_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!predicate()) {
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await Bun.sleep(5);
+  }
+}
+
+/**
+ * Registers the full contract suite for one store. `make` is called once for the suite (and once
+ * more for the close test); keys carry a random account id so concurrent runs never collide.
+ */
+export function runLiveStoreContract(name: string, make: () => Promise<LiveStore>): void {
+  describe(`LiveStore contract: ${name}`, () => {
+    const run = `lst_${crypto.randomUUID().replaceAll("-", "")}`;
+    const used = new Set<string>();
+    let store: LiveStore;
+
+    /** A fresh key for this run; remembered so the suite can clean up after itself. */
+    const key = (...parts: string[]): string => {
+      const k = accountKey(run, ...parts, crypto.randomUUID().slice(0, 8));
+      used.add(k);
+      return k;
+    };
+    const channel = (label: string): string => `${run}:${label}:${crypto.randomUUID().slice(0, 8)}`;
+
+    beforeAll(async () => {
+      store = await make();
+    });
+
+    afterAll(async () => {
+      await store.del(...used);
+      await store.close();
+    });
+
+    test("reports its kind", () => {
+      expect(["memory", "redis"]).toContain(store.kind);
+    });
+
+    describe("plain values", () => {
+      test("get is null for a missing key; set then get round-trips; set overwrites", async () => {
+        const k = key("v");
+        expect(await store.get(k)).toBeNull();
+        await store.set(k, "one");
+        expect(await store.get(k)).toBe("one");
+        await store.set(k, "two");
+        expect(await store.get(k)).toBe("two");
+      });
+
+      test("a value with a TTL expires on its own", async () => {
+        const k = key("ttl");
+        await store.set(k, "x", SHORT_TTL_MS);
+        expect(await store.get(k)).toBe("x");
+        const left = await store.ttl(k);
+        expect(left).toBeGreaterThan(0);
+        expect(left).toBeLessThanOrEqual(SHORT_TTL_MS);
+        await Bun.sleep(AFTER_SHORT_TTL_MS);
+        expect(await store.get(k)).toBeNull();
+        expect(await store.ttl(k)).toBe(-2);
+      });
+
+      test("set without a TTL removes an earlier expiry", async () => {
+        const k = key("persist");
+        await store.set(k, "a", 10_000);
+        await store.set(k, "b");
+        expect(await store.ttl(k)).toBe(-1);
+      });
+
+      test("refuses a TTL that is not positive", async () => {
+        const k = key("badttl");
+        await expect(store.set(k, "x", 0)).rejects.toThrow(RangeError);
+        await expect(store.set(k, "x", -5)).rejects.toThrow(RangeError);
+        await expect(store.set(k, "x", Number.NaN)).rejects.toThrow(RangeError);
+        expect(await store.get(k)).toBeNull();
+      });
+
+      test("setIfAbsent sets only a missing key, and again once it expired", async () => {
+        const k = key("nx");
+        expect(await store.setIfAbsent(k, "first", SHORT_TTL_MS)).toBe(true);
+        expect(await store.setIfAbsent(k, "second")).toBe(false);
+        expect(await store.get(k)).toBe("first");
+        expect(await store.ttl(k)).toBeGreaterThan(0);
+        await Bun.sleep(AFTER_SHORT_TTL_MS);
+        expect(await store.setIfAbsent(k, "third")).toBe(true);
+        expect(await store.get(k)).toBe("third");
+        expect(await store.ttl(k)).toBe(-1);
+      });
+
+      test("setIfAbsent counts any existing key, whatever its type", async () => {
+        const k = key("nxhash");
+        await store.hset(k, { f: "1" });
+        expect(await store.setIfAbsent(k, "x")).toBe(false);
+        expect(await store.hget(k, "f")).toBe("1");
+      });
+
+      test("compareAndSet with null expected sets only when absent", async () => {
+        const k = key("cas-null");
+        expect(await store.compareAndSet(k, null, "a")).toBe(true);
+        expect(await store.get(k)).toBe("a");
+        expect(await store.compareAndSet(k, null, "b")).toBe(false);
+        expect(await store.get(k)).toBe("a");
+      });
+
+      test("compareAndSet replaces only the expected value", async () => {
+        const k = key("cas");
+        expect(await store.compareAndSet(k, "a", "b")).toBe(false);
+        expect(await store.get(k)).toBeNull();
+        await store.set(k, "a");
+        expect(await store.compareAndSet(k, "x", "b")).toBe(false);
+        expect(await store.get(k)).toBe("a");
+        expect(await store.compareAndSet(k, "a", "b")).toBe(true);
+        expect(await store.get(k)).toBe("b");
+        expect(await store.compareAndSet(k, "a", "c")).toBe(false);
+        expect(await store.get(k)).toBe("b");
+      });
+
+      test("compareAndSet applies its TTL, and clears an old one without", async () => {
+        const k = key("cas-ttl");
+        expect(await store.compareAndSet(k, null, "a", SHORT_TTL_MS)).toBe(true);
+        expect(await store.ttl(k)).toBeGreaterThan(0);
+        expect(await store.compareAndSet(k, "a", "b")).toBe(true);
+        expect(await store.ttl(k)).toBe(-1);
+        expect(await store.compareAndSet(k, "b", "c", SHORT_TTL_MS)).toBe(true);
+        await Bun.sleep(AFTER_SHORT_TTL_MS);
+        expect(await store.get(k)).toBeNull();
+      });
+
+      test("compareAndSet lets exactly one of many racers win", async () => {
+        const k = key("cas-race");
+        const results = await Promise.all(Array.from({ length: 50 }, (_, i) => store.compareAndSet(k, null, `r${i}`)));
+        expect(results.filter(Boolean)).toHaveLength(1);
+        const winner = results.indexOf(true);
+        expect(await store.get(k)).toBe(`r${winner}`);
+      });
+
+      test("compareAndDelete deletes only the expected value", async () => {
+        const k = key("cad");
+        expect(await store.compareAndDelete(k, "a")).toBe(false);
+        await store.set(k, "a");
+        expect(await store.compareAndDelete(k, "b")).toBe(false);
+        expect(await store.get(k)).toBe("a");
+        expect(await store.compareAndDelete(k, "a")).toBe(true);
+        expect(await store.get(k)).toBeNull();
+        expect(await store.compareAndDelete(k, "a")).toBe(false);
+      });
+
+      test("take returns a value once", async () => {
+        const k = key("take");
+        expect(await store.take(k)).toBeNull();
+        await store.set(k, "ticket", 10_000);
+        expect(await store.take(k)).toBe("ticket");
+        expect(await store.take(k)).toBeNull();
+        expect(await store.get(k)).toBeNull();
+      });
+
+      test("take hands a ticket to exactly one of many concurrent takers", async () => {
+        const k = key("take-race");
+        await store.set(k, "ticket");
+        const results = await Promise.all(Array.from({ length: 50 }, () => store.take(k)));
+        expect(results.filter((r) => r === "ticket")).toHaveLength(1);
+        expect(results.filter((r) => r === null)).toHaveLength(49);
+      });
+
+      test("del counts only keys that existed, of any type", async () => {
+        const [a, b, h, s, missing] = [key("del"), key("del"), key("del"), key("del"), key("del")];
+        await store.set(a, "1");
+        await store.set(b, "2", 10_000);
+        await store.hset(h, { f: "v" });
+        await store.sadd(s, "m");
+        expect(await store.del(a, b, h, s, missing)).toBe(4);
+        expect(await store.get(a)).toBeNull();
+        expect(await store.hgetall(h)).toEqual({});
+        expect(await store.scard(s)).toBe(0);
+        expect(await store.del(a)).toBe(0);
+        expect(await store.del()).toBe(0);
+      });
+
+      test("del does not count a key that already expired", async () => {
+        const k = key("del-expired");
+        await store.set(k, "x", SHORT_TTL_MS);
+        await Bun.sleep(AFTER_SHORT_TTL_MS);
+        expect(await store.del(k)).toBe(0);
+      });
+
+      test("ttl is -2 when missing and -1 without expiry; expire sets and refreshes it", async () => {
+        const k = key("expire");
+        expect(await store.ttl(k)).toBe(-2);
+        expect(await store.expire(k, 1_000)).toBe(false);
+        expect(await store.ttl(k)).toBe(-2);
+        await store.set(k, "x");
+        expect(await store.ttl(k)).toBe(-1);
+        expect(await store.expire(k, 10_000)).toBe(true);
+        const long = await store.ttl(k);
+        expect(long).toBeGreaterThan(5_000);
+        expect(long).toBeLessThanOrEqual(10_000);
+        expect(await store.expire(k, SHORT_TTL_MS)).toBe(true);
+        expect(await store.ttl(k)).toBeLessThanOrEqual(SHORT_TTL_MS);
+        await Bun.sleep(AFTER_SHORT_TTL_MS);
+        expect(await store.get(k)).toBeNull();
+        expect(await store.expire(k, 1_000)).toBe(false);
+      });
+
+      test("expire works on collections, and a zero TTL deletes at once", async () => {
+        const h = key("expire-hash");
+        await store.hset(h, { f: "v" });
+        expect(await store.expire(h, SHORT_TTL_MS)).toBe(true);
+        expect(await store.ttl(h)).toBeGreaterThan(0);
+        await Bun.sleep(AFTER_SHORT_TTL_MS);
+        expect(await store.hgetall(h)).toEqual({});
+        const k = key("expire-zero");
+        await store.set(k, "x");
+        expect(await store.expire(k, 0)).toBe(true);
+        expect(await store.ttl(k)).toBe(-2);
+      });
+    });
+
+    describe("counters", () => {
+      test("incr starts at zero, adds by, goes negative", async () => {
+        const k = key("incr");
+        expect(await store.incr(k)).toBe(1);
+        expect(await store.incr(k, 5)).toBe(6);
+        expect(await store.incr(k, -10)).toBe(-4);
+        expect(await store.get(k)).toBe("-4");
+        expect(await store.ttl(k)).toBe(-1);
+      });
+
+      test("incr with a TTL sets it on every call, so an untouched counter drains away", async () => {
+        const k = key("incr-ttl");
+        expect(await store.incr(k, 1, SHORT_TTL_MS)).toBe(1);
+        expect(await store.incr(k, 1, 10_000)).toBe(2);
+        expect(await store.ttl(k)).toBeGreaterThan(5_000);
+        // Set, not extended: a shorter TTL replaces a longer one.
+        expect(await store.incr(k, 1, SHORT_TTL_MS)).toBe(3);
+        expect(await store.ttl(k)).toBeLessThanOrEqual(SHORT_TTL_MS);
+        await Bun.sleep(AFTER_SHORT_TTL_MS);
+        expect(await store.get(k)).toBeNull();
+        expect(await store.incr(k, 1, SHORT_TTL_MS)).toBe(1);
+      });
+
+      test("incr without a TTL keeps an existing expiry", async () => {
+        const k = key("incr-keep");
+        await store.incr(k, 1, 10_000);
+        await store.incr(k);
+        expect(await store.ttl(k)).toBeGreaterThan(0);
+      });
+
+      test("incr counts every one of many concurrent calls", async () => {
+        const k = key("incr-race");
+        const values = await Promise.all(Array.from({ length: 200 }, () => store.incr(k)));
+        expect(new Set(values).size).toBe(200);
+        expect(await store.get(k)).toBe("200");
+      });
+
+      test("incr refuses a value that is not an integer, and a fractional step", async () => {
+        const k = key("incr-bad");
+        await store.set(k, "abc");
+        await expect(store.incr(k)).rejects.toThrow(/not an integer/);
+        await expect(store.incr(k, 1, 1_000)).rejects.toThrow(/not an integer/);
+        expect(await store.get(k)).toBe("abc");
+        await expect(store.incr(key("incr-frac"), 1.5)).rejects.toThrow(RangeError);
+      });
+
+      test("incrIfBelow increments up to the limit, then refuses without changing anything", async () => {
+        const k = key("cac");
+        expect(await store.incrIfBelow(k, 3)).toBe(1);
+        expect(await store.incrIfBelow(k, 3)).toBe(2);
+        expect(await store.incrIfBelow(k, 3)).toBe(3);
+        expect(await store.incrIfBelow(k, 3)).toBeNull();
+        expect(await store.get(k)).toBe("3");
+        expect(await store.incrIfBelow(k, 10, 8)).toBeNull();
+        expect(await store.incrIfBelow(k, 10, 7)).toBe(10);
+        expect(await store.get(k)).toBe("10");
+      });
+
+      test("incrIfBelow refuses a missing key when even one step is too many", async () => {
+        const k = key("cac-zero");
+        expect(await store.incrIfBelow(k, 0)).toBeNull();
+        expect(await store.ttl(k)).toBe(-2);
+      });
+
+      test("incrIfBelow sets its TTL when it counts, and leaves it when it refuses", async () => {
+        const k = key("cac-ttl");
+        expect(await store.incrIfBelow(k, 1, 1, 10_000)).toBe(1);
+        expect(await store.ttl(k)).toBeGreaterThan(5_000);
+        expect(await store.incrIfBelow(k, 1, 1, SHORT_TTL_MS)).toBeNull();
+        expect(await store.ttl(k)).toBeGreaterThan(5_000);
+        const d = key("cac-drain");
+        expect(await store.incrIfBelow(d, 5, 1, SHORT_TTL_MS)).toBe(1);
+        await Bun.sleep(AFTER_SHORT_TTL_MS);
+        expect(await store.get(d)).toBeNull();
+      });
+
+      test("incrIfBelow is atomic: of 200 concurrent calls exactly `limit` succeed", async () => {
+        const k = key("cac-race");
+        const limit = 37;
+        const results = await Promise.all(Array.from({ length: 200 }, () => store.incrIfBelow(k, limit, 1, 10_000)));
+        const granted = results.filter((r): r is number => r !== null);
+        expect(granted).toHaveLength(limit);
+        expect([...granted].sort((a, b) => a - b)).toEqual(Array.from({ length: limit }, (_, i) => i + 1));
+        expect(await store.get(k)).toBe(String(limit));
+      });
+
+      test("incrIfBelow refuses a value that is not an integer", async () => {
+        const k = key("cac-bad");
+        await store.set(k, "1.5");
+        await expect(store.incrIfBelow(k, 10)).rejects.toThrow(/not an integer/);
+        expect(await store.get(k)).toBe("1.5");
+      });
+
+      test("decrFloor decrements, never below zero, deleting the key at zero", async () => {
+        const k = key("floor");
+        await store.set(k, "5");
+        expect(await store.decrFloor(k, 2)).toBe(3);
+        expect(await store.decrFloor(k)).toBe(2);
+        expect(await store.get(k)).toBe("2");
+        expect(await store.decrFloor(k, 10)).toBe(0);
+        expect(await store.ttl(k)).toBe(-2);
+        expect(await store.decrFloor(k)).toBe(0);
+        expect(await store.ttl(k)).toBe(-2);
+      });
+
+      test("decrFloor keeps the counter's expiry", async () => {
+        const k = key("floor-ttl");
+        await store.incr(k, 3, 10_000);
+        expect(await store.decrFloor(k)).toBe(2);
+        expect(await store.ttl(k)).toBeGreaterThan(5_000);
+      });
+
+      test("incrIfBelow and decrFloor together never go negative or past the limit", async () => {
+        const k = key("cac-mixed");
+        const ops = Array.from({ length: 100 }, (_, i) => (i % 2 === 0 ? store.incrIfBelow(k, 5) : store.decrFloor(k)));
+        await Promise.all(ops);
+        const final = Number((await store.get(k)) ?? "0");
+        expect(final).toBeGreaterThanOrEqual(0);
+        expect(final).toBeLessThanOrEqual(5);
+      });
+
+      test("hitWindow counts hits, allows `limit`, reports remaining and reset", async () => {
+        const k = key("window");
+        const windowMs = 200;
+        const first = await store.hitWindow(k, 3, windowMs);
+        expect(first).toMatchObject({ allowed: true, count: 1, remaining: 2 });
+        expect(first.resetMs).toBeGreaterThan(0);
+        expect(first.resetMs).toBeLessThanOrEqual(windowMs);
+        expect(await store.hitWindow(k, 3, windowMs)).toMatchObject({ allowed: true, count: 2, remaining: 1 });
+        expect(await store.hitWindow(k, 3, windowMs)).toMatchObject({ allowed: true, count: 3, remaining: 0 });
+        const over = await store.hitWindow(k, 3, windowMs);
+        expect(over).toMatchObject({ allowed: false, count: 4, remaining: 0 });
+        // Later hits do not push the window out: it is fixed from the first hit.
+        expect(over.resetMs).toBeLessThanOrEqual(first.resetMs);
+        await Bun.sleep(windowMs + 100);
+        const fresh = await store.hitWindow(k, 3, windowMs);
+        expect(fresh).toMatchObject({ allowed: true, count: 1, remaining: 2 });
+      });
+
+      test("hitWindow allows exactly `limit` of many concurrent hits", async () => {
+        const k = key("window-race");
+        const hits = await Promise.all(Array.from({ length: 60 }, () => store.hitWindow(k, 25, 10_000)));
+        expect(hits.filter((h) => h.allowed)).toHaveLength(25);
+        expect(new Set(hits.map((h) => h.count)).size).toBe(60);
+      });
+    });
+
+    describe("hashes", () => {
+      test("hset, hget, hgetall", async () => {
+        const k = key("hash");
+        expect(await store.hgetall(k)).toEqual({});
+        expect(await store.hget(k, "a")).toBeNull();
+        await store.hset(k, { a: "1", b: "2" });
+        await store.hset(k, { b: "3", c: "4" });
+        expect(await store.hget(k, "a")).toBe("1");
+        expect(await store.hget(k, "b")).toBe("3");
+        expect(await store.hget(k, "zz")).toBeNull();
+        expect(await store.hgetall(k)).toEqual({ a: "1", b: "3", c: "4" });
+        await store.hset(k, {});
+        expect(await store.hgetall(k)).toEqual({ a: "1", b: "3", c: "4" });
+      });
+
+      test("hdel counts removed fields and drops the key with its last field", async () => {
+        const k = key("hdel");
+        await store.hset(k, { a: "1", b: "2" });
+        expect(await store.hdel(k, "a", "missing")).toBe(1);
+        expect(await store.hgetall(k)).toEqual({ b: "2" });
+        expect(await store.hdel(k, "b")).toBe(1);
+        expect(await store.ttl(k)).toBe(-2);
+        expect(await store.hdel(k, "b")).toBe(0);
+      });
+
+      test("hincr creates, adds and subtracts", async () => {
+        const k = key("hincr");
+        expect(await store.hincr(k, "n")).toBe(1);
+        expect(await store.hincr(k, "n", 10)).toBe(11);
+        expect(await store.hincr(k, "n", -20)).toBe(-9);
+        expect(await store.hget(k, "n")).toBe("-9");
+        await store.hset(k, { s: "text" });
+        await expect(store.hincr(k, "s")).rejects.toThrow(/not an integer/);
+      });
+
+      test("hset keeps the key's expiry", async () => {
+        const k = key("hash-ttl");
+        await store.hset(k, { a: "1" });
+        await store.expire(k, 10_000);
+        await store.hset(k, { b: "2" });
+        expect(await store.ttl(k)).toBeGreaterThan(5_000);
+      });
+    });
+
+    describe("sets", () => {
+      test("sadd, smembers, sismember, scard, srem", async () => {
+        const k = key("set");
+        expect(await store.smembers(k)).toEqual([]);
+        expect(await store.sadd(k, "a", "b", "a")).toBe(2);
+        expect(await store.sadd(k, "b", "c")).toBe(1);
+        expect(await store.sadd(k)).toBe(0);
+        expect((await store.smembers(k)).sort()).toEqual(["a", "b", "c"]);
+        expect(await store.sismember(k, "a")).toBe(true);
+        expect(await store.sismember(k, "z")).toBe(false);
+        expect(await store.scard(k)).toBe(3);
+        expect(await store.srem(k, "a", "z")).toBe(1);
+        expect(await store.scard(k)).toBe(2);
+        expect(await store.srem(k, "b", "c")).toBe(2);
+        expect(await store.ttl(k)).toBe(-2);
+        expect(await store.sismember(k, "b")).toBe(false);
+      });
+    });
+
+    describe("sorted sets", () => {
+      test("zadd counts new members, re-scores existing ones; zscore reads them", async () => {
+        const k = key("zset");
+        expect(await store.zadd(k, [{ member: "a", score: 1 }, { member: "b", score: 2.5 }])).toBe(2);
+        expect(await store.zadd(k, [{ member: "a", score: -3 }, { member: "c", score: 0 }])).toBe(1);
+        expect(await store.zadd(k, [])).toBe(0);
+        expect(await store.zscore(k, "a")).toBe(-3);
+        expect(await store.zscore(k, "b")).toBe(2.5);
+        expect(await store.zscore(k, "missing")).toBeNull();
+        expect(await store.zcard(k)).toBe(3);
+      });
+
+      test("zrangeByScore orders by score then member, bounds inclusive, with a limit", async () => {
+        const k = key("zrange");
+        await store.zadd(k, [
+          { member: "e", score: 5 },
+          { member: "b", score: 2 },
+          { member: "d", score: 2 },
+          { member: "a", score: 1 },
+          { member: "c", score: 2 },
+          { member: "f", score: 1_700_000_000_123 },
+        ]);
+        expect(await store.zrangeByScore(k, -Infinity, Infinity)).toEqual([
+          { member: "a", score: 1 },
+          { member: "b", score: 2 },
+          { member: "c", score: 2 },
+          { member: "d", score: 2 },
+          { member: "e", score: 5 },
+          { member: "f", score: 1_700_000_000_123 },
+        ]);
+        expect((await store.zrangeByScore(k, 2, 5)).map((e) => e.member)).toEqual(["b", "c", "d", "e"]);
+        expect((await store.zrangeByScore(k, 2, 5, 2)).map((e) => e.member)).toEqual(["b", "c"]);
+        expect(await store.zrangeByScore(k, 2, 5, 0)).toEqual([]);
+        expect(await store.zrangeByScore(k, 6, 7)).toEqual([]);
+        expect(await store.zrangeByScore(k, 5, 2)).toEqual([]);
+        expect(await store.zrangeByScore(key("zrange-missing"), 0, 10)).toEqual([]);
+      });
+
+      test("zadd keeps fractional, negative and infinite scores exactly", async () => {
+        const k = key("zscores");
+        await store.zadd(k, [
+          { member: "inf", score: Infinity },
+          { member: "neg", score: -0.125 },
+          { member: "ninf", score: -Infinity },
+          { member: "frac", score: 0.1 },
+        ]);
+        expect(await store.zrangeByScore(k, -Infinity, Infinity)).toEqual([
+          { member: "ninf", score: -Infinity },
+          { member: "neg", score: -0.125 },
+          { member: "frac", score: 0.1 },
+          { member: "inf", score: Infinity },
+        ]);
+        expect(await store.zscore(k, "inf")).toBe(Infinity);
+      });
+
+      test("zrem and zremRangeByScore count what they remove; the empty set disappears", async () => {
+        const k = key("zrem");
+        await store.zadd(k, [1, 2, 3, 4, 5].map((n) => ({ member: `m${n}`, score: n })));
+        expect(await store.zrem(k, "m1", "nope")).toBe(1);
+        expect(await store.zremRangeByScore(k, 2, 3)).toBe(2);
+        expect((await store.zrangeByScore(k, -Infinity, Infinity)).map((e) => e.member)).toEqual(["m4", "m5"]);
+        expect(await store.zcard(k)).toBe(2);
+        expect(await store.zremRangeByScore(k, -Infinity, Infinity)).toBe(2);
+        expect(await store.zcard(k)).toBe(0);
+        expect(await store.ttl(k)).toBe(-2);
+      });
+
+      test("zaddExpiring adds with a deadline and drops expired members", async () => {
+        const k = key("zexp");
+        expect(await store.zaddExpiring(k, "short", SHORT_TTL_MS)).toBe(1);
+        expect(await store.zaddExpiring(k, "long", 10_000)).toBe(2);
+        expect(await store.zaddExpiring(k, "mid", 5_000)).toBe(3);
+        expect(await store.zliveMembers(k)).toEqual(["short", "mid", "long"]);
+        const score = await store.zscore(k, "long");
+        expect(score).not.toBeNull();
+        expect(Math.abs((score ?? 0) - (Date.now() + 10_000))).toBeLessThan(2_000);
+        await Bun.sleep(AFTER_SHORT_TTL_MS);
+        expect(await store.zliveMembers(k)).toEqual(["mid", "long"]);
+        expect(await store.zcard(k)).toBe(2);
+        expect(await store.zaddExpiring(k, "other", 7_000)).toBe(3);
+      });
+
+      test("zaddExpiring prunes on add and refreshes a member's deadline", async () => {
+        const k = key("zexp-refresh");
+        await store.zaddExpiring(k, "a", SHORT_TTL_MS);
+        await store.zaddExpiring(k, "b", SHORT_TTL_MS);
+        await Bun.sleep(SHORT_TTL_MS / 2);
+        await store.zaddExpiring(k, "a", 10_000);
+        await Bun.sleep(AFTER_SHORT_TTL_MS);
+        expect(await store.zaddExpiring(k, "c", 5_000)).toBe(2);
+        expect(await store.zcard(k)).toBe(2);
+        expect(await store.zliveMembers(k)).toEqual(["c", "a"]);
+      });
+
+      test("a zaddExpiring set with only expired members disappears", async () => {
+        const k = key("zexp-gone");
+        await store.zaddExpiring(k, "a", SHORT_TTL_MS);
+        await store.zaddExpiring(k, "b", SHORT_TTL_MS);
+        expect(await store.ttl(k)).toBeGreaterThan(0);
+        await Bun.sleep(AFTER_SHORT_TTL_MS);
+        expect(await store.zliveMembers(k)).toEqual([]);
+        expect(await store.ttl(k)).toBe(-2);
+        expect(await store.zliveMembers(key("zexp-missing"))).toEqual([]);
+      });
+
+      test("zaddExpiring counts every member of a concurrent burst", async () => {
+        const k = key("zexp-race");
+        const counts = await Promise.all(Array.from({ length: 50 }, (_, i) => store.zaddExpiring(k, `m${i}`, 10_000)));
+        expect(Math.max(...counts)).toBe(50);
+        expect((await store.zliveMembers(k)).sort()).toEqual(Array.from({ length: 50 }, (_, i) => `m${i}`).sort());
+      });
+    });
+
+    describe("leases", () => {
+      test("acquire, reacquire by the owner, refuse another owner", async () => {
+        const k = key("lease");
+        expect(await store.acquireLease(k, "node-a", 10_000)).toBe(true);
+        expect(await store.acquireLease(k, "node-a", 10_000)).toBe(true);
+        expect(await store.acquireLease(k, "node-b", 10_000)).toBe(false);
+        expect(await store.get(k)).toBe("node-a");
+      });
+
+      test("reacquiring extends the lease", async () => {
+        const k = key("lease-extend");
+        await store.acquireLease(k, "node-a", SHORT_TTL_MS);
+        expect(await store.acquireLease(k, "node-a", 10_000)).toBe(true);
+        await Bun.sleep(AFTER_SHORT_TTL_MS);
+        expect(await store.acquireLease(k, "node-b", 10_000)).toBe(false);
+      });
+
+      test("renew extends only the owner's lease", async () => {
+        const k = key("lease-renew");
+        expect(await store.renewLease(k, "node-a", 10_000)).toBe(false);
+        expect(await store.ttl(k)).toBe(-2);
+        await store.acquireLease(k, "node-a", SHORT_TTL_MS);
+        expect(await store.renewLease(k, "node-b", 10_000)).toBe(false);
+        expect(await store.renewLease(k, "node-a", 10_000)).toBe(true);
+        expect(await store.ttl(k)).toBeGreaterThan(5_000);
+        await Bun.sleep(AFTER_SHORT_TTL_MS);
+        expect(await store.acquireLease(k, "node-b", 10_000)).toBe(false);
+      });
+
+      test("release only by the owner; then another can take it", async () => {
+        const k = key("lease-release");
+        await store.acquireLease(k, "node-a", 10_000);
+        expect(await store.releaseLease(k, "node-b")).toBe(false);
+        expect(await store.acquireLease(k, "node-b", 10_000)).toBe(false);
+        expect(await store.releaseLease(k, "node-a")).toBe(true);
+        expect(await store.releaseLease(k, "node-a")).toBe(false);
+        expect(await store.acquireLease(k, "node-b", 10_000)).toBe(true);
+      });
+
+      test("a lease is free after its TTL, and the old owner can no longer renew it", async () => {
+        const k = key("lease-expire");
+        await store.acquireLease(k, "node-a", SHORT_TTL_MS);
+        await Bun.sleep(AFTER_SHORT_TTL_MS);
+        expect(await store.renewLease(k, "node-a", 10_000)).toBe(false);
+        expect(await store.acquireLease(k, "node-b", 10_000)).toBe(true);
+        expect(await store.renewLease(k, "node-a", 10_000)).toBe(false);
+        expect(await store.releaseLease(k, "node-a")).toBe(false);
+        expect(await store.get(k)).toBe("node-b");
+      });
+
+      test("of many concurrent contenders exactly one gets the lease", async () => {
+        const k = key("lease-race");
+        const results = await Promise.all(Array.from({ length: 50 }, (_, i) => store.acquireLease(k, `node-${i}`, 10_000)));
+        expect(results.filter(Boolean)).toHaveLength(1);
+        expect(await store.get(k)).toBe(`node-${results.indexOf(true)}`);
+      });
+    });
+
+    describe("types", () => {
+      test("a key holds one type: other-type commands fail with WRONGTYPE", async () => {
+        const s = key("type-string");
+        await store.set(s, "x");
+        await expect(store.hset(s, { f: "v" })).rejects.toThrow(/WRONGTYPE/);
+        await expect(store.sadd(s, "m")).rejects.toThrow(/WRONGTYPE/);
+        await expect(store.zadd(s, [{ member: "m", score: 1 }])).rejects.toThrow(/WRONGTYPE/);
+        const h = key("type-hash");
+        await store.hset(h, { f: "v" });
+        await expect(store.get(h)).rejects.toThrow(/WRONGTYPE/);
+        await expect(store.incr(h)).rejects.toThrow(/WRONGTYPE/);
+        await expect(store.compareAndSet(h, null, "x")).rejects.toThrow(/WRONGTYPE/);
+        await expect(store.smembers(h)).rejects.toThrow(/WRONGTYPE/);
+        await expect(store.zliveMembers(h)).rejects.toThrow(/WRONGTYPE/);
+        await expect(store.acquireLease(h, "node-a", 1_000)).rejects.toThrow(/WRONGTYPE/);
+        expect(await store.hget(h, "f")).toBe("v");
+      });
+
+      test("set replaces a key of any type", async () => {
+        const k = key("type-replace");
+        await store.sadd(k, "m");
+        await store.set(k, "now a string");
+        expect(await store.get(k)).toBe("now a string");
+        expect(await store.del(k)).toBe(1);
+        await store.hset(k, { f: "v" });
+        expect(await store.hgetall(k)).toEqual({ f: "v" });
+      });
+    });
+
+    describe("pub/sub", () => {
+      test("a published message reaches a subscriber, asynchronously, in order", async () => {
+        const ch = channel("basic");
+        const got: Array<[string, string]> = [];
+        const unsubscribe = await store.subscribe(ch, (message, from) => got.push([message, from]));
+        const published = store.publish(ch, "one");
+        expect(got).toEqual([]); // never delivered inside publish()
+        await published;
+        await store.publish(ch, "two");
+        await store.publish(ch, "three");
+        await eventually(() => got.length === 3);
+        expect(got).toEqual([
+          ["one", ch],
+          ["two", ch],
+          ["three", ch],
+        ]);
+        await unsubscribe();
+      });
+
+      test("unsubscribe stops delivery; unsubscribing twice is harmless", async () => {
+        const ch = channel("unsub");
+        const marker = channel("marker");
+        const got: string[] = [];
+        const markers: string[] = [];
+        const unsubscribe = await store.subscribe(ch, (m) => got.push(m));
+        const stopMarker = await store.subscribe(marker, (m) => markers.push(m));
+        await store.publish(ch, "before");
+        await eventually(() => got.length === 1);
+        await unsubscribe();
+        await unsubscribe();
+        await store.publish(ch, "after");
+        // A later message on another channel arriving proves the earlier one had its chance.
+        await store.publish(marker, "done");
+        await eventually(() => markers.length === 1);
+        await Bun.sleep(20);
+        expect(got).toEqual(["before"]);
+        await stopMarker();
+      });
+
+      test("two subscribers both get each message; one leaving does not affect the other", async () => {
+        const ch = channel("two");
+        const first: string[] = [];
+        const second: string[] = [];
+        const stopFirst = await store.subscribe(ch, (m) => first.push(m));
+        const stopSecond = await store.subscribe(ch, (m) => second.push(m));
+        await store.publish(ch, "both");
+        await eventually(() => first.length === 1 && second.length === 1);
+        await stopFirst();
+        await store.publish(ch, "second only");
+        await eventually(() => second.length === 2);
+        expect(first).toEqual(["both"]);
+        expect(second).toEqual(["both", "second only"]);
+        await stopSecond();
+      });
+
+      test("the same handler subscribed twice hears each message twice until both leave", async () => {
+        const ch = channel("twice");
+        const got: string[] = [];
+        const handler = (m: string): void => void got.push(m);
+        const stopA = await store.subscribe(ch, handler);
+        const stopB = await store.subscribe(ch, handler);
+        await store.publish(ch, "x");
+        await eventually(() => got.length === 2);
+        await stopA();
+        await store.publish(ch, "y");
+        await eventually(() => got.length === 3);
+        expect(got).toEqual(["x", "x", "y"]);
+        await stopB();
+      });
+
+      test("messages go only to their own channel", async () => {
+        const a = channel("a");
+        const b = channel("b");
+        const gotA: string[] = [];
+        const gotB: string[] = [];
+        const stopA = await store.subscribe(a, (m) => gotA.push(m));
+        const stopB = await store.subscribe(b, (m) => gotB.push(m));
+        await store.publish(a, "for a");
+        await store.publish(b, "for b");
+        await eventually(() => gotA.length === 1 && gotB.length === 1);
+        expect(gotA).toEqual(["for a"]);
+        expect(gotB).toEqual(["for b"]);
+        await stopA();
+        await stopB();
+      });
+
+      test("a throwing handler does not keep the message from the others", async () => {
+        const ch = channel("throw");
+        const got: string[] = [];
+        const quiet = spyOn(console, "error").mockImplementation(() => {});
+        try {
+          const stopBad = await store.subscribe(ch, () => {
+            throw new Error("handler bug");
+          });
+          const stopGood = await store.subscribe(ch, (m) => got.push(m));
+          await store.publish(ch, "m1");
+          await store.publish(ch, "m2");
+          await eventually(() => got.length === 2);
+          expect(got).toEqual(["m1", "m2"]);
+          await stopBad();
+          await stopGood();
+        } finally {
+          quiet.mockRestore();
+        }
+      });
+
+      test("resubscribing after everyone left works", async () => {
+        const ch = channel("again");
+        const got: string[] = [];
+        const stop = await store.subscribe(ch, (m) => got.push(`1:${m}`));
+        await stop();
+        const stopAgain = await store.subscribe(ch, (m) => got.push(`2:${m}`));
+        await store.publish(ch, "x");
+        await eventually(() => got.length === 1);
+        await Bun.sleep(20);
+        expect(got).toEqual(["2:x"]);
+        await stopAgain();
+      });
+
+      test("publishing with no subscribers is fine", async () => {
+        await store.publish(channel("nobody"), "into the void");
+      });
+    });
+
+    describe("lifecycle", () => {
+      test("ping resolves while the store is open", async () => {
+        await store.ping();
+      });
+
+      test("after close, ping rejects", async () => {
+        const other = await make();
+        await other.ping();
+        await other.close();
+        await expect(other.ping()).rejects.toThrow();
+      });
+    });
+  });
+}

@@ -1,0 +1,136 @@
+/**
+ * Shared live state: presence, queues, leases, CAC counters, rate limits, tickets.
+ *
+ * One interface, two implementations: in-process (embedded default, one instance) and Redis
+ * (scale-out). Every operation is atomic on its own. Keys are plain strings; callers build them with
+ * `accountKey()` so that everything of one account shares a Redis Cluster hash slot, and no single
+ * operation touches two accounts' keys. Times are milliseconds unless a name says otherwise.
+ */
+
+/** Result of a fixed-window hit: whether it fits, and what the RateLimit headers need. */
+export interface WindowHit {
+  /** True when this hit is within the limit (it was counted either way). */
+  allowed: boolean;
+  /** Hits counted in the current window, this one included. */
+  count: number;
+  /** Hits left in this window (never negative). */
+  remaining: number;
+  /** Milliseconds until the window resets. */
+  resetMs: number;
+}
+
+/** A handler for pub/sub messages. */
+export type MessageHandler = (message: string, channel: string) => void;
+
+export interface LiveStore {
+  /** `memory` or `redis`. */
+  readonly kind: "memory" | "redis";
+
+  // ---- plain values -----------------------------------------------------------------------
+  /** The value at `key`, or null when absent or expired. */
+  get(key: string): Promise<string | null>;
+  /** Sets `key`; with `ttlMs` it expires on its own. */
+  set(key: string, value: string, ttlMs?: number): Promise<void>;
+  /** Sets `key` only when absent. True when it was set. */
+  setIfAbsent(key: string, value: string, ttlMs?: number): Promise<boolean>;
+  /**
+   * Atomic compare-and-set: replaces the value only when the current value equals `expected`
+   * (`null` means "only when absent"). True when it was replaced.
+   */
+  compareAndSet(key: string, expected: string | null, next: string, ttlMs?: number): Promise<boolean>;
+  /** Deletes `key` only when its value equals `expected`. True when deleted. */
+  compareAndDelete(key: string, expected: string): Promise<boolean>;
+  /** Reads and deletes in one step (single-use tickets). */
+  take(key: string): Promise<string | null>;
+  /** Deletes keys; returns how many existed. */
+  del(...keys: string[]): Promise<number>;
+  /** Sets or refreshes the expiry of an existing key. False when the key does not exist. */
+  expire(key: string, ttlMs: number): Promise<boolean>;
+  /** Milliseconds to live: -1 when the key has no expiry, -2 when it does not exist. */
+  ttl(key: string): Promise<number>;
+
+  // ---- counters ---------------------------------------------------------------------------
+  /**
+   * Adds `by` (may be negative) and returns the new value. With `ttlMs` the expiry is (re)set on
+   * every call, so a counter nobody touches drains away (a lost BYE cannot hold a slot forever).
+   */
+  incr(key: string, by?: number, ttlMs?: number): Promise<number>;
+  /**
+   * Increments only while the result stays at or below `limit`; returns the new value, or null when
+   * it would exceed `limit` (nothing changes then). The CAC primitive.
+   */
+  incrIfBelow(key: string, limit: number, by?: number, ttlMs?: number): Promise<number | null>;
+  /** Decrements, never below zero; returns the new value. Deletes the key when it reaches zero. */
+  decrFloor(key: string, by?: number): Promise<number>;
+  /**
+   * Counts a hit in the fixed window of `windowMs` that `key` names, allowing `limit` per window.
+   * The rate limiter's primitive.
+   */
+  hitWindow(key: string, limit: number, windowMs: number): Promise<WindowHit>;
+
+  // ---- hashes -----------------------------------------------------------------------------
+  hset(key: string, fields: Record<string, string>): Promise<void>;
+  hget(key: string, field: string): Promise<string | null>;
+  hgetall(key: string): Promise<Record<string, string>>;
+  hdel(key: string, ...fields: string[]): Promise<number>;
+  /** Adds `by` to a numeric hash field and returns the new value. */
+  hincr(key: string, field: string, by?: number): Promise<number>;
+
+  // ---- sets -------------------------------------------------------------------------------
+  sadd(key: string, ...members: string[]): Promise<number>;
+  srem(key: string, ...members: string[]): Promise<number>;
+  smembers(key: string): Promise<string[]>;
+  sismember(key: string, member: string): Promise<boolean>;
+  scard(key: string): Promise<number>;
+
+  // ---- sorted sets (scores are numbers; members expire when scored by their deadline) -------
+  /** Adds or re-scores members. Returns how many were new. */
+  zadd(key: string, entries: Array<{ member: string; score: number }>): Promise<number>;
+  zrem(key: string, ...members: string[]): Promise<number>;
+  zscore(key: string, member: string): Promise<number | null>;
+  /** Members with min <= score <= max, lowest score first, at most `limit`. */
+  zrangeByScore(key: string, min: number, max: number, limit?: number): Promise<Array<{ member: string; score: number }>>;
+  /** Removes members with min <= score <= max; returns how many. Used to drop expired members. */
+  zremRangeByScore(key: string, min: number, max: number): Promise<number>;
+  zcard(key: string): Promise<number>;
+  /**
+   * Sorted set whose members expire: adds `member` with deadline now+ttlMs as its score, first
+   * removing every member whose deadline has passed. Returns the live member count.
+   */
+  zaddExpiring(key: string, member: string, ttlMs: number): Promise<number>;
+  /** Live (unexpired) members of a `zaddExpiring` set, soonest-to-expire first. */
+  zliveMembers(key: string): Promise<string[]>;
+
+  // ---- leases -----------------------------------------------------------------------------
+  /** Takes the lease at `key` for `owner` when free (or already `owner`'s). True when held. */
+  acquireLease(key: string, owner: string, ttlMs: number): Promise<boolean>;
+  /** Extends a lease `owner` holds. False when it is not (any longer) theirs. */
+  renewLease(key: string, owner: string, ttlMs: number): Promise<boolean>;
+  /** Releases a lease `owner` holds. False when it is not theirs. */
+  releaseLease(key: string, owner: string): Promise<boolean>;
+
+  // ---- pub/sub ----------------------------------------------------------------------------
+  /** Publishes to every subscriber of `channel`, on every instance. */
+  publish(channel: string, message: string): Promise<void>;
+  /** Subscribes; the returned function unsubscribes. Resolves once the subscription is active. */
+  subscribe(channel: string, handler: MessageHandler): Promise<() => Promise<void>>;
+
+  // ---- lifecycle --------------------------------------------------------------------------
+  /** Throws when the store is unreachable. Used by /readyz. */
+  ping(): Promise<void>;
+  /** Closes connections and timers. */
+  close(): Promise<void>;
+}
+
+/**
+ * A key for one account's live state: `{acc_…}:part:part`. The braces are a Redis Cluster hash tag,
+ * so every key of one account lives in one slot and Lua scripts never cross accounts.
+ */
+export function accountKey(accountId: string, ...parts: string[]): string {
+  return `{${accountId}}:${parts.join(":")}`;
+}
+
+/** A key for platform-wide state that belongs to no account (per-IP limits, node registry). */
+export function globalKey(...parts: string[]): string {
+  return `{parley}:${parts.join(":")}`;
+}

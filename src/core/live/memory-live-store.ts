@@ -1,0 +1,494 @@
+/**
+ * In-process `LiveStore` for the embedded single-instance deployment. It mirrors Redis semantics
+ * method for method (one keyspace, one type per key, empty collections vanish, WRONGTYPE errors,
+ * millisecond expiry) so that code tested against it behaves the same once Redis is configured.
+ */
+import type { LiveStore, MessageHandler, WindowHit } from "./live-store.ts";
+
+/** How often expired keys nobody reads are dropped; lazy expiry alone would let them pile up. */
+const SWEEP_INTERVAL_MS = 1_000;
+
+// Redis's own error texts, so callers (and tests) can match one message for both stores.
+const WRONGTYPE = "WRONGTYPE Operation against a key holding the wrong kind of value";
+const NOT_INTEGER = "ERR value is not an integer or out of range";
+const HASH_NOT_INTEGER = "ERR hash value is not an integer";
+
+interface StringEntry {
+  kind: "string";
+  value: string;
+  expiresAt: number | null;
+}
+interface HashEntry {
+  kind: "hash";
+  value: Map<string, string>;
+  expiresAt: number | null;
+}
+interface SetEntry {
+  kind: "set";
+  value: Set<string>;
+  expiresAt: number | null;
+}
+interface ZsetEntry {
+  kind: "zset";
+  value: Map<string, number>;
+  expiresAt: number | null;
+}
+type Entry = StringEntry | HashEntry | SetEntry | ZsetEntry;
+type Kind = Entry["kind"];
+type EntryOf<K extends Kind> = Extract<Entry, { kind: K }>;
+
+/** One subscription; a token rather than the handler so the same function may subscribe twice. */
+interface Subscription {
+  handler: MessageHandler;
+}
+
+/**
+ * Creates an empty in-process store. Its sweep timer is unref()ed, so an unclosed store never keeps
+ * the process alive; `close()` stops it and makes every later call throw.
+ */
+export function createMemoryLiveStore(): LiveStore {
+  const data = new Map<string, Entry>();
+  const channels = new Map<string, Set<Subscription>>();
+  let closed = false;
+
+  const sweep = setInterval(() => {
+    const now = Date.now();
+    for (const [key, entry] of data) if (isExpired(entry, now)) data.delete(key);
+  }, SWEEP_INTERVAL_MS);
+  sweep.unref();
+
+  function assertOpen(): void {
+    if (closed) throw new Error("live store is closed");
+  }
+
+  /** The live entry at `key`, dropping it first when its deadline has passed. */
+  function lookup(key: string): Entry | undefined {
+    assertOpen();
+    const entry = data.get(key);
+    if (entry !== undefined && isExpired(entry, Date.now())) {
+      data.delete(key);
+      return undefined;
+    }
+    return entry;
+  }
+
+  function read<K extends Kind>(key: string, kind: K): EntryOf<K> | undefined {
+    const entry = lookup(key);
+    if (entry === undefined) return undefined;
+    if (!isKind(entry, kind)) throw new Error(WRONGTYPE);
+    return entry;
+  }
+
+  function readCollection<K extends "hash" | "set" | "zset">(key: string, kind: K, create: () => EntryOf<K>): EntryOf<K> {
+    const existing = read(key, kind);
+    if (existing !== undefined) return existing;
+    const fresh = create();
+    data.set(key, fresh);
+    return fresh;
+  }
+
+  /** Redis deletes a collection with its last member; so must we, or TTL and type checks diverge. */
+  function dropIfEmpty(key: string, entry: HashEntry | SetEntry | ZsetEntry): void {
+
+  }
+
+  function putString(key: string, value: string, expiresAt: number | null): void {
+    assertOpen();
+    data.set(key, { kind: "string", value, expiresAt });
+  }
+
+  /** The integer at `key` (0 when absent), as INCRBY would read it. */
+  function readCounter(key: string): { value: number; expiresAt: number | null } {
+    const entry = read(key, "string");
+    if (entry === undefined) return { value: 0, expiresAt: null };
+    return { value: parseInteger(entry.value, NOT_INTEGER), expiresAt: entry.expiresAt };
+  }
+
+  function readZset(key: string): ZsetEntry | undefined {
+    return read(key, "zset");
+  }
+
+  /** Removes members whose deadline has passed; `now` is passed in so one call uses one clock. */
+  function pruneZset(entry: ZsetEntry, now: number): void {
+    for (const [member, score] of entry.value) if (score <= now) entry.value.delete(member);
+  }
+
+  function deliver(subs: Set<Subscription>, snapshot: Subscription[], message: string, channel: string): void {
+    for (const sub of snapshot) {
+      // Checked at delivery time: an unsubscribe that resolved before this microtask must win.
+      if (!subs.has(sub)) continue;
+      callHandler(sub.handler, message, channel);
+    }
+  }
+
+  const store: LiveStore = {
+    kind: "memory",
+
+    async get(key) {
+      return read(key, "string")?.value ?? null;
+    },
+
+    async set(key, value, ttlMs) {
+      putString(key, value, deadlineOrNull(ttlMs));
+    },
+
+    async setIfAbsent(key, value, ttlMs) {
+      const expiresAt = deadlineOrNull(ttlMs);
+      if (lookup(key) !== undefined) return false;
+      putString(key, value, expiresAt);
+      return true;
+    },
+
+    async compareAndSet(key, expected, next, ttlMs) {
+      const expiresAt = deadlineOrNull(ttlMs);
+      const current = read(key, "string")?.value ?? null;
+      if (current !== expected) return false;
+      putString(key, next, expiresAt);
+      return true;
+    },
+
+    async compareAndDelete(key, expected) {
+      if (read(key, "string")?.value !== expected) return false;
+      data.delete(key);
+      return true;
+    },
+
+    async take(key) {
+      const entry = read(key, "string");
+      if (entry === undefined) return null;
+      data.delete(key);
+      return entry.value;
+    },
+
+    async del(...keys) {
+      let removed = 0;
+      for (const key of keys) {
+        if (lookup(key) === undefined) continue;
+        data.delete(key);
+        removed++;
+      }
+      return removed;
+    },
+
+    async expire(key, ttlMs) {
+      const ms = expireArg(ttlMs);
+      const entry = lookup(key);
+      if (entry === undefined) return false;
+      // Like PEXPIRE: a deadline already passed deletes the key at once.
+      if (ms <= 0) data.delete(key);
+      else entry.expiresAt = Date.now() + ms;
+      return true;
+    },
+
+    async ttl(key) {
+      const entry = lookup(key);
+      if (entry === undefined) return -2;
+      if (entry.expiresAt === null) return -1;
+      return entry.expiresAt - Date.now();
+    },
+
+    async incr(key, by = 1, ttlMs) {
+      const step = integerArg("by", by);
+      const expiresAt = ttlMs === undefined ? undefined : deadline(ttlMs);
+      const current = readCounter(key);
+      const next = current.value + step;
+      // Without a TTL the existing expiry stays, as INCRBY leaves it.
+      putString(key, String(next), expiresAt === undefined ? current.expiresAt : expiresAt);
+      return next;
+    },
+
+    async incrIfBelow(key, limit, by = 1, ttlMs) {
+      const step = integerArg("by", by);
+      const expiresAt = ttlMs === undefined ? undefined : deadline(ttlMs);
+      const current = readCounter(key);
+      const next = current.value + step;
+      if (next > limit) return null;
+      putString(key, String(next), expiresAt === undefined ? current.expiresAt : expiresAt);
+      return next;
+    },
+
+    async decrFloor(key, by = 1) {
+      const step = integerArg("by", by);
+      const current = readCounter(key);
+      const next = current.value - step;
+      if (next <= 0) {
+        data.delete(key);
+        return 0;
+      }
+      putString(key, String(next), current.expiresAt);
+      return next;
+    },
+
+    async hitWindow(key, limit, windowMs): Promise<WindowHit> {
+      const ms = ttlArg(windowMs);
+      const now = Date.now();
+      const current = readCounter(key);
+      const count = current.value + 1;
+      // A counter without expiry (first hit, or one someone persisted) starts a fresh window.
+      const expiresAt = current.expiresAt ?? now + ms;
+      putString(key, String(count), expiresAt);
+      return { allowed: count <= limit, count, remaining: Math.max(0, limit - count), resetMs: expiresAt - now };
+    },
+
+    async hset(key, fields) {
+      const entries = Object.entries(fields);
+      if (entries.length === 0) return; // HSET needs a field; an empty call changes nothing
+      const hash = readCollection(key, "hash", () => ({ kind: "hash", value: new Map(), expiresAt: null }));
+      for (const [field, value] of entries) hash.value.set(field, value);
+    },
+
+    async hget(key, field) {
+      return read(key, "hash")?.value.get(field) ?? null;
+    },
+
+    async hgetall(key) {
+      const hash = read(key, "hash");
+      return hash === undefined ? {} : Object.fromEntries(hash.value);
+    },
+
+    async hdel(key, ...fields) {
+      const hash = read(key, "hash");
+      if (hash === undefined) return 0;
+      let removed = 0;
+      for (const field of fields) if (hash.value.delete(field)) removed++;
+      dropIfEmpty(key, hash);
+      return removed;
+    },
+
+    async hincr(key, field, by = 1) {
+      const step = integerArg("by", by);
+      const existing = read(key, "hash");
+      const raw = existing?.value.get(field);
+      const next = (raw === undefined ? 0 : parseInteger(raw, HASH_NOT_INTEGER)) + step;
+      const hash = existing ?? readCollection(key, "hash", () => ({ kind: "hash", value: new Map(), expiresAt: null }));
+      hash.value.set(field, String(next));
+      return next;
+    },
+
+    async sadd(key, ...members) {
+      if (members.length === 0) return 0;
+      const set = readCollection(key, "set", () => ({ kind: "set", value: new Set(), expiresAt: null }));
+      let added = 0;
+      for (const member of members) {
+        if (set.value.has(member)) continue;
+        set.value.add(member);
+        added++;
+      }
+      return added;
+    },
+
+    async srem(key, ...members) {
+      const set = read(key, "set");
+      if (set === undefined) return 0;
+      let removed = 0;
+      for (const member of members) if (set.value.delete(member)) removed++;
+      dropIfEmpty(key, set);
+      return removed;
+    },
+
+    async smembers(key) {
+      const set = read(key, "set");
+      return set === undefined ? [] : [...set.value];
+    },
+
+    async sismember(key, member) {
+      return read(key, "set")?.value.has(member) ?? false;
+    },
+
+    async scard(key) {
+      return read(key, "set")?.value.size ?? 0;
+    },
+
+    async zadd(key, entries) {
+      for (const { score } of entries) scoreArg(score);
+      if (entries.length === 0) return 0;
+      const zset = readCollection(key, "zset", () => ({ kind: "zset", value: new Map(), expiresAt: null }));
+      let added = 0;
+      for (const { member, score } of entries) {
+        if (!zset.value.has(member)) added++;
+        zset.value.set(member, score);
+      }
+      return added;
+    },
+
+    async zrem(key, ...members) {
+      const zset = readZset(key);
+      if (zset === undefined) return 0;
+      let removed = 0;
+      for (const member of members) if (zset.value.delete(member)) removed++;
+      dropIfEmpty(key, zset);
+      return removed;
+    },
+
+    async zscore(key, member) {
+      return readZset(key)?.value.get(member) ?? null;
+    },
+
+    async zrangeByScore(key, min, max, limit) {
+      scoreArg(min);
+      scoreArg(max);
+      const count = limit === undefined ? -1 : integerArg("limit", limit);
+      const zset = readZset(key);
+      if (zset === undefined) return [];
+      const inRange = sortedEntries(zset).filter((e) => e.score >= min && e.score <= max);
+      // Like Redis's LIMIT: a negative count means no limit.
+      return count < 0 ? inRange : inRange.slice(0, count);
+    },
+
+    async zremRangeByScore(key, min, max) {
+      scoreArg(min);
+      scoreArg(max);
+      const zset = readZset(key);
+      if (zset === undefined) return 0;
+      let removed = 0;
+      for (const [member, score] of zset.value) {
+        if (score < min || score > max) continue;
+        zset.value.delete(member);
+        removed++;
+      }
+      dropIfEmpty(key, zset);
+      return removed;
+    },
+
+    async zcard(key) {
+      return readZset(key)?.value.size ?? 0;
+    },
+
+    async zaddExpiring(key, member, ttlMs) {
+      const ms = ttlArg(ttlMs);
+      const now = Date.now();
+      const zset = readCollection(key, "zset", () => ({ kind: "zset", value: new Map(), expiresAt: null }));
+      pruneZset(zset, now);
+      zset.value.set(member, now + ms);
+      // The key lives as long as its longest-lived member, so an abandoned set cleans itself up.
+      zset.expiresAt = Math.max(...zset.value.values());
+      return zset.value.size;
+    },
+
+    async zliveMembers(key) {
+      const zset = readZset(key);
+      if (zset === undefined) return [];
+      pruneZset(zset, Date.now());
+      dropIfEmpty(key, zset);
+      return sortedEntries(zset).map((e) => e.member);
+    },
+
+    async acquireLease(key, owner, ttlMs) {
+      const expiresAt = deadline(ttlMs);
+      const holder = read(key, "string");
+      if (holder !== undefined && holder.value !== owner) return false;
+      putString(key, owner, expiresAt);
+      return true;
+    },
+
+    async renewLease(key, owner, ttlMs) {
+      const expiresAt = deadline(ttlMs);
+      const holder = read(key, "string");
+      if (holder?.value !== owner) return false;
+      holder.expiresAt = expiresAt;
+      return true;
+    },
+
+    async releaseLease(key, owner) {
+      return store.compareAndDelete(key, owner);
+    },
+
+    async publish(channel, message) {
+      assertOpen();
+      const subs = channels.get(channel);
+      if (subs === undefined || subs.size === 0) return;
+      const snapshot = [...subs];
+      // Asynchronous like a network round trip, so callers cannot come to rely on re-entrancy.
+      queueMicrotask(() => deliver(subs, snapshot, message, channel));
+    },
+
+    async subscribe(channel, handler) {
+      assertOpen();
+      let subs = channels.get(channel);
+      if (subs === undefined) {
+        subs = new Set();
+        channels.set(channel, subs);
+      }
+      const sub: Subscription = { handler };
+      subs.add(sub);
+      const owned = subs;
+      return async () => {
+        owned.delete(sub);
+        if (owned.size === 0 && channels.get(channel) === owned) channels.delete(channel);
+      };
+    },
+
+    async ping() {
+      assertOpen();
+    },
+
+    async close() {
+      closed = true;
+      clearInterval(sweep);
+      data.clear();
+      channels.clear();
+    },
+  };
+  return store;
+}
+
+function isKind<K extends Kind>(entry: Entry, kind: K): entry is EntryOf<K> {
+  return entry.kind === kind;
+}
+
+function isExpired(entry: Entry, now: number): boolean {
+  return entry.expiresAt !== null && entry.expiresAt <= now;
+}
+
+/** Score order, ties broken by member, as Redis orders a sorted set. */
+function sortedEntries(zset: ZsetEntry): Array<{ member: string; score: number }> {
+  const entries = [...zset.value].map(([member, score]) => ({ member, score }));
+  return entries.sort((a, b) => {
+    if (a.score !== b.score) return a.score < b.score ? -1 : 1;
+    return a.member < b.member ? -1 : a.member > b.member ? 1 : 0;
+  });
+}
+
+/** Parses a stored counter strictly; Redis refuses to count on "1.5" or "abc", and so do we. */
+function parseInteger(raw: string, message: string): number {
+  const value = Number(raw);
+  if (!/^-?\d+$/.test(raw) || !Number.isSafeInteger(value)) throw new Error(message);
+  return value;
+}
+
+function callHandler(handler: MessageHandler, message: string, channel: string): void {
+  try {
+    handler(message, channel);
+  } catch (error) {
+    // One faulty subscriber must not starve the others of the message.
+    console.error("[live-store] pub/sub handler threw", { channel, error });
+  }
+}
+
+/** Whole milliseconds, rounded up so a tiny positive TTL never means "already expired". */
+function ttlArg(ttlMs: number): number {
+  if (!Number.isFinite(ttlMs) || ttlMs <= 0) throw new RangeError(`ttlMs must be a positive number, got ${ttlMs}`);
+  return Math.ceil(ttlMs);
+}
+
+function expireArg(ttlMs: number): number {
+  if (!Number.isFinite(ttlMs)) throw new RangeError(`ttlMs must be finite, got ${ttlMs}`);
+  return Math.ceil(ttlMs);
+}
+
+function deadline(ttlMs: number): number {
+  return Date.now() + ttlArg(ttlMs);
+}
+
+function deadlineOrNull(ttlMs: number | undefined): number | null {
+  return ttlMs === undefined ? null : deadline(ttlMs);
+}
+
+function integerArg(name: string, value: number): number {
+  if (!Number.isSafeInteger(value)) throw new RangeError(`${name} must be a safe integer, got ${value}`);
+  return value;
+}
+
+function scoreArg(score: number): void {
+  if (Number.isNaN(score)) throw new RangeError("score must be a number, got NaN");
+}

@@ -1,0 +1,579 @@
+/**
+ * Redis-backed `LiveStore` for scale-out: every instance sees the same counters, leases and
+ * messages. Needs Redis 6.2+ (GETDEL). Every compound operation is one command or one Lua script
+ * that touches only its KEYS, so it stays atomic and Redis Cluster safe.
+ *
+ * Bun's `RedisClient` speaks RESP3: HGETALL comes back as a null-prototype object, WITHSCORES as
+ * `[member, score]` pairs, doubles as numbers. Lua replies go through RESP2 conversion (flat arrays,
+ * `false` becomes null, numbers are truncated to integers), which the scripts below account for.
+ */
+import { RedisClient } from "bun";
+import type { LiveStore, MessageHandler, WindowHit } from "./live-store.ts";
+
+/** /readyz must answer even while Bun queues commands for a reconnect that may take ~30 s. */
+const PING_TIMEOUT_MS = 2_000;
+/** Pause before reconnecting a client Bun gave up on (after its `maxRetries`). */
+const REVIVE_DELAY_MS = 1_000;
+
+interface LuaScript {
+  source: string;
+  sha: string;
+}
+
+/** The SHA is computed locally, so no SCRIPT LOAD round trip is needed before first use. */
+function lua(source: string): LuaScript {
+  return { source, sha: new Bun.CryptoHasher("sha1").update(source).digest("hex") };
+}
+
+/** Server clock in ms, so deadlines written by different instances share one clock. */
+const NOW = `local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+`;
+
+/** Reads a counter like INCRBY would, so a refused call cannot slip past on a non-integer value. */
+const COUNTER = `local function counter(key)
+  local raw = redis.call('GET', key)
+  if not raw then return 0 end
+  if not string.match(raw, '^%-?%d+$') then
+    return redis.error_reply('ERR value is not an integer or out of range')
+  end
+  return tonumber(raw)
+end
+`;
+
+const SCRIPTS = {
+  // ARGV: hasExpected ('1'|'0'), expected, next, [px]
+  compareAndSet: lua(`local v = redis.call('GET', KEYS[1])
+if ARGV[1] == '1' then
+  if v ~= ARGV[2] then return 0 end
+elseif v then
+  return 0
+end
+if ARGV[4] then redis.call('SET', KEYS[1], ARGV[3], 'PX', ARGV[4]) else redis.call('SET', KEYS[1], ARGV[3]) end
+return 1`),
+
+  // ARGV: expected
+  compareAndDelete: lua(`if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  return 1
+end
+return 0`),
+
+  // ARGV: by, px
+  incrWithTtl: lua(`local n = redis.call('INCRBY', KEYS[1], ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return n`),
+
+  // ARGV: limit, by, [px]
+  incrIfBelow: lua(`${COUNTER}local cur = counter(KEYS[1])
+if type(cur) == 'table' then return cur end
+if cur + tonumber(ARGV[2]) > tonumber(ARGV[1]) then return false end
+local n = redis.call('INCRBY', KEYS[1], ARGV[2])
+if ARGV[3] then redis.call('PEXPIRE', KEYS[1], ARGV[3]) end
+return n`),
+
+  // ARGV: by. DECRBY keeps the key's TTL; deleting at zero keeps idle counters from lingering.
+  decrFloor: lua(`${COUNTER}local cur = counter(KEYS[1])
+if type(cur) == 'table' then return cur end
+if cur - tonumber(ARGV[1]) <= 0 then
+  redis.call('DEL', KEYS[1])
+  return 0
+end
+return redis.call('DECRBY', KEYS[1], ARGV[1])`),
+
+  // ARGV: windowMs. A counter without TTL (first hit, or persisted by accident) starts a window.
+  hitWindow: lua(`local n = redis.call('INCR', KEYS[1])
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl < 0 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[1])
+  ttl = tonumber(ARGV[1])
+end
+return {n, ttl}`),
+
+  // ARGV: member, ttlMs. The key's own TTL follows its longest-lived member.
+  zaddExpiring: lua(`${NOW}redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+local left = math.ceil(tonumber(last[2]) - now)
+if left > 0 and left < math.huge then redis.call('PEXPIRE', KEYS[1], left) end
+return redis.call('ZCARD', KEYS[1])`),
+
+  zliveMembers: lua(`${NOW}redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+return redis.call('ZRANGE', KEYS[1], 0, -1)`),
+
+  // ARGV: owner, px
+  acquireLease: lua(`local v = redis.call('GET', KEYS[1])
+if not v then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 1
+end
+if v == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+return 0`),
+
+  // ARGV: owner, px
+  renewLease: lua(`if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+return 0`),
+} as const;
+
+/** One channel's Redis subscription; our handlers hang off a single Bun listener. */
+interface Channel {
+  subs: Set<Subscription>;
+  listener: (message: string, channel: string) => void;
+  ready: Promise<void>;
+}
+
+/** A token rather than the handler, so the same function may subscribe twice. */
+interface Subscription {
+  handler: MessageHandler;
+}
+
+/**
+ * Connects to Redis at `url` (redis://, rediss://) and resolves once connected. A second
+ * connection for pub/sub is opened on the first `subscribe`.
+ */
+export async function createRedisLiveStore(url: string): Promise<LiveStore> {
+  const client = new RedisClient(url);
+  await client.connect();
+
+  let closed = false;
+  const isClosed = (): boolean => closed;
+  const stopReviving: Array<() => void> = [reviveWhenAbandoned(client, isClosed)];
+
+  const channels = new Map<string, Channel>();
+  let subscriber: Promise<RedisClient> | null = null;
+  // Subscriber operations run one at a time, so a resubscribe after a reconnect can never
+  // interleave with a caller's subscribe or unsubscribe of the same channel.
+  let subscriberQueue: Promise<unknown> = Promise.resolve();
+
+  function send(command: string, args: string[]): Promise<unknown> {
+    return client.send(command, args);
+  }
+
+  async function run(script: LuaScript, keys: string[], args: string[]): Promise<unknown> {
+    const tail = [String(keys.length), ...keys, ...args];
+    try {
+      return await client.send("EVALSHA", [script.sha, ...tail]);
+    } catch (error) {
+      // Bun does not retry NOSCRIPT (script cache flushed, failover, new node). EVAL runs the
+      // script and caches it again, so the next EVALSHA hits.
+      if (!isNoScript(error)) throw error;
+      return await client.send("EVAL", [script.source, ...tail]);
+    }
+  }
+
+  function openSubscriber(): Promise<RedisClient> {
+    if (subscriber === null) {
+      const opening = client.duplicate().then((sub) => {
+        stopReviving.push(reviveWhenAbandoned(sub, isClosed));
+        // Bun reconnects the socket but does not renew SUBSCRIBEs, so messages would silently stop.
+        sub.onconnect = () => {
+          onSubscriber(resubscribeAll).catch((error: unknown) => {
+            // The next reconnect retries; until then this instance hears nothing, so say so.
+            console.error("[live-store] resubscribe after reconnect failed", { error });
+          });
+        };
+        if (closed) sub.close();
+        return sub;
+      });
+      opening.catch(() => {
+        if (subscriber === opening) subscriber = null; // let the next subscribe try again
+      });
+      subscriber = opening;
+    }
+    return subscriber;
+  }
+
+  function onSubscriber<T>(op: (sub: RedisClient) => Promise<T>): Promise<T> {
+    const next = subscriberQueue.then(async () => op(await openSubscriber()));
+    subscriberQueue = next.catch(() => undefined);
+    return next;
+  }
+
+  async function resubscribeAll(sub: RedisClient): Promise<void> {
+    for (const [name, channel] of channels) {
+      // Bun keeps its listeners across a reconnect; subscribing again without dropping them first
+      // would deliver every message twice.
+      await sub.unsubscribe(name);
+      await sub.subscribe(name, channel.listener);
+    }
+  }
+
+  const store: LiveStore = {
+    kind: "redis",
+
+    async get(key) {
+      return stringOrNull(await send("GET", [key]));
+    },
+
+    async set(key, value, ttlMs) {
+      await send("SET", ttlMs === undefined ? [key, value] : [key, value, "PX", ttlArg(ttlMs)]);
+    },
+
+    async setIfAbsent(key, value, ttlMs) {
+      const args = ttlMs === undefined ? [key, value, "NX"] : [key, value, "NX", "PX", ttlArg(ttlMs)];
+      return (await send("SET", args)) !== null;
+    },
+
+    async compareAndSet(key, expected, next, ttlMs) {
+      const args = [expected === null ? "0" : "1", expected ?? "", next];
+      if (ttlMs !== undefined) args.push(ttlArg(ttlMs));
+      return flag(await run(SCRIPTS.compareAndSet, [key], args));
+    },
+
+    async compareAndDelete(key, expected) {
+      return flag(await run(SCRIPTS.compareAndDelete, [key], [expected]));
+    },
+
+    async take(key) {
+      return stringOrNull(await send("GETDEL", [key]));
+    },
+
+    async del(...keys) {
+      if (keys.length === 0) return 0;
+      return integer(await send("DEL", keys));
+    },
+
+    async expire(key, ttlMs) {
+      return flag(await send("PEXPIRE", [key, expireArg(ttlMs)]));
+    },
+
+    async ttl(key) {
+      return integer(await send("PTTL", [key]));
+    },
+
+    async incr(key, by = 1, ttlMs) {
+      const step = integerArg("by", by);
+      if (ttlMs === undefined) return integer(await send("INCRBY", [key, step]));
+      return integer(await run(SCRIPTS.incrWithTtl, [key], [step, ttlArg(ttlMs)]));
+    },
+
+    async incrIfBelow(key, limit, by = 1, ttlMs) {
+      const args = [numberArg("limit", limit), integerArg("by", by)];
+      if (ttlMs !== undefined) args.push(ttlArg(ttlMs));
+      const reply = await run(SCRIPTS.incrIfBelow, [key], args);
+      return reply === null ? null : integer(reply);
+    },
+
+    async decrFloor(key, by = 1) {
+      return integer(await run(SCRIPTS.decrFloor, [key], [integerArg("by", by)]));
+    },
+
+    async hitWindow(key, limit, windowMs): Promise<WindowHit> {
+      const reply = await run(SCRIPTS.hitWindow, [key], [ttlArg(windowMs)]);
+      if (!Array.isArray(reply)) throw unexpected("hitWindow", reply);
+      const count = integer(reply[0]);
+      return { allowed: count <= limit, count, remaining: Math.max(0, limit - count), resetMs: integer(reply[1]) };
+    },
+
+    async hset(key, fields) {
+      const flat = Object.entries(fields).flat();
+      if (flat.length === 0) return; // HSET needs a field; an empty call changes nothing
+      await send("HSET", [key, ...flat]);
+    },
+
+    async hget(key, field) {
+      return stringOrNull(await send("HGET", [key, field]));
+    },
+
+    async hgetall(key) {
+      return record(await send("HGETALL", [key]));
+    },
+
+    async hdel(key, ...fields) {
+      if (fields.length === 0) return 0;
+      return integer(await send("HDEL", [key, ...fields]));
+    },
+
+    async hincr(key, field, by = 1) {
+      return integer(await send("HINCRBY", [key, field, integerArg("by", by)]));
+    },
+
+    async sadd(key, ...members) {
+      if (members.length === 0) return 0;
+      return integer(await send("SADD", [key, ...members]));
+    },
+
+    async srem(key, ...members) {
+      if (members.length === 0) return 0;
+      return integer(await send("SREM", [key, ...members]));
+    },
+
+    async smembers(key) {
+      return strings(await send("SMEMBERS", [key]));
+    },
+
+    async sismember(key, member) {
+      return flag(await send("SISMEMBER", [key, member]));
+    },
+
+    async scard(key) {
+      return integer(await send("SCARD", [key]));
+    },
+
+    async zadd(key, entries) {
+      const args = entries.flatMap(({ member, score }) => [scoreArg(score), member]);
+      if (args.length === 0) return 0;
+      return integer(await send("ZADD", [key, ...args]));
+    },
+
+    async zrem(key, ...members) {
+      if (members.length === 0) return 0;
+      return integer(await send("ZREM", [key, ...members]));
+    },
+
+    async zscore(key, member) {
+      const reply = await send("ZSCORE", [key, member]);
+      return reply === null ? null : score(reply);
+    },
+
+    async zrangeByScore(key, min, max, limit) {
+      const args = [key, scoreArg(min), scoreArg(max), "WITHSCORES"];
+      if (limit !== undefined) args.push("LIMIT", "0", integerArg("limit", limit));
+      return scoredMembers(await send("ZRANGEBYSCORE", args));
+    },
+
+    async zremRangeByScore(key, min, max) {
+      return integer(await send("ZREMRANGEBYSCORE", [key, scoreArg(min), scoreArg(max)]));
+    },
+
+    async zcard(key) {
+      return integer(await send("ZCARD", [key]));
+    },
+
+    async zaddExpiring(key, member, ttlMs) {
+      return integer(await run(SCRIPTS.zaddExpiring, [key], [member, ttlArg(ttlMs)]));
+    },
+
+    async zliveMembers(key) {
+      return strings(await run(SCRIPTS.zliveMembers, [key], []));
+    },
+
+    async acquireLease(key, owner, ttlMs) {
+      return flag(await run(SCRIPTS.acquireLease, [key], [owner, ttlArg(ttlMs)]));
+    },
+
+    async renewLease(key, owner, ttlMs) {
+      return flag(await run(SCRIPTS.renewLease, [key], [owner, ttlArg(ttlMs)]));
+    },
+
+    async releaseLease(key, owner) {
+      return flag(await run(SCRIPTS.compareAndDelete, [key], [owner]));
+    },
+
+    async publish(channel, message) {
+      await send("PUBLISH", [channel, message]);
+    },
+
+    async subscribe(name, handler) {
+      if (closed) throw new Error("live store is closed");
+      let channel = channels.get(name);
+      if (channel === undefined) {
+        const subs = new Set<Subscription>();
+        const listener = (message: string, from: string): void => deliver(subs, message, from);
+        const ready = onSubscriber(async (sub) => void (await sub.subscribe(name, listener)));
+        const created: Channel = { subs, listener, ready };
+        ready.catch(() => {
+          if (channels.get(name) === created) channels.delete(name);
+        });
+        channels.set(name, created);
+        channel = created;
+      }
+      const sub: Subscription = { handler };
+      channel.subs.add(sub);
+      try {
+        await channel.ready;
+      } catch (error) {
+        channel.subs.delete(sub);
+        throw error;
+      }
+      const owned = channel;
+      let done = false;
+      return async () => {
+        if (done) return;
+        done = true;
+        owned.subs.delete(sub);
+        if (owned.subs.size > 0 || channels.get(name) !== owned) return;
+        channels.delete(name);
+        if (!closed) await onSubscriber((s) => s.unsubscribe(name, owned.listener));
+      };
+    },
+
+    async ping() {
+      if (closed) throw new Error("live store is closed");
+      const reply = await withTimeout(send("PING", []), PING_TIMEOUT_MS, "Redis did not answer PING in time");
+      if (reply !== "PONG") throw unexpected("PING", reply);
+    },
+
+    async close() {
+      if (closed) return;
+      closed = true;
+      for (const stop of stopReviving) stop();
+      channels.clear();
+      client.close();
+      const sub = await subscriber?.catch(() => null);
+      sub?.close();
+    },
+  };
+  return store;
+}
+
+/**
+ * Bun reconnects on its own only up to `maxRetries`; after that the client stays dead (every
+ * command fails with "Connection has failed") until `connect()` is called. Keep trying, slowly.
+ * Returns a function that stops it.
+ */
+function reviveWhenAbandoned(client: RedisClient, isClosed: () => boolean): () => void {
+  let timer: ReturnType<typeof setTimeout> | null = null;
+  const schedule = (): void => {
+    if (timer !== null || isClosed()) return;
+    timer = setTimeout(() => {
+      timer = null;
+      if (isClosed() || client.connected) return;
+      client.connect().catch(schedule);
+    }, REVIVE_DELAY_MS);
+    timer.unref();
+  };
+  client.onclose = schedule;
+  return () => {
+    if (timer !== null) clearTimeout(timer);
+    timer = null;
+  };
+}
+
+function deliver(subs: Set<Subscription>, message: string, channel: string): void {
+  for (const sub of [...subs]) {
+    if (!subs.has(sub)) continue; // unsubscribed by an earlier handler of this same message
+    try {
+      sub.handler(message, channel);
+    } catch (error) {
+      // A throw here would escape Bun's listener as an uncaught exception and end the process.
+      console.error("[live-store] pub/sub handler threw", { channel, error });
+    }
+  }
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(message)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+function isNoScript(error: unknown): boolean {
+  return error instanceof Error && error.message.startsWith("NOSCRIPT");
+}
+
+// ---- argument formatting: the same validation as the memory store, so both reject alike ----
+
+function ttlArg(ttlMs: number): string {
+  if (!Number.isFinite(ttlMs) || ttlMs <= 0) throw new RangeError(`ttlMs must be a positive number, got ${ttlMs}`);
+  return String(Math.ceil(ttlMs));
+}
+
+/** PEXPIRE accepts zero or less (the key is deleted at once); only non-finite values are refused. */
+function expireArg(ttlMs: number): string {
+  if (!Number.isFinite(ttlMs)) throw new RangeError(`ttlMs must be finite, got ${ttlMs}`);
+  return String(Math.ceil(ttlMs));
+}
+
+function integerArg(name: string, value: number): string {
+  if (!Number.isSafeInteger(value)) throw new RangeError(`${name} must be a safe integer, got ${value}`);
+  return String(value);
+}
+
+function numberArg(name: string, value: number): string {
+  if (Number.isNaN(value)) throw new RangeError(`${name} must be a number, got NaN`);
+  return value === Infinity ? "inf" : value === -Infinity ? "-inf" : String(value);
+}
+
+/** Redis spells infinite scores `+inf`/`-inf`; JavaScript's "Infinity" would be a syntax error. */
+function scoreArg(value: number): string {
+  if (Number.isNaN(value)) throw new RangeError("score must be a number, got NaN");
+  return value === Infinity ? "+inf" : value === -Infinity ? "-inf" : String(value);
+}
+
+// ---- reply normalization: RESP3 from plain commands, RESP2-shaped from Lua --------------------
+
+function unexpected(what: string, reply: unknown): Error {
+  return new Error(`unexpected Redis reply to ${what}: ${String(reply)}`);
+}
+
+function integer(reply: unknown): number {
+  if (typeof reply === "number") return reply;
+  if (typeof reply === "bigint") return Number(reply);
+  if (typeof reply === "string" && /^-?\d+$/.test(reply)) return Number(reply);
+  throw unexpected("an integer command", reply);
+}
+
+/** 1/0 integers (Lua, PEXPIRE, SISMEMBER) and RESP3 booleans alike. */
+function flag(reply: unknown): boolean {
+  if (typeof reply === "boolean") return reply;
+  return integer(reply) === 1;
+}
+
+function stringOrNull(reply: unknown): string | null {
+  if (reply === null || typeof reply === "string") return reply;
+  throw unexpected("a string command", reply);
+}
+
+function strings(reply: unknown): string[] {
+  if (!Array.isArray(reply)) throw unexpected("a list command", reply);
+  const items: unknown[] = reply;
+  return items.map((item) => {
+    if (typeof item !== "string") throw unexpected("a list command", item);
+    return item;
+  });
+}
+
+function score(reply: unknown): number {
+  if (typeof reply === "number") return reply;
+  if (typeof reply === "string") {
+    if (reply === "inf" || reply === "+inf") return Infinity;
+    if (reply === "-inf") return -Infinity;
+    const value = Number(reply);
+    if (!Number.isNaN(value)) return value;
+  }
+  throw unexpected("a score", reply);
+}
+
+/** WITHSCORES replies: `[[member, score], …]` under RESP3, a flat `[member, score, …]` under RESP2. */
+function scoredMembers(reply: unknown): Array<{ member: string; score: number }> {
+  if (!Array.isArray(reply)) throw unexpected("ZRANGEBYSCORE", reply);
+  const items: unknown[] = reply;
+  const grouped = items.every(isArray) ? items : chunkPairs(items);
+  return grouped.map(([member, value]) => {
+    if (typeof member !== "string") throw unexpected("ZRANGEBYSCORE", member);
+    return { member, score: score(value) };
+  });
+}
+
+/** HGETALL: a null-prototype object under RESP3, a flat array under RESP2; a plain object either way. */
+function record(reply: unknown): Record<string, string> {
+  let entries: unknown[][] | null = null;
+  if (Array.isArray(reply)) entries = chunkPairs(reply);
+  else if (typeof reply === "object" && reply !== null) entries = Object.entries(reply);
+  if (entries === null) throw unexpected("HGETALL", reply);
+  return Object.fromEntries(
+    entries.map(([field, value]) => {
+      if (typeof field !== "string" || typeof value !== "string") throw unexpected("HGETALL", reply);
+      return [field, value];
+    }),
+  );
+}
+
+function isArray(value: unknown): value is unknown[] {
+  return Array.isArray(value);
+}
+
+function chunkPairs(flat: unknown[]): unknown[][] {
+  const pairs: unknown[][] = [];
+  for (let i = 0; i + 1 < flat.length; i += 2) pairs.push([flat[i], flat[i + 1]]);
+  return pairs;
+}

@@ -1,0 +1,38 @@
+import { describe, expect, test } from "bun:test";
+import { ipAllowed, parseCidr, parseCidrList, parseIp } from "./cidr.ts";
+
+describe("cidr", () => {
+  const loopback = parseCidrList("127.0.0.0/8,::1/128");
+
+  test("loopback in both families, and IPv4-mapped IPv6", () => {
+    expect(ipAllowed("127.0.0.1", loopback)).toBe(true);
+    expect(ipAllowed("127.9.9.9", loopback)).toBe(true);
+    expect(ipAllowed("::1", loopback)).toBe(true);
+    expect(ipAllowed("::ffff:127.0.0.1", loopback)).toBe(true);
+    expect(ipAllowed("10.0.0.1", loopback)).toBe(false);
+    expect(ipAllowed("::2", loopback)).toBe(false);
+  });
+
+  test("prefixes cut at the right bit", () => {
+    const r = [parseCidr("10.1.2.128/25"), parseCidr("2001:db8::/32")];
+    expect(ipAllowed("10.1.2.200", r)).toBe(true);
+    expect(ipAllowed("10.1.2.127", r)).toBe(false);
+    expect(ipAllowed("2001:db8:ffff::1", r)).toBe(true);
+    expect(ipAllowed("2001:db9::1", r)).toBe(false);
+  });
+
+  test("refuses garbage and never matches unparseable addresses", () => {
+    expect(() => parseCidr("300.1.1.1/8")).toThrow();
+    expect(() => parseCidr("10.0.0.0/33")).toThrow();
+    expect(() => parseCidr("10.0.0.0/x")).toThrow();
+    expect(() => parseCidr("nope")).toThrow();
+    expect(ipAllowed("", loopback)).toBe(false);
+    expect(ipAllowed(null, loopback)).toBe(false);
+    expect(ipAllowed("localhost", loopback)).toBe(false);
+    expect(parseIp("1:2:3:4:5:6:7:8:9")).toBeNull();
+  });
+
+  test("0.0.0.0/0 allows every IPv4 address", () => {
+    expect(ipAllowed("203.0.113.9", parseCidrList("0.0.0.0/0"))).toBe(true);
+  });
+});

@@ -1,0 +1,96 @@
+/**
+ * IPv4/IPv6 CIDR matching for the control plane's allowlist. IPv4-mapped IPv6 addresses
+ * (::ffff:127.0.0.1, what a dual-stack socket reports) match IPv4 ranges.
+ */
+
+/** A parsed CIDR: family, network as a bigint, prefix length. */
+export interface Cidr {
+  family: 4 | 6;
+  network: bigint;
+  prefix: number;
+  /** As written, for messages and docs. */
+  text: string;
+}
+
+function parseIpv4(text: string): bigint | null {
+  const parts = text.split(".");
+  if (parts.length !== 4) return null;
+  let value = 0n;
+  for (const part of parts) {
+    if (!/^\d{1,3}$/.test(part)) return null;
+    const n = Number(part);
+    if (n > 255) return null;
+    value = (value << 8n) | BigInt(n);
+  }
+  return value;
+}
+
+function parseIpv6(text: string): bigint | null {
+  let head = text;
+  let v4tail: bigint | null = null;
+  const lastColon = text.lastIndexOf(":");
+  if (text.includes(".") && lastColon >= 0) {
+    v4tail = parseIpv4(text.slice(lastColon + 1));
+    if (v4tail === null) return null;
+    head = text.slice(0, lastColon) + ":0:0";
+  }
+  const halves = head.split("::");
+  if (halves.length > 2) return null;
+  const groupsOf = (s: string) => (s === "" ? [] : s.split(":"));
+  const left = groupsOf(halves[0] ?? "");
+  const right = halves.length === 2 ? groupsOf(halves[1] ?? "") : [];
+  const missing = 8 - left.length - right.length;
+  if ((halves.length === 1 && missing !== 0) || missing < 0) return null;
+  const groups = [...left, ...Array<string>(halves.length === 2 ? missing : 0).fill("0"), ...right];
+  let value = 0n;
+  for (const g of groups) {
+    if (!/^[0-9a-fA-F]{1,4}$/.test(g)) return null;
+    value = (value << 16n) | BigInt(parseInt(g, 16));
+  }
+  if (v4tail !== null) value = (value & ~0xffffffffn) | v4tail;
+  return value;
+}
+
+/** Parses an address to family and value, unwrapping IPv4-mapped IPv6. Null when not an address. */
+export function parseIp(text: string): { family: 4 | 6; value: bigint } | null {
+  const bare = text.replace(/^\[|\]$/g, "").replace(/%.*$/, "");
+  const v4 = parseIpv4(bare);
+  if (v4 !== null) return { family: 4, value: v4 };
+  const v6 = parseIpv6(bare);
+  if (v6 === null) return null;
+  if (v6 >> 32n === 0xffffn) return { family: 4, value: v6 & 0xffffffffn };
+  return { family: 6, value: v6 };
+}
+
+/** Parses `a.b.c.d/n` or `x::y/n`; a bare address is a single-host range. Throws on bad input. */
+export function parseCidr(text: string): Cidr {
+  const [addr, len] = text.trim().split("/");
+  const ip = parseIp(addr ?? "");
+  if (!ip) throw new Error(`'${text}' is not an IP address or CIDR`);
+  const bits = ip.family === 4 ? 32 : 128;
+  const prefix = len === undefined ? bits : Number(len);
+  if (!Number.isInteger(prefix) || prefix < 0 || prefix > bits || (len !== undefined && !/^\d+$/.test(len))) {
+    throw new Error(`'${text}' has a bad prefix length`);
+  }
+  const mask = prefix === 0 ? 0n : ((1n << BigInt(prefix)) - 1n) << BigInt(bits - prefix);
+  return { family: ip.family, network: ip.value & mask, prefix, text: text.trim() };
+}
+
+/** Parses a comma-separated list; an empty list allows nothing. */
+export function parseCidrList(text: string): Cidr[] {
+  return text.split(",").map((s) => s.trim()).filter(Boolean).map(parseCidr);
+}
+
+/** True when `address` falls in any of `ranges`. Unparseable addresses match nothing. */
+export function ipAllowed(address: string | null | undefined, ranges: Cidr[]): boolean {
+  if (!address) return false;
+  const ip = parseIp(address);
+  if (!ip) return false;
+  for (const range of ranges) {
+    if (range.family !== ip.family) continue;
+    const bits = ip.family === 4 ? 32 : 128;
+    const mask = range.prefix === 0 ? 0n : ((1n << BigInt(range.prefix)) - 1n) << BigInt(bits - range.prefix);
+    if ((ip.value & mask) === range.network) return true;
+  }
+  return false;
+}

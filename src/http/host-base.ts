@@ -1,0 +1,154 @@
+/**
+ * The plugin every host starts from: request ids, the access log, CORS where the host allows
+ * browsers, body limits, the one error mapper that turns anything thrown into DESIGN.md's error body,
+ * and /healthz and /readyz.
+ */
+import { Elysia } from "elysia";
+import { AppError, ERROR_STATUS } from "../core/errors/app-error.ts";
+import type { Platform } from "../core/platform.ts";
+import { describeError } from "./describe-error.ts";
+import { beginRequest, requestMeta } from "./request-context.ts";
+import { apiModels } from "./api-models.ts";
+
+export type HostName = "public" | "console" | "realtime" | "control";
+
+export interface HostBaseOptions {
+  host: HostName;
+  /** Answer CORS preflights and add CORS headers (public and console hosts). */
+  cors: boolean;
+  /** Body content types accepted on writes; others get 415. Empty: no check. */
+  accept: Array<"json" | "form">;
+  /** Largest JSON or form body, bytes. */
+  maxBodyBytes?: number;
+}
+
+const BODY_METHODS = new Set(["POST", "PUT", "PATCH", "DELETE"]);
+const ALLOWED_HEADERS = "x-api-key, authorization, idempotency-key, content-type, x-request-id";
+const EXPOSED_HEADERS = "ratelimit-limit, ratelimit-remaining, ratelimit-reset, retry-after, idempotency-replayed, x-request-id";
+
+function errorResponse(error: AppError, headers: Record<string, string | number>): Response {
+  return new Response(JSON.stringify(error.toBody()), {
+    status: error.status,
+    headers: { ...stringHeaders(headers), ...error.headers, "content-type": "application/json" },
+  });
+}
+
+function stringHeaders(headers: Record<string, string | number | undefined>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(headers)) if (v !== undefined) out[k] = String(v);
+  return out;
+}
+
+function corsOriginFor(platform: Platform, origin: string | null): string | null {
+  if (!origin) return null;
+  const allowed = platform.config.corsOrigins;
+  if (allowed === "*") return "*";
+  return allowed.includes(origin) ? origin : null;
+}
+
+function contentKind(contentType: string | null): "json" | "form" | "other" {
+  const type = (contentType ?? "").split(";")[0]!.trim().toLowerCase();
+  if (type === "application/json" || type.endsWith("+json")) return "json";
+  if (type === "application/x-www-form-urlencoded") return "form";
+  return "other";
+}
+
+/** Maps Elysia's own errors and ours to an AppError; anything unknown becomes 500 internal. */
+function toAppError(code: string | number, error: unknown): AppError | null {
+  if (error instanceof AppError) return error;
+  if (code === "VALIDATION") {
+    const v = error as { type?: string; all?: Array<{ path?: string; message?: string }> };
+    if (v.type === "response") return null; // Our reply broke its own schema: a bug, reported as 500.
+    const prefix = v.type && v.type !== "body" ? `/${v.type}` : "";
+    const seen = new Set<string>();
+    const details: Array<{ path: string; message: string }> = [];
+    for (const e of v.all ?? []) {
+      const path = `${prefix}${e.path ?? ""}`;
+      if (seen.has(path)) continue;
+      seen.add(path);
+      details.push({ path, message: e.message === "Unexpected property" ? "This field cannot be set here." : (e.message ?? "Invalid value.") });
+    }
+    return new AppError("validation_failed", "The request is not valid.", { details });
+  }
+  if (code === "PARSE") {
+    return new AppError("validation_failed", "The body could not be parsed.", { details: [{ path: "", message: "Body is not valid JSON or form data." }] });
+  }
+  if (code === "NOT_FOUND") return new AppError("not_found", "No such endpoint.");
+  return null;
+}
+
+/** The shared base plugin of a host. */
+export function hostBase(platform: Platform, options: HostBaseOptions) {
+  const maxBody = options.maxBodyBytes ?? 1024 * 1024;
+  const log = platform.log.child({ host: options.host });
+  const accessLog = log.enabled("info");
+  return new Elysia({ name: `host-base-${options.host}`, normalize: false })
+    .use(apiModels)
+    .error({ AppError })
+    .onRequest(({ request, set }) => {
+      const meta = beginRequest(request);
+      set.headers["x-request-id"] = meta.id;
+      if (options.cors) {
+        const origin = corsOriginFor(platform, request.headers.get("origin"));
+        if (origin) {
+          set.headers["access-control-allow-origin"] = origin;
+          set.headers["access-control-expose-headers"] = EXPOSED_HEADERS;
+          if (origin !== "*") set.headers["vary"] = "Origin";
+        }
+        if (request.method === "OPTIONS" && request.headers.has("access-control-request-method")) {
+          const headers: Record<string, string> = { ...stringHeaders(set.headers), "access-control-max-age": "600" };
+          if (origin) {
+            headers["access-control-allow-methods"] = "GET, POST, PUT, PATCH, DELETE, OPTIONS";
+            headers["access-control-allow-headers"] = ALLOWED_HEADERS;
+          }
+          return new Response(null, { status: 204, headers });
+        }
+      }
+      if (BODY_METHODS.has(request.method) && options.accept.length) {
+        const length = Number(request.headers.get("content-length") ?? "0");
+        const hasBody = length > 0 || request.headers.has("transfer-encoding");
+        if (length > maxBody) {
+          return errorResponse(new AppError("payload_too_large", `The body is larger than ${maxBody} bytes.`), set.headers);
+        }
+        const kind = contentKind(request.headers.get("content-type"));
+        if (hasBody && (kind === "other" || !options.accept.includes(kind))) {
+          const names = options.accept.map((a) => (a === "json" ? "application/json" : "application/x-www-form-urlencoded"));
+          return errorResponse(new AppError("unsupported_media_type", `Send the body as ${names.join(" or ")}.`), set.headers);
+        }
+      }
+    })
+    .onError({ as: "global" }, ({ code, error, set, request }) => {
+      const known = toAppError(code, error);
+      const appError = known ?? new AppError("internal", "Something went wrong on our side; it has been logged.");
+      if (!known) log.error("unhandled error", { request_id: requestMeta(request)?.id, error: describeError(error), elysia_code: String(code) });
+      return errorResponse(appError, set.headers);
+    })
+    .onAfterResponse({ as: "global" }, ({ request, set }) => {
+      if (!accessLog) return;
+      const meta = requestMeta(request);
+      const url = new URL(request.url);
+      log.info("request", {
+        request_id: meta?.id,
+        method: request.method,
+        path: url.pathname,
+        status: typeof set.status === "number" ? set.status : ERROR_STATUS.internal,
+        ms: meta ? Math.round((performance.now() - meta.start) * 100) / 100 : undefined,
+        account_id: meta?.accountId,
+      });
+    })
+    .get("/healthz", () => ({ ok: true as const }), { detail: { hide: true } })
+    .get(
+      "/readyz",
+      async ({ set }) => {
+        try {
+          await Promise.all([platform.database.ping(), platform.live.ping()]);
+          return { ok: true as const };
+        } catch (error) {
+          log.warn("not ready", { error: describeError(error) });
+          set.status = 503;
+          return { ok: false as const, error: "unavailable", message: "A store is unreachable." };
+        }
+      },
+      { detail: { hide: true } },
+    );
+}

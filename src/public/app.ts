@@ -1,0 +1,65 @@
+/** The public API host ({base_url}/v1): versioned REST, JSON in and out. */
+import { Elysia } from "elysia";
+import { openapi } from "@elysiajs/openapi";
+import { Type as T } from "@sinclair/typebox";
+import type { Platform } from "../core/platform.ts";
+import { hostBase } from "../http/host-base.ts";
+import { ERROR_DESCRIPTIONS } from "../http/reply-models.ts";
+import { accountRoutes } from "./routes/account.ts";
+import { identityRoutes } from "./routes/identity.ts";
+import { keyRoutes } from "./routes/keys.ts";
+import pkg from "../../package.json" with { type: "json" };
+
+const API_DESCRIPTION = `Parley's public REST API. Authenticate with an API key (header x-api-key) or a console session
+token (Authorization: Bearer). Errors are { ok: false, error, message, ... }; codes: ${Object.entries(ERROR_DESCRIPTIONS)
+  .map(([s, d]) => `${s} ${d}`)
+  .join(" ")}`;
+
+export function createPublicApp(platform: Platform) {
+  return new Elysia({ name: "public", normalize: false })
+    .use(hostBase(platform, { host: "public", cors: true, accept: ["json"] }))
+    .use(
+      openapi({
+        path: "/v1/docs",
+        specPath: "/v1/openapi.json",
+        provider: null,
+        openapiVersion: "3.0.3",
+        exclude: { paths: ["/healthz", "/readyz", "/v1/openapi.json", "/v1/docs"] },
+        documentation: {
+          info: { title: "Parley API", version: pkg.version, description: API_DESCRIPTION },
+          servers: [{ url: platform.config.urls.public }],
+          components: {
+            securitySchemes: {
+              apiKey: { type: "apiKey", in: "header", name: "x-api-key", description: "An API key (sk_…)." },
+              bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT", description: "A session token from POST /login on the console host." },
+            },
+          },
+          security: [{ apiKey: [] }, { bearer: [] }],
+          tags: [
+            { name: "Identity", description: "Who is calling, and what scopes exist." },
+            { name: "Account", description: "The tenant and its subaccounts." },
+            { name: "Keys", description: "API keys." },
+          ],
+        },
+      }),
+    )
+    .get(
+      "/v1",
+      () => ({
+        ok: true as const,
+        name: "Parley API",
+        version: pkg.version,
+        openapi: "/v1/openapi.json",
+        auth: ["x-api-key", "Authorization: Bearer"],
+      }),
+      {
+        response: {
+          200: T.Object({ ok: T.Literal(true), name: T.String(), version: T.String(), openapi: T.String(), auth: T.Array(T.String()) }),
+        },
+        detail: { tags: ["Identity"], summary: "API index (open, not rate-limited)", security: [] },
+      },
+    )
+    .use(identityRoutes(platform))
+    .use(accountRoutes(platform))
+    .use(keyRoutes(platform));
+}

@@ -1,0 +1,157 @@
+/**
+ * Access to the public API, as one macro every route declares: `scope: "keys"` (or `"any"`).
+ * In order: resolve the credential (x-api-key or Bearer), count the request against the rate limit
+ * (per key; per IP for everything else), check the scope, and apply Idempotency-Key on writes.
+ */
+import { Elysia } from "elysia";
+import type { Platform } from "../../core/platform.ts";
+import type { Principal } from "../../core/auth/principal.ts";
+import { hasScope } from "../../core/auth/scopes.ts";
+import { AppError, forbidden } from "../../core/errors/app-error.ts";
+import { clientIp, requestMeta } from "../../http/request-context.ts";
+import { describeError } from "../../http/describe-error.ts";
+import {
+  checkIdempotencyKey,
+  claimIdempotencyKey,
+  completeIdempotencyKey,
+  releaseIdempotencyKey,
+  requestFingerprint,
+} from "../../core/idempotency/idempotency.service.ts";
+import { consumeRequestQuota } from "../../core/rate-limit/rate-limit.ts";
+
+const WRITE_METHODS = new Set(["POST", "PATCH", "DELETE", "PUT"]);
+
+/** What the handler learns about the caller. */
+export type Access = { principal: Principal };
+
+interface IdempotencyState {
+  accountId: string;
+  key: string;
+}
+
+const pendingIdempotency = new WeakMap<Request, IdempotencyState>();
+// beforeHandle of the same macro is not typed with what resolve returned; hand the principal over here.
+const principals = new WeakMap<Request, Principal>();
+
+/** The status and body a handler produced, whether returned plainly or through `status(code, body)`. */
+function replyOf(value: unknown, fallbackStatus: number): { status: number; body: unknown } {
+  if (value && typeof value === "object" && value.constructor?.name === "ElysiaCustomStatusResponse") {
+    const custom = value as { code: number; response: unknown };
+    return { status: custom.code, body: custom.response };
+  }
+  return { status: fallbackStatus, body: value };
+}
+
+/** The public host's access plugin. */
+export function apiAccess(platform: Platform) {
+  const { credentials, live, db, config, log } = platform;
+
+  const authenticate = async (headers: Record<string, string | undefined>): Promise<Principal | null> => {
+    const key = headers["x-api-key"];
+    if (key !== undefined) return credentials.fromApiKey(key.trim());
+    const authorization = headers["authorization"];
+    if (authorization !== undefined) {
+      const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
+      if (!match?.[1]) throw new AppError("unauthorized", "Authorization must be 'Bearer <token>'.");
+      return credentials.fromBearer(match[1]);
+    }
+    return null;
+  };
+
+  return new Elysia({ name: "api-access", normalize: false })
+    .macro({
+      /** The scope this route needs; `any` for any valid credential. */
+      scope: (need: string) => ({
+        // transform runs before body validation: a caller without a valid credential learns nothing
+        // about the body (401, not 400), and every attempt counts against the rate limit.
+        async transform({ request, headers, server, set }) {
+          const ip = clientIp(server, request);
+          let principal: Principal | null = null;
+          let failure: unknown = null;
+          try {
+            principal = await authenticate(headers);
+          } catch (error) {
+            failure = error;
+          }
+          // Unauthenticated attempts count against the caller's IP, so guessing keys is rate-limited too.
+          const quota = await consumeRequestQuota(live, config.rateLimit, {
+            bucket: principal?.keyId ? { kind: "key", accountId: principal.accountId, keyId: principal.keyId } : { kind: "ip", ip },
+            accountLimit: principal ? ((await credentials.accountGate(principal.accountId))?.rateLimitRequests ?? null) : null,
+          });
+          set.headers["ratelimit-limit"] = String(quota.limit);
+          set.headers["ratelimit-remaining"] = String(quota.remaining);
+          set.headers["ratelimit-reset"] = String(quota.resetSec);
+          if (!quota.allowed) {
+            throw new AppError(
+              "rate_limited",
+              `Rate limit of ${quota.limit} requests per ${config.rateLimit.windowSec} s exceeded.`,
+              { hint: "Slow down, spread requests over the window, or ask for a higher limit.", retry_after_sec: quota.resetSec },
+              { "retry-after": String(quota.resetSec) },
+            );
+          }
+          if (failure) throw failure;
+          if (!principal) throw new AppError("unauthorized", "Send an API key in x-api-key or a session token as 'Authorization: Bearer <token>'.");
+          const meta = requestMeta(request);
+          if (meta) meta.accountId = principal.accountId;
+          if (need !== "any" && !hasScope(principal.scopes, need)) throw forbidden(need);
+          principals.set(request, principal);
+        },
+        resolve({ request }): Access {
+          const principal = principals.get(request);
+          if (!principal) throw new AppError("unauthorized", "Invalid credential.");
+          return { principal };
+        },
+        async beforeHandle({ request, headers, body, set }) {
+          const key = headers["idempotency-key"];
+          const principal = principals.get(request);
+          if (key === undefined || !principal || !WRITE_METHODS.has(request.method)) return;
+          checkIdempotencyKey(key);
+          const url = new URL(request.url);
+          const hash = requestFingerprint(request.method, url.pathname + url.search, JSON.stringify(body ?? null));
+          const claim = await claimIdempotencyKey(db, principal.accountId, key, hash);
+          if (claim.kind === "replay") {
+            const replayHeaders: Record<string, string> = {};
+            for (const [k, v] of Object.entries(set.headers)) if (v !== undefined) replayHeaders[k] = String(v);
+            return new Response(claim.body, {
+              status: claim.status,
+              headers: { ...replayHeaders, "content-type": claim.contentType, "idempotency-replayed": "true" },
+            });
+          }
+          pendingIdempotency.set(request, { accountId: principal.accountId, key });
+        },
+        async afterHandle({ request, responseValue, set }) {
+          const pending = pendingIdempotency.get(request);
+          if (!pending) return;
+          pendingIdempotency.delete(request);
+          const reply = replyOf(responseValue, typeof set.status === "number" ? set.status : 200);
+          if (reply.status >= 500) return void (await releaseIdempotencyKey(db, pending.accountId, pending.key));
+          await completeIdempotencyKey(db, pending.accountId, pending.key, {
+            status: reply.status,
+            body: JSON.stringify(reply.body),
+            contentType: "application/json",
+          });
+        },
+        async error({ request, error }) {
+          const pending = pendingIdempotency.get(request);
+          if (!pending) return;
+          pendingIdempotency.delete(request);
+          try {
+            if (error instanceof AppError && error.status < 500) {
+              // A refused request is an answer too: its retry must get the same refusal, not run again.
+              await completeIdempotencyKey(db, pending.accountId, pending.key, {
+                status: error.status,
+                body: JSON.stringify(error.toBody()),
+                contentType: "application/json",
+              });
+            } else {
+              await releaseIdempotencyKey(db, pending.accountId, pending.key);
+            }
+          } catch (storeError) {
+            // The original error is what the client must see; losing the record only means a retry runs again.
+            log.error("idempotency record not updated", { error: describeError(storeError) });
+          }
+        },
+      }),
+    })
+    .as("scoped");
+}

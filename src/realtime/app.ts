@@ -1,0 +1,11 @@
+/** The realtime host ({realtime_url}): the live wallboard SPA (its WebSocket feed arrives with the events work). */
+import { Elysia } from "elysia";
+import type { Platform } from "../core/platform.ts";
+import { hostBase } from "../http/host-base.ts";
+import { staticPages } from "../http/static-pages.ts";
+
+export function createRealtimeApp(platform: Platform) {
+  return new Elysia({ name: "realtime", normalize: false })
+    .use(hostBase(platform, { host: "realtime", cors: false, accept: ["json"] }))
+    .use(staticPages(platform, "wallboard"));
+}

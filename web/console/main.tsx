@@ -1,0 +1,4 @@
+import { createRoot } from "react-dom/client";
+import { ConsoleApp } from "./console-app.tsx";
+
+createRoot(document.getElementById("root")!).render(<ConsoleApp />);
