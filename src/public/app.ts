@@ -1,6 +1,6 @@
 /** The public API host ({base_url}/v1): versioned REST, JSON in and out. */
-import { Elysia } from "elysia";
-import { openapi } from "@elysiajs/openapi";
+import { Elysia, type AnyElysia } from "elysia";
+import { buildOpenApiDocument, type DocumentOptions } from "../http/openapi-document.ts";
 import { Type as T } from "@sinclair/typebox";
 import type { Platform } from "../core/platform.ts";
 import { hostBase } from "../http/host-base.ts";
@@ -16,33 +16,37 @@ token (Authorization: Bearer). Errors are { ok: false, error, message, ... }; co
   .join(" ")}`;
 
 export function createPublicApp(platform: Platform) {
-  return new Elysia({ name: "public", normalize: false })
+  const documentation: DocumentOptions = {
+    info: {
+      title: "Parley API",
+      version: pkg.version,
+      description: API_DESCRIPTION,
+      license: { name: "Apache-2.0", url: "https://www.apache.org/licenses/LICENSE-2.0" },
+    },
+    servers: [{ url: platform.config.urls.public }],
+    components: {
+      securitySchemes: {
+        apiKey: { type: "apiKey", in: "header", name: "x-api-key", description: "An API key (sk_…)." },
+        bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT", description: "A session token from POST /login on the console host." },
+      },
+    },
+    security: [{ apiKey: [] }, { bearer: [] }],
+    tags: [
+      { name: "Identity", description: "Who is calling, and what scopes exist." },
+      { name: "Account", description: "The tenant and its subaccounts." },
+      { name: "Keys", description: "API keys." },
+    ],
+    excludePaths: ["/healthz", "/readyz", "/v1/openapi.json"],
+  };
+  // The document is built on first request, from the finished app (every route registered by then).
+  let document: ReturnType<typeof buildOpenApiDocument> | undefined;
+  const self: { app?: AnyElysia } = {};
+  const app = new Elysia({ name: "public", normalize: false })
     .use(hostBase(platform, { host: "public", cors: true, accept: ["json"] }))
-    .use(
-      openapi({
-        path: "/v1/docs",
-        specPath: "/v1/openapi.json",
-        provider: null,
-        openapiVersion: "3.0.3",
-        exclude: { paths: ["/healthz", "/readyz", "/v1/openapi.json", "/v1/docs"] },
-        documentation: {
-          info: { title: "Parley API", version: pkg.version, description: API_DESCRIPTION },
-          servers: [{ url: platform.config.urls.public }],
-          components: {
-            securitySchemes: {
-              apiKey: { type: "apiKey", in: "header", name: "x-api-key", description: "An API key (sk_…)." },
-              bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT", description: "A session token from POST /login on the console host." },
-            },
-          },
-          security: [{ apiKey: [] }, { bearer: [] }],
-          tags: [
-            { name: "Identity", description: "Who is calling, and what scopes exist." },
-            { name: "Account", description: "The tenant and its subaccounts." },
-            { name: "Keys", description: "API keys." },
-          ],
-        },
-      }),
-    )
+    .get("/v1/openapi.json", ({ set }) => {
+      set.headers["cache-control"] = "public, max-age=300";
+      return (document ??= buildOpenApiDocument(self.app!, documentation));
+    }, { detail: { hide: true } })
     .get(
       "/v1",
       () => ({
@@ -62,4 +66,6 @@ export function createPublicApp(platform: Platform) {
     .use(identityRoutes(platform))
     .use(accountRoutes(platform))
     .use(keyRoutes(platform));
+  self.app = app;
+  return app;
 }

@@ -172,7 +172,7 @@ if (redisUrl) {
         publisher.close();
       }
       await unsubscribe();
-    });
+    }, 30_000); // Bun's reconnect backoff can take a few seconds
   });
 }
 

@@ -89,7 +89,7 @@ export function createMemoryLiveStore(): LiveStore {
 
   /** Redis deletes a collection with its last member; so must we, or TTL and type checks diverge. */
   function dropIfEmpty(key: string, entry: HashEntry | SetEntry | ZsetEntry): void {
-
+    if (entry.value.size === 0) data.delete(key);
   }
 
   function putString(key: string, value: string, expiresAt: number | null): void {

@@ -126,6 +126,8 @@ interface Channel {
   subs: Set<Subscription>;
   listener: (message: string, channel: string) => void;
   ready: Promise<void>;
+  /** Set once the first SUBSCRIBE went through; only then is there anything to renew. */
+  active: boolean;
 }
 
 /** A token rather than the handler, so the same function may subscribe twice. */
@@ -178,7 +180,6 @@ export async function createRedisLiveStore(url: string): Promise<LiveStore> {
             console.error("[live-store] resubscribe after reconnect failed", { error });
           });
         };
-        if (closed) sub.close();
         return sub;
       });
       opening.catch(() => {
@@ -197,6 +198,8 @@ export async function createRedisLiveStore(url: string): Promise<LiveStore> {
 
   async function resubscribeAll(sub: RedisClient): Promise<void> {
     for (const [name, channel] of channels) {
+      // A channel whose first SUBSCRIBE is still queued behind us will subscribe by itself.
+      if (!channel.active) continue;
       // Bun keeps its listeners across a reconnect; subscribing again without dropping them first
       // would deliver every message twice.
       await sub.unsubscribe(name);
@@ -376,9 +379,17 @@ export async function createRedisLiveStore(url: string): Promise<LiveStore> {
       if (channel === undefined) {
         const subs = new Set<Subscription>();
         const listener = (message: string, from: string): void => deliver(subs, message, from);
-        const ready = onSubscriber(async (sub) => void (await sub.subscribe(name, listener)));
-        const created: Channel = { subs, listener, ready };
-        ready.catch(() => {
+        const created: Channel = {
+          subs,
+          listener,
+          active: false,
+          // Queued ops always run asynchronously, so `created` exists by the time this does.
+          ready: onSubscriber(async (sub) => {
+            await sub.subscribe(name, listener);
+            created.active = true;
+          }),
+        };
+        created.ready.catch(() => {
           if (channels.get(name) === created) channels.delete(name);
         });
         channels.set(name, created);

@@ -1,0 +1,92 @@
+/**
+ * The OpenAPI 3.0 document of a host, generated from the routes' own TypeBox schemas (no
+ * hand-written duplicate) and normalized to what OpenAPI 3.0 allows: JSON Schema's `const` becomes a
+ * one-value `enum`, enums carry the type of their values, `$id` is dropped, and `anyOf [X, null]`
+ * becomes X with `nullable: true`.
+ */
+import type { AnyElysia } from "elysia";
+import { toOpenAPISchema } from "@elysiajs/openapi";
+
+type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+type JsonObject = { [key: string]: Json };
+
+function isObject(value: Json | undefined): value is JsonObject {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function typeOfValue(value: Json): string {
+  if (typeof value === "number") return Number.isInteger(value) ? "integer" : "number";
+  if (typeof value === "boolean") return "boolean";
+  return "string";
+}
+
+/** Rewrites one schema (and everything under it) into OpenAPI 3.0 form. */
+export function toOpenApi30Schema(node: Json): Json {
+  if (Array.isArray(node)) return node.map(toOpenApi30Schema);
+  if (!isObject(node)) return node;
+  const out: JsonObject = {};
+  for (const [key, value] of Object.entries(node)) {
+    if (key === "$id" || key === "$schema") continue;
+    out[key] = toOpenApi30Schema(value);
+  }
+  if ("const" in out) {
+    const value = out.const as Json;
+    delete out.const;
+    out.enum = [value];
+    out.type = typeOfValue(value);
+  }
+  if (Array.isArray(out.enum) && out.enum.length > 0) {
+    const types = new Set(out.enum.filter((v) => v !== null).map(typeOfValue));
+    if (types.size === 1) out.type = [...types][0]!;
+  }
+  for (const combiner of ["anyOf", "oneOf"] as const) {
+    const options = out[combiner];
+    if (!Array.isArray(options)) continue;
+    const nonNull = options.filter((o) => !(isObject(o) && o.type === "null"));
+    if (nonNull.length === options.length) continue;
+    delete out[combiner];
+    out.nullable = true;
+    if (nonNull.length === 1 && isObject(nonNull[0])) Object.assign(out, nonNull[0]);
+    else out[combiner] = nonNull;
+  }
+  // A union of literals of one type reads better, and lints clean, as a single enum.
+  for (const combiner of ["anyOf", "oneOf"] as const) {
+    const options = out[combiner];
+    if (!Array.isArray(options) || options.length === 0) continue;
+    if (options.every((o) => isObject(o) && Array.isArray(o.enum) && o.enum.length === 1 && Object.keys(o).every((k) => k === "enum" || k === "type"))) {
+      const values = options.flatMap((o) => (o as { enum: Json[] }).enum);
+      const types = new Set(values.map(typeOfValue));
+      if (types.size === 1) {
+        delete out[combiner];
+        out.enum = values;
+        out.type = [...types][0]!;
+      }
+    }
+  }
+  return out;
+}
+
+export interface DocumentOptions {
+  info: JsonObject;
+  servers?: Json[];
+  components?: JsonObject;
+  security?: Json[];
+  tags?: Json[];
+  /** Paths left out of the document (probes, the document itself). */
+  excludePaths?: string[];
+}
+
+/** Builds the normalized document of `app`. Call after every route is registered. */
+export function buildOpenApiDocument(app: AnyElysia, options: DocumentOptions): JsonObject {
+  const { paths, components } = toOpenAPISchema(app, { paths: options.excludePaths ?? [] }, undefined, undefined, "3.0.3");
+  const doc: JsonObject = {
+    openapi: "3.0.3",
+    info: options.info,
+    ...(options.servers ? { servers: options.servers } : {}),
+    ...(options.tags ? { tags: options.tags } : {}),
+    ...(options.security ? { security: options.security } : {}),
+    paths: paths as unknown as Json,
+    components: { ...(options.components ?? {}), schemas: (components.schemas ?? {}) as Json },
+  };
+  return toOpenApi30Schema(doc) as JsonObject;
+}
