@@ -20,6 +20,8 @@ export interface HostBaseOptions {
   accept: Array<"json" | "form">;
   /** Largest JSON or form body, bytes. */
   maxBodyBytes?: number;
+  /** Runs before an error reply is sent (e.g. to settle an Idempotency-Key). Must not throw. */
+  onErrorReply?: (request: Request, error: AppError) => Promise<void>;
 }
 
 const BODY_METHODS = new Set(["POST", "PUT", "PATCH", "DELETE"]);
@@ -106,7 +108,7 @@ export function hostBase(platform: Platform, options: HostBaseOptions) {
       }
       if (BODY_METHODS.has(request.method) && options.accept.length) {
         const length = Number(request.headers.get("content-length") ?? "0");
-        const hasBody = length > 0 || request.headers.has("transfer-encoding");
+        const hasBody = length > 0 || request.headers.has("transfer-encoding") || (request.body !== null && !request.headers.has("content-length"));
         if (length > maxBody) {
           return errorResponse(new AppError("payload_too_large", `The body is larger than ${maxBody} bytes.`), set.headers);
         }
@@ -117,10 +119,11 @@ export function hostBase(platform: Platform, options: HostBaseOptions) {
         }
       }
     })
-    .onError({ as: "global" }, ({ code, error, set, request }) => {
+    .onError({ as: "global" }, async ({ code, error, set, request }) => {
       const known = toAppError(code, error);
       const appError = known ?? new AppError("internal", "Something went wrong on our side; it has been logged.");
       if (!known) log.error("unhandled error", { request_id: requestMeta(request)?.id, error: describeError(error), elysia_code: String(code) });
+      if (options.onErrorReply) await options.onErrorReply(request, appError);
       return errorResponse(appError, set.headers);
     })
     .onAfterResponse({ as: "global" }, ({ request, set }) => {

@@ -8,6 +8,7 @@ import { ERROR_DESCRIPTIONS } from "../http/reply-models.ts";
 import { accountRoutes } from "./routes/account.ts";
 import { identityRoutes } from "./routes/identity.ts";
 import { keyRoutes } from "./routes/keys.ts";
+import { settleIdempotencyOnError } from "./plugins/api-access.ts";
 import pkg from "../../package.json" with { type: "json" };
 
 const API_DESCRIPTION = `Parley's public REST API. Authenticate with an API key (header x-api-key) or a console session
@@ -42,7 +43,12 @@ export function createPublicApp(platform: Platform) {
   let document: ReturnType<typeof buildOpenApiDocument> | undefined;
   const self: { app?: AnyElysia } = {};
   const app = new Elysia({ name: "public", normalize: false })
-    .use(hostBase(platform, { host: "public", cors: true, accept: ["json"] }))
+    .use(hostBase(platform, {
+        host: "public",
+        cors: true,
+        accept: ["json"],
+        onErrorReply: (request, error) => settleIdempotencyOnError(platform, request, error),
+      }))
     .get("/v1/openapi.json", ({ set }) => {
       set.headers["cache-control"] = "public, max-age=300";
       return (document ??= buildOpenApiDocument(self.app!, documentation));

@@ -42,9 +42,35 @@ function replyOf(value: unknown, fallbackStatus: number): { status: number; body
   return { status: fallbackStatus, body: value };
 }
 
+/**
+ * Settles a pending Idempotency-Key when the request ends in an error. Called by the host's error
+ * mapper (a route-local error hook would never run: the host's global mapper answers first).
+ * A refused request (4xx) is an answer too: its retry must get the same refusal, not run again;
+ * a failure on our side (5xx) forgets the claim so a retry runs afresh.
+ */
+export async function settleIdempotencyOnError(platform: Platform, request: Request, error: AppError): Promise<void> {
+  const pending = pendingIdempotency.get(request);
+  if (!pending) return;
+  pendingIdempotency.delete(request);
+  try {
+    if (error.status < 500) {
+      await completeIdempotencyKey(platform.db, pending.accountId, pending.key, {
+        status: error.status,
+        body: JSON.stringify(error.toBody()),
+        contentType: "application/json",
+      });
+    } else {
+      await releaseIdempotencyKey(platform.db, pending.accountId, pending.key);
+    }
+  } catch (storeError) {
+    // The original error is what the client must see; a lost record only means a retry runs again.
+    platform.log.error("idempotency record not updated", { error: describeError(storeError) });
+  }
+}
+
 /** The public host's access plugin. */
 export function apiAccess(platform: Platform) {
-  const { credentials, live, db, config, log } = platform;
+  const { credentials, live, db, config } = platform;
 
   const authenticate = async (headers: Record<string, string | undefined>): Promise<Principal | null> => {
     const key = headers["x-api-key"];
@@ -130,26 +156,6 @@ export function apiAccess(platform: Platform) {
             body: JSON.stringify(reply.body),
             contentType: "application/json",
           });
-        },
-        async error({ request, error }) {
-          const pending = pendingIdempotency.get(request);
-          if (!pending) return;
-          pendingIdempotency.delete(request);
-          try {
-            if (error instanceof AppError && error.status < 500) {
-              // A refused request is an answer too: its retry must get the same refusal, not run again.
-              await completeIdempotencyKey(db, pending.accountId, pending.key, {
-                status: error.status,
-                body: JSON.stringify(error.toBody()),
-                contentType: "application/json",
-              });
-            } else {
-              await releaseIdempotencyKey(db, pending.accountId, pending.key);
-            }
-          } catch (storeError) {
-            // The original error is what the client must see; losing the record only means a retry runs again.
-            log.error("idempotency record not updated", { error: describeError(storeError) });
-          }
         },
       }),
     })

@@ -1,0 +1,105 @@
+/** Idempotency-Key on POST, PATCH and DELETE. */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import type { Platform } from "../../core/platform.ts";
+import { createPublicApp } from "../app.ts";
+import { seedTenant, storeKind, testPlatform } from "../../../test/support/platform.ts";
+import { call } from "../../../test/support/http.ts";
+
+let platform: Platform;
+let app: ReturnType<typeof createPublicApp>;
+
+beforeAll(async () => {
+  platform = await testPlatform();
+  app = createPublicApp(platform);
+});
+afterAll(() => platform.close());
+
+const countKeys = async (key: string) => ((await call(app, "GET", "/v1/keys?limit=500", { key })).body.data as unknown[]).length;
+
+describe(`Idempotency-Key [${storeKind}]`, () => {
+  test("a retry replays the stored reply, marked, without doing the work again", async () => {
+    const t = await seedTenant(platform);
+    const headers = { "idempotency-key": "create-key-1" };
+    const first = await call(app, "POST", "/v1/keys", { key: t.key, body: { label: "ci" }, headers });
+    expect(first.status).toBe(201);
+    expect(first.headers.get("idempotency-replayed")).toBeNull();
+    const again = await call(app, "POST", "/v1/keys", { key: t.key, body: { label: "ci" }, headers });
+    expect(again.status).toBe(201);
+    expect(again.headers.get("idempotency-replayed")).toBe("true");
+    expect(again.text).toBe(first.text);
+    expect(await countKeys(t.key)).toBe(2); // the seed key and exactly one new key
+  });
+
+  test("the same key with a different body is refused with 422 and changes nothing", async () => {
+    const t = await seedTenant(platform);
+    const headers = { "idempotency-key": "k-422" };
+    expect((await call(app, "POST", "/v1/keys", { key: t.key, body: { label: "a" }, headers })).status).toBe(201);
+    const other = await call(app, "POST", "/v1/keys", { key: t.key, body: { label: "b" }, headers });
+    expect(other.status).toBe(422);
+    expect(other.body.error).toBe("idempotency_key_reused");
+    expect(await countKeys(t.key)).toBe(2);
+  });
+
+  test("concurrent duplicates: one runs, the rest get 409 or the replay, never a second key", async () => {
+    const t = await seedTenant(platform);
+    const headers = { "idempotency-key": "burst-1" };
+    const replies = await Promise.all(
+      Array.from({ length: 8 }, () => call(app, "POST", "/v1/keys", { key: t.key, body: { label: "burst" }, headers })),
+    );
+    const created = replies.filter((r) => r.status === 201 && r.headers.get("idempotency-replayed") !== "true");
+    expect(created.length).toBe(1);
+    for (const r of replies) {
+      expect([201, 409]).toContain(r.status);
+      if (r.status === 409) expect(r.body.error).toBe("conflict");
+      if (r.status === 201) expect(r.body.data.id).toBe(created[0]!.body.data.id);
+    }
+    expect(await countKeys(t.key)).toBe(2);
+  });
+
+  test("a refused request is stored too: its retry gets the same refusal", async () => {
+    const t = await seedTenant(platform);
+    const headers = { "idempotency-key": "bad-scope" };
+    const first = await call(app, "POST", "/v1/keys", { key: t.key, body: { scopes: ["no_such_scope"] }, headers });
+    expect(first.status).toBe(400);
+    const again = await call(app, "POST", "/v1/keys", { key: t.key, body: { scopes: ["no_such_scope"] }, headers });
+    expect(again.status).toBe(400);
+    expect(again.headers.get("idempotency-replayed")).toBe("true");
+  });
+
+  test("keys are scoped to the account: another account's identical key runs independently", async () => {
+    const t1 = await seedTenant(platform);
+    const t2 = await seedTenant(platform);
+    const headers = { "idempotency-key": "shared-name" };
+    const r1 = await call(app, "POST", "/v1/keys", { key: t1.key, body: { label: "x" }, headers });
+    const r2 = await call(app, "POST", "/v1/keys", { key: t2.key, body: { label: "x" }, headers });
+    expect(r1.status).toBe(201);
+    expect(r2.status).toBe(201);
+    expect(r2.headers.get("idempotency-replayed")).toBeNull();
+    expect(r2.body.data.id).not.toBe(r1.body.data.id);
+  });
+
+  test("PATCH and DELETE honour the key as well", async () => {
+    const t = await seedTenant(platform);
+    const h = { "idempotency-key": "patch-1" };
+    const p1 = await call(app, "PATCH", "/v1/account", { key: t.key, body: { name: "One" }, headers: h });
+    const p2 = await call(app, "PATCH", "/v1/account", { key: t.key, body: { name: "One" }, headers: h });
+    expect(p2.headers.get("idempotency-replayed")).toBe("true");
+    expect(p2.text).toBe(p1.text);
+    const created = await call(app, "POST", "/v1/keys", { key: t.key, body: {} });
+    const d = { "idempotency-key": "delete-1" };
+    expect((await call(app, "DELETE", `/v1/keys/${created.body.data.id}`, { key: t.key, headers: d })).status).toBe(200);
+    const replay = await call(app, "DELETE", `/v1/keys/${created.body.data.id}`, { key: t.key, headers: d });
+    expect(replay.status).toBe(200);
+    expect(replay.headers.get("idempotency-replayed")).toBe("true");
+    // Without the key, deleting again is an honest 404.
+    expect((await call(app, "DELETE", `/v1/keys/${created.body.data.id}`, { key: t.key })).status).toBe(404);
+  });
+
+  test("a malformed key is a 400", async () => {
+    const t = await seedTenant(platform);
+    const r = await call(app, "POST", "/v1/keys", { key: t.key, body: {}, headers: { "idempotency-key": "has space" } });
+    expect(r.status).toBe(400);
+    expect(r.body.details[0].path).toBe("/headers/idempotency-key");
+    expect(await countKeys(t.key)).toBe(1);
+  });
+});
