@@ -35,7 +35,9 @@ export function createControlApp(platform: Platform) {
   };
   return new Elysia({ name: "control", normalize: false })
     .use(hostBase(platform, { host: "control", cors: false, accept: ["json", "form"] }))
-    .onBeforeHandle({ as: "global" }, ({ request, server, path }) => {
+    // onRequest, not beforeHandle: the gate must hold for every path, routed or not.
+    .onRequest(({ request, server }) => {
+      const path = new URL(request.url).pathname;
       if (path.startsWith("/admin/")) {
         const token = request.headers.get("x-admin-token");
         if (!config.adminToken) throw new AppError("unauthorized", "Admin endpoints are disabled: ADMIN_TOKEN is not set.");

@@ -1,0 +1,125 @@
+/** The control host: admin token gate, admin endpoints, IP allowlist, the two 501 stubs. */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import type { Platform } from "../core/platform.ts";
+import { createControlApp } from "./app.ts";
+import { createPublicApp } from "../public/app.ts";
+import { createConsoleApp } from "../console/app.ts";
+import { storeKind, TEST_ADMIN_TOKEN, testPlatform } from "../../test/support/platform.ts";
+import { call, type Json } from "../../test/support/http.ts";
+
+let platform: Platform;
+let app: ReturnType<typeof createControlApp>;
+const admin = { "x-admin-token": TEST_ADMIN_TOKEN };
+
+beforeAll(async () => {
+  platform = await testPlatform();
+  app = createControlApp(platform);
+});
+afterAll(() => platform.close());
+
+describe(`control host admin [${storeKind}]`, () => {
+  test("bootstraps a tenant end to end: account, key, console login", async () => {
+    const acc = await call(app, "POST", "/admin/accounts", { headers: admin, body: { name: "Globex", timezone: "Europe/Berlin" } });
+    expect(acc.status).toBe(201);
+    expect(acc.body.data).toMatchObject({ name: "Globex", timezone: "Europe/Berlin", status: "active", language: "en-US" });
+    const accountId = acc.body.data.id as string;
+    const key = await call(app, "POST", "/admin/keys", { headers: admin, body: { account_id: accountId, label: "ops", scopes: ["cdr", "keys"] } });
+    expect(key.status).toBe(201);
+    expect(Object.keys(key.body.data).sort()).toEqual(["id", "label", "scopes", "secret"]);
+    const who = await call(createPublicApp(platform), "GET", "/v1/whoami", { key: key.body.data.secret });
+    expect(who.body).toEqual({ accountId, scopes: ["cdr", "keys"], via: "key" });
+    const email = `ops-${Date.now()}@globex.test`;
+    const cu = await call(app, "POST", "/admin/console-users", { headers: admin, body: { account_id: accountId, email, password: "a long enough password" } });
+    expect(cu.status).toBe(201);
+    expect(cu.body.data).toMatchObject({ account_id: accountId, email, scopes: ["*"] });
+    expect(cu.text).not.toContain("password");
+    const login = await call(createConsoleApp(platform), "POST", "/login", { body: { email, password: "a long enough password" } });
+    expect(login.status).toBe(200);
+  });
+
+  test("a reseller's child account; a non-reseller cannot be a parent", async () => {
+    const parent = await call(app, "POST", "/admin/accounts", { headers: admin, body: { name: "Reseller", is_reseller: 1 } });
+    const child = await call(app, "POST", "/admin/accounts", { headers: admin, body: { name: "Child", parent_id: parent.body.data.id } });
+    expect(child.status).toBe(201);
+    expect(child.body.data.parent_id).toBe(parent.body.data.id);
+    const bad = await call(app, "POST", "/admin/accounts", { headers: admin, body: { name: "Grandchild", parent_id: child.body.data.id } });
+    expect(bad.status).toBe(400);
+    expect(bad.body.details[0].path).toBe("/parent_id");
+    const missing = await call(app, "POST", "/admin/accounts", { headers: admin, body: { name: "Orphan", parent_id: "acc_nope" } });
+    expect(missing.status).toBe(400);
+  });
+
+  test("validation: 400 with the field path for every bad input, 409 for a taken email", async () => {
+    const cases: Array<[string, Json, string]> = [
+      ["/admin/accounts", {}, "/name"],
+      ["/admin/accounts", { name: "x", timezone: "Nowhere/Land" }, "/timezone"],
+      ["/admin/accounts", { name: "x", status: "closed" }, "/status"],
+      ["/admin/accounts", { name: "x", is_reseller: "1" }, "/is_reseller"],
+      ["/admin/keys", { account_id: "acc_nope" }, "/account_id"],
+      ["/admin/keys", {}, "/account_id"],
+      ["/admin/console-users", { account_id: "acc_nope", email: "a@b.test", password: "long enough pw" }, "/account_id"],
+      ["/admin/console-users", { account_id: "acc_x", email: "not-an-email", password: "long enough pw" }, "/email"],
+      ["/admin/console-users", { account_id: "acc_x", email: "a@b.test", password: "short" }, "/password"],
+    ];
+    for (const [path, body, field] of cases) {
+      const r = await call(app, "POST", path, { headers: admin, body });
+      expect(r.status, `${path} ${JSON.stringify(body)}`).toBe(400);
+      expect((r.body.details as Json[]).map((d) => d.path), `${path} ${JSON.stringify(body)}`).toContain(field);
+    }
+    const acc = (await call(app, "POST", "/admin/accounts", { headers: admin, body: { name: "Dup" } })).body.data.id;
+    const email = `dup-${Date.now()}@example.test`;
+    expect((await call(app, "POST", "/admin/console-users", { headers: admin, body: { account_id: acc, email, password: "long enough pw" } })).status).toBe(201);
+    const again = await call(app, "POST", "/admin/console-users", { headers: admin, body: { account_id: acc, email: email.toUpperCase(), password: "other long pw" } });
+    expect(again.status).toBe(409);
+    expect(again.body.error).toBe("conflict");
+  });
+
+  test("admin endpoints need the exact x-admin-token", async () => {
+    for (const headers of [{}, { "x-admin-token": "wrong" }, { "x-admin-token": TEST_ADMIN_TOKEN + "x" }] as Array<Record<string, string>>) {
+      const r = await call(app, "POST", "/admin/accounts", { headers, body: { name: "Nope" } });
+      expect(r.status).toBe(401);
+      expect(r.body.error).toBe("unauthorized");
+    }
+  });
+
+  test("without ADMIN_TOKEN configured, admin endpoints are closed", async () => {
+    const p = await testPlatform({ env: { ADMIN_TOKEN: "" } });
+    const r = await call(createControlApp(p), "POST", "/admin/accounts", { headers: { "x-admin-token": "" }, body: { name: "x" } });
+    expect(r.status).toBe(401);
+    expect(r.body.message).toContain("ADMIN_TOKEN");
+    await p.close();
+  });
+
+  test("/v1/* and /hooks/carrier are the two 501 stubs", async () => {
+    for (const [m, p] of [["GET", "/v1/whoami"], ["POST", "/v1/calls"], ["GET", "/v1"], ["POST", "/hooks/carrier"], ["GET", "/hooks/carrier"]] as const) {
+      const r = await call(app, m, p, { headers: admin });
+      expect(r.status, `${m} ${p}`).toBe(501);
+      expect(r.body).toMatchObject({ ok: false, error: "not_implemented" });
+    }
+  });
+});
+
+describe("control host IP allowlist (real sockets)", () => {
+  test("a gated path from a non-allowed address is 403; from an allowed one it passes the gate", async () => {
+    const closed = await testPlatform({ env: { CONTROL_ALLOW: "10.255.0.0/16" } });
+    const open = await testPlatform();
+    const s1 = createControlApp(closed).listen({ hostname: "127.0.0.1", port: 0 });
+    const s2 = createControlApp(open).listen({ hostname: "127.0.0.1", port: 0 });
+    try {
+      for (const path of ["/route", "/auth", "/presence/event", "/cac", "/security/bans", "/media/x"]) {
+        const refused = await fetch(`http://127.0.0.1:${s1.server!.port}${path}`, { method: "POST" });
+        expect(refused.status, path).toBe(403);
+        expect(((await refused.json()) as Json).error).toBe("forbidden");
+        const allowed = await fetch(`http://127.0.0.1:${s2.server!.port}${path}`, { method: "POST" });
+        expect(allowed.status, path).not.toBe(403);
+      }
+      // Probes and admin are not behind the address gate.
+      expect((await fetch(`http://127.0.0.1:${s1.server!.port}/healthz`)).status).toBe(200);
+    } finally {
+      await s1.stop();
+      await s2.stop();
+      await closed.close();
+      await open.close();
+    }
+  });
+});
