@@ -38,6 +38,36 @@ function assertMigrationIndexCurrent(): void {
   }
 }
 
+const PRODUCTION_ENV_MODULE = "parley-build:production-env";
+
+/**
+ * Elysia decides production mode when its module loads, from Bun.env.NODE_ENV at run time, which
+ * `define` cannot reach; without it Bun.serve runs in development mode. This makes src/main.ts
+ * import, first, a module that defaults NODE_ENV to production (an operator's explicit NODE_ENV
+ * still wins). ES modules evaluate in import order, so it runs before Elysia's. A `banner` would
+ * do the same but is also prepended to the browser chunks, where `process` does not exist.
+ */
+function productionEnvPlugin(): Bun.BunPlugin {
+  const entry = join(ROOT, "src", "main.ts");
+  return {
+    name: "parley-production-env",
+    setup(build) {
+      build.onResolve({ filter: /^parley-build:production-env$/ }, (args) => ({ path: args.path, namespace: "parley-build" }));
+      build.onLoad({ filter: /.*/, namespace: "parley-build" }, () => ({
+        contents: 'Bun.env.NODE_ENV ??= "production";\n',
+        loader: "js",
+      }));
+      build.onLoad({ filter: /[\\/]src[\\/]main\.ts$/ }, async (args) => {
+        const source = await Bun.file(args.path).text();
+        if (resolve(args.path) !== entry) return { contents: source, loader: "ts" };
+        // The import goes after the shebang line, which must stay first.
+        const cut = source.startsWith("#!") ? source.indexOf("\n") + 1 : 0;
+        return { contents: `${source.slice(0, cut)}import "${PRODUCTION_ENV_MODULE}";\n${source.slice(cut)}`, loader: "ts" };
+      });
+    },
+  };
+}
+
 /** Compiles src/main.ts into a standalone executable and returns its path, size and build time. */
 export async function buildBinary(options: BuildOptions): Promise<BuildResult> {
   assertMigrationIndexCurrent();
@@ -60,14 +90,9 @@ export async function buildBinary(options: BuildOptions): Promise<BuildResult> {
     // request (headers, body, ...); renamed parameters make it skip them (GET /v1/whoami then
     // fails with 500). Whitespace and syntax minification are safe, as Elysia's docs note.
     minify: { whitespace: true, syntax: true, identifiers: false },
-    define: {
-      // React (bundled into the SPAs) and our own code see production at build time.
-      "process.env.NODE_ENV": JSON.stringify("production"),
-    },
-    // Elysia reads NODE_ENV at run time through Bun.env, which define cannot reach; default it
-    // here so the binary runs Bun.serve in production mode (no development error pages) unless the
-    // operator sets NODE_ENV explicitly. The banner runs before any bundled module.
-    banner: 'process.env.NODE_ENV ??= "production";',
+    // React in the SPAs (and anything else that branches on it at build time) ships its production build.
+    define: { "process.env.NODE_ENV": JSON.stringify("production") },
+    plugins: [productionEnvPlugin()],
   });
   const ms = performance.now() - started;
   for (const log of result.logs) console.error(log);

@@ -1,0 +1,112 @@
+/** What every host shares: probes, request ids, error mapping, CORS, body limits, logs without secrets. */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { Elysia } from "elysia";
+import type { Platform } from "../core/platform.ts";
+import { hostBase } from "./host-base.ts";
+import { createPublicApp } from "../public/app.ts";
+import { createConsoleApp } from "../console/app.ts";
+import { createRealtimeApp } from "../realtime/app.ts";
+import { createControlApp } from "../control/app.ts";
+import { seedConsoleUser, seedTenant, storeKind, TEST_ADMIN_TOKEN, testPlatform } from "../../test/support/platform.ts";
+import { call } from "../../test/support/http.ts";
+
+let platform: Platform;
+const lines: string[] = [];
+
+beforeAll(async () => {
+  platform = await testPlatform({ logLines: lines, logLevel: "info", env: { CORS_ORIGINS: "https://console.example" } });
+});
+afterAll(() => platform.close());
+
+describe(`host base [${storeKind}]`, () => {
+  test("/healthz and /readyz answer on every host", async () => {
+    for (const app of [createPublicApp(platform), createConsoleApp(platform), createRealtimeApp(platform), createControlApp(platform)]) {
+      expect((await call(app, "GET", "/healthz")).body).toEqual({ ok: true });
+      expect((await call(app, "GET", "/readyz")).body).toEqual({ ok: true });
+    }
+  });
+
+  test("/readyz is 503 when a store is down", async () => {
+    const broken = { ...platform, database: { ...platform.database, ping: async () => Promise.reject(new Error("connection refused")) } };
+    const r = await call(createPublicApp(broken), "GET", "/readyz");
+    expect(r.status).toBe(503);
+    expect(r.body.ok).toBe(false);
+  });
+
+  test("every reply carries a request id; a sane client id is echoed", async () => {
+    const app = createPublicApp(platform);
+    const r = await call(app, "GET", "/v1");
+    expect(r.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
+    expect((await call(app, "GET", "/v1", { headers: { "x-request-id": "trace-123" } })).headers.get("x-request-id")).toBe("trace-123");
+    expect((await call(app, "GET", "/v1", { headers: { "x-request-id": "bad id with spaces" } })).headers.get("x-request-id")).not.toBe("bad id with spaces");
+  });
+
+  test("an unexpected error is a 500 internal with no stack, no SQL and no message leak", async () => {
+    const app = new Elysia().use(hostBase(platform, { host: "public", cors: false, accept: ["json"] })).get("/boom", () => {
+      throw new Error('Failed query: select secret from x where password = $1\nparams: hunter2');
+    });
+    const r = await call(app, "GET", "/boom");
+    expect(r.status).toBe(500);
+    expect(r.body).toEqual({ ok: false, error: "internal", message: expect.any(String) });
+    expect(r.text).not.toContain("select");
+    expect(r.text).not.toContain("hunter2");
+    expect(lines.join("\n")).not.toContain("hunter2");
+    expect(lines.join("\n")).not.toContain("select secret");
+  });
+
+  test("a JSON body over 1 MiB is a 413", async () => {
+    const t = await seedTenant(platform);
+    const big = JSON.stringify({ label: "x".repeat(1024 * 1024 + 10) });
+    const r = await call(createPublicApp(platform), "POST", "/v1/keys", { key: t.key, body: big, headers: { "content-length": String(big.length) } });
+    expect(r.status).toBe(413);
+    expect(r.body.error).toBe("payload_too_large");
+  });
+
+  test("CORS: allowed origins get the headers, others do not; preflight lists our headers", async () => {
+    const app = createPublicApp(platform);
+    const pre = await call(app, "OPTIONS", "/v1/keys", {
+      headers: { origin: "https://console.example", "access-control-request-method": "POST", "access-control-request-headers": "x-api-key, idempotency-key" },
+    });
+    expect(pre.status).toBe(204);
+    expect(pre.headers.get("access-control-allow-origin")).toBe("https://console.example");
+    const allowed = (pre.headers.get("access-control-allow-headers") ?? "").toLowerCase();
+    for (const h of ["x-api-key", "authorization", "idempotency-key", "content-type"]) expect(allowed).toContain(h);
+    expect(pre.headers.get("access-control-allow-credentials")).toBeNull();
+    const t = await seedTenant(platform);
+    const r = await call(app, "GET", "/v1/whoami", { key: t.key, headers: { origin: "https://console.example" } });
+    expect(r.headers.get("access-control-allow-origin")).toBe("https://console.example");
+    expect(r.headers.get("access-control-expose-headers")).toContain("ratelimit-remaining");
+    const foreign = await call(app, "GET", "/v1/whoami", { key: t.key, headers: { origin: "https://evil.example" } });
+    expect(foreign.headers.get("access-control-allow-origin")).toBeNull();
+    // The control plane is not for browsers.
+    const ctl = await call(createControlApp(platform), "OPTIONS", "/admin/accounts", { headers: { origin: "https://console.example", "access-control-request-method": "POST" } });
+    expect(ctl.headers.get("access-control-allow-origin")).toBeNull();
+  });
+
+  test("logs have one line per request and never a key, token, password or admin token", async () => {
+    await Bun.sleep(50); // access lines are written after the response is sent
+    lines.length = 0;
+    const t = await seedTenant(platform);
+    const user = await seedConsoleUser(platform, t.accountId);
+    const consoleApp = createConsoleApp(platform);
+    const session = await call(consoleApp, "POST", "/login", { body: user });
+    await call(consoleApp, "POST", "/login", { body: { email: user.email, password: "wrong password here" } });
+    const pub = createPublicApp(platform);
+    await call(pub, "GET", "/v1/whoami", { key: t.key });
+    await call(pub, "GET", "/v1/whoami", { token: session.body.token });
+    const minted = await call(pub, "POST", "/v1/keys", { key: t.key, body: { label: "x" } });
+    await call(createControlApp(platform), "POST", "/admin/accounts", { headers: { "x-admin-token": TEST_ADMIN_TOKEN }, body: { name: "Logged" } });
+    await Bun.sleep(50);
+    const all = lines.join("\n");
+    for (const secret of [t.key, session.body.token, user.password, "wrong password here", minted.body.data.secret, TEST_ADMIN_TOKEN]) {
+      expect(all).not.toContain(secret);
+    }
+    const requests = lines.map((l) => JSON.parse(l)).filter((l) => l.msg === "request");
+    expect(requests.length).toBe(6);
+    for (const l of requests) {
+      expect(l).toEqual(expect.objectContaining({ level: "info", request_id: expect.any(String), method: expect.any(String), path: expect.any(String), status: expect.any(Number) }));
+    }
+    expect(requests.find((l) => l.path === "/v1/whoami")?.account_id).toBe(t.accountId);
+    expect(requests.filter((l) => l.path === "/login").map((l) => l.status).sort()).toEqual([200, 401]);
+  });
+});
