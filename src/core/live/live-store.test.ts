@@ -11,7 +11,7 @@ import { accountKey, type LiveStore } from "./live-store.ts";
 import { createMemoryLiveStore } from "./memory-live-store.ts";
 import { createRedisLiveStore } from "./redis-live-store.ts";
 
-const redisUrl = process.env.REDIS_URL;
+const redisUrl = (process.env.TEST_REDIS_URL ?? process.env.REDIS_URL);
 
 runLiveStoreContract("memory", async () => createMemoryLiveStore());
 
