@@ -38,6 +38,10 @@ export function startHosts(platform: Platform, hosts: HostName[] = ALL_HOSTS): R
       hostname: platform.config.host,
       port: platform.config.ports[host],
       maxRequestBodySize: MAX_REQUEST_BODY,
+      // Production bundling of the pages, no hot reload; one process per port unless an operator
+      // deliberately runs several (reusePort would silently split traffic between instances).
+      development: false,
+      reusePort: false,
     });
     if (!app.server) throw new Error(`the ${host} host did not start`);
     ports[host] = app.server.port;

@@ -8,7 +8,7 @@ import { clientIp } from "../http/request-context.ts";
 import { hostBase } from "../http/host-base.ts";
 import { errorReplies } from "../http/reply-models.ts";
 import { apiModels } from "../http/api-models.ts";
-import { staticPages } from "../http/static-pages.ts";
+import { pageConfig, pageRoutes } from "../http/static-pages.ts";
 
 /** Failed logins allowed per address and per email in LOGIN_WINDOW_MS before 429. */
 const LOGIN_FAILURES = 10;
@@ -16,7 +16,7 @@ const LOGIN_WINDOW_MS = 15 * 60 * 1000;
 
 export function createConsoleApp(platform: Platform) {
   const { live } = platform;
-  return new Elysia({ name: "console", normalize: false })
+  return new Elysia({ name: "console", normalize: false, serve: { routes: pageRoutes("console") } })
     .use(hostBase(platform, { host: "console", cors: true, accept: ["json"] }))
     .use(apiModels)
     .post(
@@ -52,5 +52,5 @@ export function createConsoleApp(platform: Platform) {
         detail: { summary: "Exchange email and password for a session token (12 h)" },
       },
     )
-    .use(staticPages(platform, "console"));
+    .use(pageConfig(platform));
 }

@@ -2,10 +2,10 @@
 import { Elysia } from "elysia";
 import type { Platform } from "../core/platform.ts";
 import { hostBase } from "../http/host-base.ts";
-import { staticPages } from "../http/static-pages.ts";
+import { pageConfig, pageRoutes } from "../http/static-pages.ts";
 
 export function createRealtimeApp(platform: Platform) {
-  return new Elysia({ name: "realtime", normalize: false })
+  return new Elysia({ name: "realtime", normalize: false, serve: { routes: pageRoutes("wallboard") } })
     .use(hostBase(platform, { host: "realtime", cors: false, accept: ["json"] }))
-    .use(staticPages(platform, "wallboard"));
+    .use(pageConfig(platform));
 }

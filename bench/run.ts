@@ -1,0 +1,398 @@
+/**
+ * Throughput and latency of GET /v1/whoami (API-key auth, rate limiter, JSON reply) against a bare
+ * Bun.serve baseline, with wrk. Run by `bun run bench`.
+ *
+ *   bun bench/run.ts [--embedded] [--binary]
+ *
+ *   --embedded   PGlite + in-process live store, instead of PostgreSQL + Redis
+ *   --binary     run dist/parley (from `bun run build`) instead of `bun src/main.ts`
+ *
+ * Environment: BENCH_DURATION (wrk duration, default 10s), BENCH_CONNECTIONS (default 64),
+ * BENCH_PG_URL (default postgres://postgres@127.0.0.1:5432/postgres, used to create and drop the
+ * scratch database), BENCH_REDIS_URL (default redis://127.0.0.1:6379).
+ *
+ * PostgreSQL + Redis is the default; when either is unreachable it falls back to embedded stores
+ * and says so. Results go to stdout and to .bench/whoami.json.
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { cpus, tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { RedisClient } from "bun";
+import postgres from "postgres";
+
+const ROOT = resolve(import.meta.dir, "..");
+const TARGET_RATIO = 0.5;
+const TARGET_P99_MS = 10;
+const WARMUP = "3s";
+const START_TIMEOUT_MS = 90_000;
+
+type Mode = "postgres+redis" | "embedded";
+
+interface WrkResult {
+  requestsPerSec: number;
+  p50Ms: number;
+  p99Ms: number;
+  requests: number;
+  /** Responses outside 2xx/3xx and socket errors; either makes the run meaningless. */
+  non2xx: number;
+  socketErrors: number;
+}
+
+interface Child {
+  name: string;
+  proc: Bun.Subprocess<"ignore", "pipe", "pipe">;
+  stdout(): string;
+  stderr(): string;
+}
+
+class BenchError extends Error {}
+
+// Everything that must be undone, whatever way the run ends.
+const children = new Set<Child>();
+let scratchDatabase: { adminUrl: string; name: string } | null = null;
+let scratchDir: string | null = null;
+let cleaning: Promise<void> | null = null;
+
+/** Appends a stream to a string as it arrives; draining also keeps the child from blocking on a full pipe. */
+function collect(stream: ReadableStream<Uint8Array>): () => string {
+  let text = "";
+  const decoder = new TextDecoder();
+  const reader = stream.getReader();
+  void (async () => {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      text += decoder.decode(value, { stream: true });
+    }
+  })();
+  return () => text;
+}
+
+function spawnChild(name: string, cmd: string[], env: Record<string, string>): Child {
+  const proc = Bun.spawn(cmd, { cwd: ROOT, env, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  const child: Child = { name, proc, stdout: collect(proc.stdout), stderr: collect(proc.stderr) };
+  children.add(child);
+  return child;
+}
+
+function exited(child: Child): boolean {
+  return child.proc.exitCode !== null || child.proc.signalCode !== null;
+}
+
+/** SIGTERM, then SIGKILL if it has not exited after `graceMs`. */
+async function stopChild(child: Child, graceMs = 5_000): Promise<void> {
+  if (!exited(child)) {
+    child.proc.kill("SIGTERM");
+    const timer = setTimeout(() => child.proc.kill("SIGKILL"), graceMs);
+    await child.proc.exited;
+    clearTimeout(timer);
+  }
+  children.delete(child);
+}
+
+/** Stops every child, drops the scratch database and removes the scratch directory. Runs once. */
+function cleanUp(): Promise<void> {
+  cleaning ??= (async () => {
+    await Promise.all([...children].map((c) => stopChild(c)));
+    if (scratchDatabase) {
+      const { adminUrl, name } = scratchDatabase;
+      const sql = postgres(adminUrl, { max: 1, connect_timeout: 5, onnotice: () => {} });
+      try {
+        // FORCE: a platform killed mid-query may leave sessions behind that would block the drop.
+        await sql.unsafe(`drop database if exists "${name}" with (force)`);
+        console.log(`dropped database ${name}`);
+      } catch (error) {
+        console.error(`could not drop database ${name}: ${(error as Error).message}; drop it by hand.`);
+      } finally {
+        await sql.end({ timeout: 2 });
+      }
+      scratchDatabase = null;
+    }
+    if (scratchDir) rmSync(scratchDir, { recursive: true, force: true });
+  })();
+  return cleaning;
+}
+
+/** Ports the OS just handed out; all are held at once so that they differ. */
+function freePorts(count: number): number[] {
+  const listeners = Array.from({ length: count }, () => Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } }));
+  const ports = listeners.map((l) => l.port);
+  for (const l of listeners) l.stop(true);
+  return ports;
+}
+
+async function waitFor<T>(child: Child, what: string, probe: () => T | null): Promise<T> {
+  const deadline = Date.now() + START_TIMEOUT_MS;
+  for (;;) {
+    const found = probe();
+    if (found !== null) return found;
+    if (exited(child)) throw new BenchError(`${child.name} exited before ${what}.\n${child.stdout()}\n${child.stderr()}`);
+    if (Date.now() > deadline) throw new BenchError(`${child.name}: no ${what} within ${START_TIMEOUT_MS / 1000} s.\n${child.stdout()}\n${child.stderr()}`);
+    await Bun.sleep(50);
+  }
+}
+
+async function postgresReachable(url: string): Promise<string | null> {
+  const sql = postgres(url, { max: 1, connect_timeout: 3, onnotice: () => {} });
+  try {
+    await sql`select 1`;
+    return null;
+  } catch (error) {
+    return `PostgreSQL at ${redact(url)} is unreachable (${(error as Error).message})`;
+  } finally {
+    await sql.end({ timeout: 1 });
+  }
+}
+
+async function redisReachable(url: string): Promise<string | null> {
+  const client = new RedisClient(url, { connectionTimeout: 3_000, autoReconnect: false, maxRetries: 0, enableOfflineQueue: false });
+  try {
+    await client.connect();
+    await client.ping();
+    return null;
+  } catch (error) {
+    return `Redis at ${redact(url)} is unreachable (${(error as Error).message})`;
+  } finally {
+    client.close();
+  }
+}
+
+/** A URL without its password, for messages. */
+function redact(url: string): string {
+  return url.replace(/\/\/([^:@/]+):[^@/]*@/, "//$1:***@");
+}
+
+/** The URL of database `name` on the server `adminUrl` points at. */
+function databaseUrl(adminUrl: string, name: string): string {
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+async function createScratchDatabase(adminUrl: string): Promise<string> {
+  const name = `parley_bench_${Date.now()}`;
+  const sql = postgres(adminUrl, { max: 1, connect_timeout: 5, onnotice: () => {} });
+  try {
+    await sql.unsafe(`create database "${name}"`);
+  } finally {
+    await sql.end({ timeout: 2 });
+  }
+  scratchDatabase = { adminUrl, name };
+  return name;
+}
+
+function randomHex(bytes: number): string {
+  return Buffer.from(crypto.getRandomValues(new Uint8Array(bytes))).toString("hex");
+}
+
+/** Starts the bare baseline and returns its whoami URL. */
+async function startBare(): Promise<string> {
+  const child = spawnChild("bare-server", [process.execPath, join(ROOT, "bench", "bare-server.ts")], {
+    PATH: process.env.PATH ?? "",
+    PORT: "0",
+    HOST: "127.0.0.1",
+    NODE_ENV: "production",
+  });
+  const base = await waitFor(child, "its listening line", () => /listening on (http:\/\/\S+)/.exec(child.stdout())?.[1] ?? null);
+  return `${base}/v1/whoami`;
+}
+
+/** Starts Parley (public and console hosts) and returns its whoami URL and the first-run API key. */
+async function startParley(mode: Mode, binary: boolean, stores: { databaseUrl?: string; redisUrl?: string }): Promise<{ url: string; apiKey: string }> {
+  const [publicPort, consolePort] = freePorts(2) as [number, number];
+  scratchDir = mkdtempSync(join(tmpdir(), "parley-bench-"));
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? "",
+    HOME: scratchDir,
+    HOST: "127.0.0.1",
+    PORT_PUBLIC: String(publicPort),
+    PORT_CONSOLE: String(consolePort),
+    DATA_DIR: join(scratchDir, "data"),
+    LOG_LEVEL: "warn",
+    // The limiter still counts every request (its cost is part of what we measure) but never refuses.
+    RATE_LIMIT_REQUESTS: "100000000",
+    NODE_ENV: "production",
+  };
+  if (mode === "postgres+redis") {
+    Object.assign(env, {
+      DATABASE_URL: stores.databaseUrl!,
+      REDIS_URL: stores.redisUrl!,
+      JWT_SECRET: Buffer.from(crypto.getRandomValues(new Uint8Array(48))).toString("base64url"),
+      PARLEY_MASTER_KEY: randomHex(32),
+    });
+  }
+  const cmd = binary ? [join(ROOT, "dist", "parley"), "serve", "--hosts", "public,console"] : [process.execPath, join(ROOT, "src", "main.ts"), "serve", "--hosts", "public,console"];
+  const child = spawnChild("parley", cmd, env);
+  const apiKey = await waitFor(child, "the first-run API key", () => /^ {2}API key\s+(sk_\w+)\s*$/m.exec(child.stdout())?.[1] ?? null);
+  return { url: `http://127.0.0.1:${publicPort}/v1/whoami`, apiKey };
+}
+
+/** One request before wrk: a wrong key or a 401 would otherwise be benchmarked as if it were the real thing. */
+async function checkEndpoint(name: string, url: string, apiKey: string): Promise<void> {
+  const response = await fetch(url, { headers: { "x-api-key": apiKey } });
+  const text = await response.text();
+  if (response.status !== 200 || !text.includes('"via":"key"')) {
+    throw new BenchError(`${name}: GET ${url} answered ${response.status} ${text}`);
+  }
+}
+
+const UNIT_MS: Record<string, number> = { us: 0.001, ms: 1, s: 1000, m: 60_000 };
+
+function toMs(value: string, unit: string): number {
+  const factor = UNIT_MS[unit];
+  if (factor === undefined) throw new BenchError(`unknown latency unit in wrk output: ${value}${unit}`);
+  return Number(value) * factor;
+}
+
+/** Reads requests/s, p50, p99 and error counts out of wrk's text report (run with --latency). */
+function parseWrk(output: string): WrkResult {
+  const rps = /^Requests\/sec:\s+([\d.]+)/m.exec(output);
+  const p50 = /^\s+50%\s+([\d.]+)(us|ms|s|m)\s*$/m.exec(output);
+  const p99 = /^\s+99%\s+([\d.]+)(us|ms|s|m)\s*$/m.exec(output);
+  const total = /^\s*(\d+) requests in /m.exec(output);
+  if (!rps?.[1] || !p50?.[1] || !p50[2] || !p99?.[1] || !p99[2] || !total?.[1]) {
+    throw new BenchError(`could not read wrk's output:\n${output}`);
+  }
+  const non2xx = /Non-2xx or 3xx responses:\s+(\d+)/.exec(output);
+  const socket = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(output);
+  return {
+    requestsPerSec: Number(rps[1]),
+    p50Ms: toMs(p50[1], p50[2]),
+    p99Ms: toMs(p99[1], p99[2]),
+    requests: Number(total[1]),
+    non2xx: Number(non2xx?.[1] ?? 0),
+    socketErrors: socket ? socket.slice(1).reduce((sum, n) => sum + Number(n), 0) : 0,
+  };
+}
+
+async function wrk(name: string, url: string, apiKey: string, duration: string, connections: number): Promise<string> {
+  const cmd = ["wrk", "-t1", `-c${connections}`, `-d${duration}`, "--latency", "-H", `x-api-key: ${apiKey}`, url];
+  const child = spawnChild(`wrk (${name.trim()})`, cmd, { PATH: process.env.PATH ?? "" });
+  const code = await child.proc.exited;
+  children.delete(child);
+  if (code !== 0) throw new BenchError(`wrk against ${name} exited with ${code}:\n${child.stdout()}${child.stderr()}`);
+  return child.stdout();
+}
+
+async function measure(name: string, url: string, apiKey: string, duration: string, connections: number): Promise<WrkResult> {
+  process.stdout.write(`${name}: warm-up ${WARMUP}, then ${duration} with ${connections} connections … `);
+  await wrk(name, url, apiKey, WARMUP, connections);
+  const result = parseWrk(await wrk(name, url, apiKey, duration, connections));
+  process.stdout.write(`${Math.round(result.requestsPerSec).toLocaleString("en-US")} req/s\n`);
+  if (result.non2xx || result.socketErrors) {
+    throw new BenchError(`${name}: ${result.non2xx} non-2xx responses and ${result.socketErrors} socket errors; the numbers would be meaningless.`);
+  }
+  return result;
+}
+
+function row(cells: string[], widths: number[]): string {
+  return cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ");
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    args: process.argv.slice(2),
+    options: { embedded: { type: "boolean", default: false }, binary: { type: "boolean", default: false } },
+    strict: true,
+  });
+  if (!Bun.which("wrk")) {
+    console.error("wrk is not installed. Install it (Debian/Ubuntu: `apt-get install -y wrk`; macOS: `brew install wrk`) and run again.");
+    process.exit(1);
+  }
+  if (values.binary && !(await Bun.file(join(ROOT, "dist", "parley")).exists())) {
+    throw new BenchError("--binary needs dist/parley: run `bun run build` first.");
+  }
+  const duration = /^\d+$/.test(process.env.BENCH_DURATION ?? "") ? `${process.env.BENCH_DURATION}s` : (process.env.BENCH_DURATION || "10s");
+  const connections = Number(process.env.BENCH_CONNECTIONS || 64);
+  const adminUrl = process.env.BENCH_PG_URL || "postgres://postgres@127.0.0.1:5432/postgres";
+  const redisUrl = process.env.BENCH_REDIS_URL || "redis://127.0.0.1:6379";
+
+  let mode: Mode = "postgres+redis";
+  let fallback: string | null = null;
+  if (values.embedded) {
+    mode = "embedded";
+  } else {
+    const problems = (await Promise.all([postgresReachable(adminUrl), redisReachable(redisUrl)])).filter((p): p is string => p !== null);
+    if (problems.length) {
+      mode = "embedded";
+      fallback = problems.join("; ");
+    }
+  }
+  if (fallback) console.log(`NOTE: ${fallback}. Falling back to embedded stores (PGlite + in-process live store).`);
+  const stores: { databaseUrl?: string; redisUrl?: string } = {};
+  if (mode === "postgres+redis") {
+    const name = await createScratchDatabase(adminUrl);
+    stores.databaseUrl = databaseUrl(adminUrl, name);
+    stores.redisUrl = redisUrl;
+    console.log(`created database ${name}`);
+  }
+  const runner = values.binary ? "dist/parley" : "bun src/main.ts";
+  console.log(`mode: ${mode === "embedded" ? "embedded (PGlite + in-process live store)" : "PostgreSQL + Redis"}; parley runs as ${runner}`);
+
+  const bareUrl = await startBare();
+  const parley = await startParley(mode, values.binary, stores);
+  await checkEndpoint("bare", bareUrl, parley.apiKey);
+  await checkEndpoint("parley", parley.url, parley.apiKey);
+
+  const bare = await measure("bare  ", bareUrl, parley.apiKey, duration, connections);
+  const platform = await measure("parley", parley.url, parley.apiKey, duration, connections);
+
+  const ratio = platform.requestsPerSec / bare.requestsPerSec;
+  const ratioOk = ratio >= TARGET_RATIO;
+  const p99Ok = platform.p99Ms < TARGET_P99_MS;
+  const widths = [8, 12, 10, 10];
+  const fmt = (r: WrkResult, name: string) => row([name, Math.round(r.requestsPerSec).toLocaleString("en-US"), r.p50Ms.toFixed(2), r.p99Ms.toFixed(2)], widths);
+  console.log("");
+  console.log(`GET /v1/whoami, wrk -t1 -c${connections} -d${duration}, ${mode}, ${cpus().length} CPUs, Bun ${Bun.version}`);
+  console.log(row(["", "req/s", "p50 ms", "p99 ms"], widths));
+  console.log(fmt(bare, "bare"));
+  console.log(fmt(platform, "parley"));
+  console.log("");
+  console.log(`ratio parley/bare = ${ratio.toFixed(2)}`);
+  console.log(`target ratio >= ${TARGET_RATIO.toFixed(2)}: ${ratioOk ? "holds" : "MISSED"}`);
+  console.log(`target p99 < ${TARGET_P99_MS} ms: ${p99Ok ? "holds" : "MISSED"} (${platform.p99Ms.toFixed(2)} ms)`);
+
+  const report = {
+    endpoint: "GET /v1/whoami",
+    at: new Date().toISOString(),
+    mode,
+    fallbackReason: fallback,
+    parleyRunsAs: runner,
+    wrk: { threads: 1, connections, duration, warmup: WARMUP },
+    machine: { cpus: cpus().length, bun: Bun.version, platform: `${process.platform}-${process.arch}` },
+    bare,
+    parley: platform,
+    ratio: Number(ratio.toFixed(4)),
+    targets: {
+      ratio: { min: TARGET_RATIO, holds: ratioOk },
+      p99Ms: { max: TARGET_P99_MS, holds: p99Ok },
+    },
+  };
+  mkdirSync(join(ROOT, ".bench"), { recursive: true });
+  writeFileSync(join(ROOT, ".bench", "whoami.json"), JSON.stringify(report, null, 2) + "\n");
+  console.log("wrote .bench/whoami.json");
+}
+
+if (import.meta.main) {
+  let interrupted = false;
+  for (const signal of ["SIGINT", "SIGTERM"] as const) {
+    process.on(signal, () => {
+      if (interrupted) return;
+      interrupted = true;
+      console.error(`\n${signal}: stopping the servers and cleaning up …`);
+      void cleanUp().finally(() => process.exit(130));
+    });
+  }
+  let code = 0;
+  try {
+    await main();
+  } catch (error) {
+    // After Ctrl-C the children die under us; their errors are expected, not news.
+    if (!interrupted) console.error(error instanceof BenchError ? `bench: ${error.message}` : error);
+    code = 1;
+  } finally {
+    await cleanUp();
+  }
+  if (!interrupted) process.exit(code);
+}
