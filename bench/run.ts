@@ -186,20 +186,24 @@ function randomHex(bytes: number): string {
   return Buffer.from(crypto.getRandomValues(new Uint8Array(bytes))).toString("hex");
 }
 
-/** Starts the bare baseline and returns its whoami URL. */
-async function startBare(): Promise<string> {
-  const child = spawnChild("bare-server", [process.execPath, join(ROOT, "bench", "bare-server.ts")], {
+/** Starts the bare baseline and returns it with its whoami URL. */
+async function startBare(): Promise<{ child: Child; url: string }> {
+  const child = spawnChild("bare", [process.execPath, join(ROOT, "bench", "bare-server.ts")], {
     PATH: process.env.PATH ?? "",
     PORT: "0",
     HOST: "127.0.0.1",
     NODE_ENV: "production",
   });
   const base = await waitFor(child, "its listening line", () => /listening on (http:\/\/\S+)/.exec(child.stdout())?.[1] ?? null);
-  return `${base}/v1/whoami`;
+  return { child, url: `${base}/v1/whoami` };
 }
 
-/** Starts Parley (public and console hosts) and returns its whoami URL and the first-run API key. */
-async function startParley(mode: Mode, binary: boolean, stores: { databaseUrl?: string; redisUrl?: string }): Promise<{ url: string; apiKey: string }> {
+/** Starts Parley (public and console hosts) and returns it with its whoami URL and the first-run API key. */
+async function startParley(
+  mode: Mode,
+  binary: boolean,
+  stores: { databaseUrl?: string; redisUrl?: string },
+): Promise<{ child: Child; url: string; apiKey: string }> {
   const [publicPort, consolePort] = freePorts(2) as [number, number];
   scratchDir = mkdtempSync(join(tmpdir(), "parley-bench-"));
   const env: Record<string, string> = {
@@ -225,7 +229,7 @@ async function startParley(mode: Mode, binary: boolean, stores: { databaseUrl?: 
   const cmd = binary ? [join(ROOT, "dist", "parley"), "serve", "--hosts", "public,console"] : [process.execPath, join(ROOT, "src", "main.ts"), "serve", "--hosts", "public,console"];
   const child = spawnChild("parley", cmd, env);
   const apiKey = await waitFor(child, "the first-run API key", () => /^ {2}API key\s+(sk_\w+)\s*$/m.exec(child.stdout())?.[1] ?? null);
-  return { url: `http://127.0.0.1:${publicPort}/v1/whoami`, apiKey };
+  return { child, url: `http://127.0.0.1:${publicPort}/v1/whoami`, apiKey };
 }
 
 /** One request before wrk: a wrong key or a 401 would otherwise be benchmarked as if it were the real thing. */
@@ -268,20 +272,23 @@ function parseWrk(output: string): WrkResult {
 
 async function wrk(name: string, url: string, apiKey: string, duration: string, connections: number): Promise<string> {
   const cmd = ["wrk", "-t1", `-c${connections}`, `-d${duration}`, "--latency", "-H", `x-api-key: ${apiKey}`, url];
-  const child = spawnChild(`wrk (${name.trim()})`, cmd, { PATH: process.env.PATH ?? "" });
+  const child = spawnChild(`wrk against ${name.trim()}`, cmd, { PATH: process.env.PATH ?? "" });
   const code = await child.proc.exited;
   children.delete(child);
-  if (code !== 0) throw new BenchError(`wrk against ${name} exited with ${code}:\n${child.stdout()}${child.stderr()}`);
+  if (code !== 0) throw new BenchError(`${child.name} exited with ${code}:\n${child.stdout()}${child.stderr()}`);
   return child.stdout();
 }
 
-async function measure(name: string, url: string, apiKey: string, duration: string, connections: number): Promise<WrkResult> {
+async function measure(server: Child, url: string, apiKey: string, duration: string, connections: number): Promise<WrkResult> {
+  const name = server.name.padEnd(6);
   process.stdout.write(`${name}: warm-up ${WARMUP}, then ${duration} with ${connections} connections … `);
   await wrk(name, url, apiKey, WARMUP, connections);
-  const result = parseWrk(await wrk(name, url, apiKey, duration, connections));
+  const output = await wrk(name, url, apiKey, duration, connections);
+  const result = parseWrk(output);
   process.stdout.write(`${Math.round(result.requestsPerSec).toLocaleString("en-US")} req/s\n`);
   if (result.non2xx || result.socketErrors) {
-    throw new BenchError(`${name}: ${result.non2xx} non-2xx responses and ${result.socketErrors} socket errors; the numbers would be meaningless.`);
+    const died = exited(server) ? `\n${server.name} exited (${server.proc.exitCode ?? server.proc.signalCode}); its stderr:\n${server.stderr().slice(-4000)}` : "";
+    throw new BenchError(`${server.name}: ${result.non2xx} non-2xx responses, ${result.socketErrors} socket errors; the numbers would be meaningless.\n${output}${died}`);
   }
   return result;
 }
@@ -330,13 +337,13 @@ async function main(): Promise<void> {
   const runner = values.binary ? "dist/parley" : "bun src/main.ts";
   console.log(`mode: ${mode === "embedded" ? "embedded (PGlite + in-process live store)" : "PostgreSQL + Redis"}; parley runs as ${runner}`);
 
-  const bareUrl = await startBare();
+  const baseline = await startBare();
   const parley = await startParley(mode, values.binary, stores);
-  await checkEndpoint("bare", bareUrl, parley.apiKey);
+  await checkEndpoint("bare", baseline.url, parley.apiKey);
   await checkEndpoint("parley", parley.url, parley.apiKey);
 
-  const bare = await measure("bare  ", bareUrl, parley.apiKey, duration, connections);
-  const platform = await measure("parley", parley.url, parley.apiKey, duration, connections);
+  const bare = await measure(baseline.child, baseline.url, parley.apiKey, duration, connections);
+  const platform = await measure(parley.child, parley.url, parley.apiKey, duration, connections);
 
   const ratio = platform.requestsPerSec / bare.requestsPerSec;
   const ratioOk = ratio >= TARGET_RATIO;

@@ -78,12 +78,12 @@ CREATE TABLE "idempotency_key" (
 );
 --> statement-breakpoint
 CREATE TABLE "secret" (
-	"id" text PRIMARY KEY NOT NULL,
+	"id" text NOT NULL,
 	"account_id" text NOT NULL,
 	"ciphertext" text NOT NULL,
-	"created_at" bigint NOT NULL
+	"created_at" bigint NOT NULL,
+	CONSTRAINT "secret_account_id_id_pk" PRIMARY KEY("account_id","id")
 );
 --> statement-breakpoint
 CREATE INDEX "account_parent_idx" ON "account" USING btree ("parent_id","id");--> statement-breakpoint
-CREATE INDEX "console_login_user_idx" ON "console_login" USING btree ("account_id","console_user_id");--> statement-breakpoint
-CREATE INDEX "secret_account_id_idx" ON "secret" USING btree ("account_id");
+CREATE INDEX "console_login_user_idx" ON "console_login" USING btree ("account_id","console_user_id");

@@ -3,7 +3,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sql } from "drizzle-orm";
-import type { PGlite } from "@electric-sql/pglite";
+import { sharedStores } from "../../../test/support/platform.ts";
 import type { Db } from "../db/db.ts";
 import { newId } from "../ids/ids.ts";
 import { loadOrCreateMasterKey, parseMasterKey } from "./master-key.ts";
@@ -140,31 +140,16 @@ describe("loadOrCreateMasterKey", () => {
   });
 });
 
-describe("secret store (PGlite)", () => {
-  let pg: PGlite;
+describe("secret store", () => {
   let db: Db;
   let store: SecretStore;
   const acc = newId("acc");
   const other = newId("acc");
 
   beforeAll(async () => {
-    const { PGlite } = await import("@electric-sql/pglite");
-    const { drizzle } = await import("drizzle-orm/pglite");
-    pg = await PGlite.create();
-    db = drizzle(pg) as unknown as Db;
-    await pg.exec(`
-      CREATE TABLE secret (
-        id text PRIMARY KEY,
-        account_id text NOT NULL,
-        ciphertext text NOT NULL,
-        created_at bigint NOT NULL
-      );
-      CREATE INDEX secret_account_id_idx ON secret (account_id);
-    `);
+    // The real migrated schema, on whichever store this run uses (PGlite or PostgreSQL).
+    db = (await sharedStores()).database.db;
     store = createSecretStore(db, randomKey());
-  });
-  afterAll(async () => {
-    await pg?.close();
   });
 
   test("put then reveal; the row holds only ciphertext", async () => {
