@@ -55,11 +55,22 @@ function contentKind(contentType: string | null): "json" | "form" | "other" {
   return "other";
 }
 
+/** TypeBox's message, made plain where it is cryptic (unions of a type and its coercible string form). */
+function readableMessage(e: { message?: string; schema?: { anyOf?: Array<{ type?: string }> } }): string {
+  if (e.message === "Unexpected property") return "This field cannot be set here.";
+  if (e.message === "Expected union value") {
+    const types = new Set((e.schema?.anyOf ?? []).map((s) => s.type).filter((t) => t && t !== "string" && t !== "null"));
+    if (types.size === 1) return `Expected ${[...types][0]}.`;
+    return "Invalid value.";
+  }
+  return e.message ?? "Invalid value.";
+}
+
 /** Maps Elysia's own errors and ours to an AppError; anything unknown becomes 500 internal. */
 function toAppError(code: string | number, error: unknown): AppError | null {
   if (error instanceof AppError) return error;
   if (code === "VALIDATION") {
-    const v = error as { type?: string; all?: Array<{ path?: string; message?: string }> };
+    const v = error as { type?: string; all?: Array<{ path?: string; message?: string; schema?: { anyOf?: Array<{ type?: string }> } }> };
     if (v.type === "response") return null; // Our reply broke its own schema: a bug, reported as 500.
     const prefix = v.type && v.type !== "body" ? `/${v.type}` : "";
     const seen = new Set<string>();
@@ -68,7 +79,7 @@ function toAppError(code: string | number, error: unknown): AppError | null {
       const path = `${prefix}${e.path ?? ""}`;
       if (seen.has(path)) continue;
       seen.add(path);
-      details.push({ path, message: e.message === "Unexpected property" ? "This field cannot be set here." : (e.message ?? "Invalid value.") });
+      details.push({ path, message: readableMessage(e) });
     }
     return new AppError("validation_failed", "The request is not valid.", { details });
   }

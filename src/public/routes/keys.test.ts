@@ -102,6 +102,7 @@ describe(`/v1/keys errors [${storeKind}]`, () => {
     }
     expect((await call(app, "GET", "/v1/keys?cursor=garbage", { key: t.key })).status).toBe(400);
     expect((await call(app, "GET", "/v1/keys?limit=0", { key: t.key })).status).toBe(400);
+    expect((await call(app, "GET", "/v1/keys?limit=abc", { key: t.key })).body.details).toEqual([{ path: "/query/limit", message: "Expected integer." }]);
     expect((await call(app, "GET", "/v1/keys?limit=501", { key: t.key })).status).toBe(400);
     expect(((await call(app, "GET", "/v1/keys", { key: t.key })).body.data as Json[]).length).toBe(1);
   });
