@@ -310,8 +310,12 @@ async function main(): Promise<void> {
   if (values.binary && !(await Bun.file(join(ROOT, "dist", "parley")).exists())) {
     throw new BenchError("--binary needs dist/parley: run `bun run build` first.");
   }
-  const duration = /^\d+$/.test(process.env.BENCH_DURATION ?? "") ? `${process.env.BENCH_DURATION}s` : (process.env.BENCH_DURATION || "10s");
+  // wrk takes 10, 10s, 2m, 1h; a bare number means seconds.
+  const durationText = process.env.BENCH_DURATION || "10s";
+  if (!/^\d+[smh]?$/.test(durationText)) throw new BenchError(`BENCH_DURATION must look like 10, 10s, 2m or 1h; got ${durationText}`);
+  const duration = /^\d+$/.test(durationText) ? `${durationText}s` : durationText;
   const connections = Number(process.env.BENCH_CONNECTIONS || 64);
+  if (!Number.isInteger(connections) || connections < 1) throw new BenchError(`BENCH_CONNECTIONS must be a positive integer; got ${process.env.BENCH_CONNECTIONS}`);
   const adminUrl = process.env.BENCH_PG_URL || "postgres://postgres@127.0.0.1:5432/postgres";
   const redisUrl = process.env.BENCH_REDIS_URL || "redis://127.0.0.1:6379";
 

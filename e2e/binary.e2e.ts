@@ -14,7 +14,7 @@ import { join, resolve } from "node:path";
 
 const SOURCE_BINARY = resolve(import.meta.dir, "..", "dist", "parley");
 const HAVE_BINARY = existsSync(SOURCE_BINARY);
-const IN_CI = Boolean(process.env.CI);
+const IN_CI = !["", "0", "false"].includes((process.env.CI ?? "").toLowerCase());
 
 /** First run creates a PGlite cluster (initdb in wasm): seconds on a fast machine, more on CI. */
 const START_TIMEOUT_MS = 90_000;
@@ -131,6 +131,13 @@ describe.skipIf(!HAVE_BINARY)("compiled binary (dist/parley)", () => {
   let first: Banner | undefined;
 
   const url = (host: HostName, path: string) => `http://127.0.0.1:${ports[host]}${path}`;
+  /** The first start's credentials; later tests cannot run without them. */
+  const creds = () => {
+    if (!first?.apiKey || !first.email || !first.password || !first.accountId) {
+      throw new Error("the first start did not print credentials (see the first test)");
+    }
+    return { apiKey: first.apiKey, email: first.email, password: first.password, accountId: first.accountId };
+  };
 
   beforeAll(() => {
     workDir = mkdtempSync(join(tmpdir(), "parley-e2e-"));
@@ -196,18 +203,18 @@ describe.skipIf(!HAVE_BINARY)("compiled binary (dist/parley)", () => {
   });
 
   test("GET /v1/whoami with the printed API key", async () => {
-    const response = await fetch(url("public", "/v1/whoami"), { headers: { "x-api-key": first!.apiKey! } });
+    const response = await fetch(url("public", "/v1/whoami"), { headers: { "x-api-key": creds().apiKey } });
     expect(response.status).toBe(200);
     const body = (await response.json()) as { accountId: string; scopes: string[]; via: string };
     expect(body.via).toBe("key");
-    expect(body.accountId).toBe(first!.accountId!);
+    expect(body.accountId).toBe(creds().accountId);
   });
 
   test("POST /login on the console host with the printed email and password", async () => {
     const response = await fetch(url("console", "/login"), {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({ email: first!.email, password: first!.password }),
+      body: JSON.stringify({ email: creds().email, password: creds().password }),
     });
     expect(response.status).toBe(200);
     const body = (await response.json()) as { token: string; token_type: string; expires_in: number };
@@ -243,16 +250,23 @@ describe.skipIf(!HAVE_BINARY)("compiled binary (dist/parley)", () => {
   test(
     "a restart on the same DATA_DIR shows no credentials, and the old API key still works",
     async () => {
+      // Elysia listens with SO_REUSEPORT: a first instance still alive would share the ports and
+      // answer some of these requests, so make sure it is gone whatever the previous test did.
+      const previous = started[0];
+      if (previous && previous.proc.exitCode === null && previous.proc.signalCode === null) {
+        previous.proc.kill("SIGKILL");
+        await previous.proc.exited;
+      }
       const running = start(binary, workDir, env);
       started.push(running);
       const again = await waitForBanner(running);
       expect(again.text).not.toContain("API key");
       expect(again.text).not.toContain("Console login");
       expect(again.text).not.toContain("sk_");
-      expect(again.text).not.toContain(first!.password!);
-      const response = await fetch(url("public", "/v1/whoami"), { headers: { "x-api-key": first!.apiKey! } });
+      expect(again.text).not.toContain(creds().password);
+      const response = await fetch(url("public", "/v1/whoami"), { headers: { "x-api-key": creds().apiKey } });
       expect(response.status).toBe(200);
-      expect(((await response.json()) as { accountId: string }).accountId).toBe(first!.accountId!);
+      expect(((await response.json()) as { accountId: string }).accountId).toBe(creds().accountId);
       running.proc.kill("SIGTERM");
       expect(await exitWithin(running, STOP_TIMEOUT_MS)).toBe(0);
     },

@@ -42,10 +42,12 @@ const PRODUCTION_ENV_MODULE = "parley-build:production-env";
 
 /**
  * Elysia decides production mode when its module loads, from Bun.env.NODE_ENV at run time, which
- * `define` cannot reach; without it Bun.serve runs in development mode. This makes src/main.ts
- * import, first, a module that defaults NODE_ENV to production (an operator's explicit NODE_ENV
- * still wins). ES modules evaluate in import order, so it runs before Elysia's. A `banner` would
- * do the same but is also prepended to the browser chunks, where `process` does not exist.
+ * `define` cannot reach (it then skips building "expected value" details for every validation
+ * error, and defaults Bun.serve to production where a caller does not set `development`). This
+ * makes src/main.ts import, first, a module that defaults NODE_ENV to production (an operator's
+ * explicit NODE_ENV still wins). ES modules evaluate in import order, so it runs before Elysia's.
+ * A `banner` would do the same but is also prepended to the browser chunks, where `process` does
+ * not exist.
  */
 function productionEnvPlugin(): Bun.BunPlugin {
   const entry = join(ROOT, "src", "main.ts");
