@@ -18,6 +18,7 @@ import { loadOrCreateMasterKey, parseMasterKey } from "./secrets/master-key.ts";
 import { createSecretStore, type SecretStore } from "./secrets/secrets.service.ts";
 import { createFsObjectStore } from "./objects/fs-object-store.ts";
 import type { ObjectStore } from "./objects/object-store.ts";
+import { createRequestQuota, type RequestQuota } from "./rate-limit/rate-limit.ts";
 
 export interface Platform {
   config: Config;
@@ -27,6 +28,8 @@ export interface Platform {
   log: Logger;
   tokens: SessionTokens;
   credentials: CredentialResolver;
+  /** The public API's request quota (rate limit), shared by all instances through the live store. */
+  quota: RequestQuota;
   secrets: SecretStore;
   objects: ObjectStore;
   /** Closes every store. Call once, after the servers stopped. */
@@ -76,6 +79,7 @@ export async function createPlatform(config: Config, options: PlatformOptions = 
     log,
     tokens,
     credentials,
+    quota: createRequestQuota(live, config.rateLimit),
     secrets: createSecretStore(database.db, masterKey),
     objects: createFsObjectStore(join(config.dataDir, "objects")),
     async close() {

@@ -137,8 +137,8 @@ export function hostBase(platform: Platform, options: HostBaseOptions) {
       if (options.onErrorReply) await options.onErrorReply(request, appError);
       return errorResponse(appError, set.headers);
     })
-    .onAfterResponse({ as: "global" }, ({ request, set }) => {
-      if (!accessLog) return;
+    // Registered only when it will write: even an idle hook costs every request a little.
+    .onAfterResponse({ as: "global" }, accessLog ? ({ request, set }) => {
       const meta = requestMeta(request);
       const url = new URL(request.url);
       log.info("request", {
@@ -149,7 +149,7 @@ export function hostBase(platform: Platform, options: HostBaseOptions) {
         ms: meta ? Math.round((performance.now() - meta.start) * 100) / 100 : undefined,
         account_id: meta?.accountId,
       });
-    })
+    } : [])
     .get("/healthz", () => ({ ok: true as const }), { detail: { hide: true } })
     .get(
       "/readyz",

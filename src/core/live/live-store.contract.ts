@@ -374,6 +374,16 @@ export function runLiveStoreContract(name: string, make: () => Promise<LiveStore
         expect(hits.filter((h) => h.allowed)).toHaveLength(25);
         expect(new Set(hits.map((h) => h.count)).size).toBe(60);
       });
+
+      test("hitWindow with a cost counts that many hits at once, in the same window", async () => {
+        const k = key("window-cost");
+        expect(await store.hitWindow(k, 10, 10_000, 4)).toMatchObject({ allowed: true, count: 4, remaining: 6 });
+        expect(await store.hitWindow(k, 10, 10_000, 4)).toMatchObject({ allowed: true, count: 8, remaining: 2 });
+        const over = await store.hitWindow(k, 10, 10_000, 4);
+        expect(over).toMatchObject({ allowed: false, count: 12, remaining: 0 });
+        expect(over.resetMs).toBeGreaterThan(9_000);
+        await expect(store.hitWindow(k, 10, 10_000, 1.5)).rejects.toThrow(RangeError);
+      });
     });
 
     describe("hashes", () => {

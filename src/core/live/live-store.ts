@@ -63,10 +63,11 @@ export interface LiveStore {
   /** Decrements, never below zero; returns the new value. Deletes the key when it reaches zero. */
   decrFloor(key: string, by?: number): Promise<number>;
   /**
-   * Counts a hit in the fixed window of `windowMs` that `key` names, allowing `limit` per window.
-   * The rate limiter's primitive.
+   * Counts `cost` hits (default 1) at once in the fixed window of `windowMs` that `key` names,
+   * allowing `limit` per window; `allowed` says whether all of them fit. The rate limiter's
+   * primitive (a cost above 1 lets an instance lease several requests' quota in one round trip).
    */
-  hitWindow(key: string, limit: number, windowMs: number): Promise<WindowHit>;
+  hitWindow(key: string, limit: number, windowMs: number, cost?: number): Promise<WindowHit>;
 
   // ---- hashes -----------------------------------------------------------------------------
   hset(key: string, fields: Record<string, string>): Promise<void>;

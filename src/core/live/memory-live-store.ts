@@ -219,11 +219,12 @@ export function createMemoryLiveStore(): LiveStore {
       return next;
     },
 
-    async hitWindow(key, limit, windowMs): Promise<WindowHit> {
+    async hitWindow(key, limit, windowMs, cost = 1): Promise<WindowHit> {
       const ms = ttlArg(windowMs);
+      integerArg("cost", cost);
       const now = Date.now();
       const current = readCounter(key);
-      const count = current.value + 1;
+      const count = current.value + cost;
       // A counter without expiry (first hit, or one someone persisted) starts a fresh window.
       const expiresAt = current.expiresAt ?? now + ms;
       putString(key, String(count), expiresAt);

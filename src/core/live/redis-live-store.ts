@@ -82,7 +82,7 @@ end
 return redis.call('DECRBY', KEYS[1], ARGV[1])`),
 
   // ARGV: windowMs. A counter without TTL (first hit, or persisted by accident) starts a window.
-  hitWindow: lua(`local n = redis.call('INCR', KEYS[1])
+  hitWindow: lua(`local n = redis.call('INCRBY', KEYS[1], ARGV[2])
 local ttl = redis.call('PTTL', KEYS[1])
 if ttl < 0 then
   redis.call('PEXPIRE', KEYS[1], ARGV[1])
@@ -267,8 +267,8 @@ export async function createRedisLiveStore(url: string): Promise<LiveStore> {
       return integer(await run(SCRIPTS.decrFloor, [key], [integerArg("by", by)]));
     },
 
-    async hitWindow(key, limit, windowMs): Promise<WindowHit> {
-      const reply = await run(SCRIPTS.hitWindow, [key], [ttlArg(windowMs)]);
+    async hitWindow(key, limit, windowMs, cost = 1): Promise<WindowHit> {
+      const reply = await run(SCRIPTS.hitWindow, [key], [ttlArg(windowMs), integerArg("cost", cost)]);
       if (!Array.isArray(reply)) throw unexpected("hitWindow", reply);
       const count = integer(reply[0]);
       return { allowed: count <= limit, count, remaining: Math.max(0, limit - count), resetMs: integer(reply[1]) };

@@ -17,7 +17,6 @@ import {
   releaseIdempotencyKey,
   requestFingerprint,
 } from "../../core/idempotency/idempotency.service.ts";
-import { consumeRequestQuota } from "../../core/rate-limit/rate-limit.ts";
 
 const WRITE_METHODS = new Set(["POST", "PATCH", "DELETE", "PUT"]);
 
@@ -70,7 +69,7 @@ export async function settleIdempotencyOnError(platform: Platform, request: Requ
 
 /** The public host's access plugin. */
 export function apiAccess(platform: Platform) {
-  const { credentials, live, db, config } = platform;
+  const { credentials, db, config } = platform;
 
   const authenticate = async (headers: Record<string, string | undefined>): Promise<Principal | null> => {
     const key = headers["x-api-key"];
@@ -100,10 +99,10 @@ export function apiAccess(platform: Platform) {
             failure = error;
           }
           // Unauthenticated attempts count against the caller's IP, so guessing keys is rate-limited too.
-          const quota = await consumeRequestQuota(live, config.rateLimit, {
-            bucket: principal?.keyId ? { kind: "key", accountId: principal.accountId, keyId: principal.keyId } : { kind: "ip", ip },
-            accountLimit: principal ? ((await credentials.accountGate(principal.accountId))?.rateLimitRequests ?? null) : null,
-          });
+          const quota = await platform.quota.consume(
+            principal?.keyId ? { kind: "key", accountId: principal.accountId, keyId: principal.keyId } : { kind: "ip", ip },
+            principal ? ((await credentials.accountGate(principal.accountId))?.rateLimitRequests ?? null) : null,
+          );
           set.headers["ratelimit-limit"] = String(quota.limit);
           set.headers["ratelimit-remaining"] = String(quota.remaining);
           set.headers["ratelimit-reset"] = String(quota.resetSec);
