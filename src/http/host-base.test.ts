@@ -36,7 +36,8 @@ describe(`host base [${storeKind}]`, () => {
   test("every reply carries a request id; a sane client id is echoed", async () => {
     const app = createPublicApp(platform);
     const r = await call(app, "GET", "/v1");
-    expect(r.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
+    expect(r.headers.get("x-request-id")).toMatch(/^[0-9a-f]{12}-[0-9a-z]+$/);
+    expect((await call(app, "GET", "/v1")).headers.get("x-request-id")).not.toBe(r.headers.get("x-request-id"));
     expect((await call(app, "GET", "/v1", { headers: { "x-request-id": "trace-123" } })).headers.get("x-request-id")).toBe("trace-123");
     expect((await call(app, "GET", "/v1", { headers: { "x-request-id": "bad id with spaces" } })).headers.get("x-request-id")).not.toBe("bad id with spaces");
   });

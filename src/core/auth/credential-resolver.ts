@@ -34,11 +34,17 @@ export interface AccountGate {
   until: number;
 }
 
+/** A resolved principal with its account's rate-limit override, so the hot path reads the account once. */
+export interface ResolvedPrincipal {
+  principal: Principal;
+  rateLimitRequests: number | null;
+}
+
 export interface CredentialResolver {
   /** The principal of an API key secret; throws 401 for an unknown or revoked key or an inactive account. */
-  fromApiKey(secret: string): Promise<Principal>;
+  fromApiKey(secret: string): Promise<ResolvedPrincipal>;
   /** The principal of a session token; throws 401 for a bad or expired one or an inactive account. */
-  fromBearer(token: string): Promise<Principal>;
+  fromBearer(token: string): Promise<ResolvedPrincipal>;
   /** The account's status and rate-limit override (cached like keys). */
   accountGate(accountId: string): Promise<AccountGate | null>;
   /** Drops a revoked key everywhere (this instance at once, others through pub/sub). */
@@ -62,14 +68,16 @@ export async function createCredentialResolver(deps: {
   live: LiveStore;
   tokens: SessionTokens;
 }): Promise<CredentialResolver> {
-  const keys = new Map<string, CachedKey>(); // secret hash → key
+  // Keyed by the secret itself, so a cached request costs no hashing. The secrets are in this
+  // process's memory anyway (they arrive in every request); they are never written anywhere.
+  const keys = new Map<string, CachedKey>();
   const accounts = new Map<string, AccountGate>();
   const unauthorized = (message: string) => new AppError("unauthorized", message);
 
   const drop = (message: string) => {
     const [kind, id] = message.split(" ");
     if (kind === "key") {
-      for (const [hash, entry] of keys) if (entry.keyId === id) keys.delete(hash);
+      for (const [secret, entry] of keys) if (entry.keyId === id) keys.delete(secret);
     } else if (kind === "account" && id) {
       accounts.delete(id);
     }
@@ -87,35 +95,43 @@ export async function createCredentialResolver(deps: {
     return gate;
   };
 
-  const requireActive = async (accountId: string) => {
-    const gate = await accountGate(accountId);
+  const requireActive = async (accountId: string): Promise<AccountGate> => {
+    const now = Date.now();
+    const hit = accounts.get(accountId);
+    const gate = hit && hit.until > now ? hit : await accountGate(accountId);
     if (!gate) throw unauthorized("Invalid credential.");
     if (gate.status !== "active") throw unauthorized(`This account is ${gate.status}.`);
+    return gate;
   };
 
   return {
     async fromApiKey(secret) {
-      if (!looksLikeApiKeySecret(secret)) throw unauthorized("Invalid API key.");
-      const hash = hashApiKeySecret(secret);
       const now = Date.now();
-      let entry = keys.get(hash);
+      let entry = keys.get(secret);
       if (!entry || entry.until <= now) {
-        const row = await findApiKeyByHash(deps.db, hash);
+        if (!looksLikeApiKeySecret(secret)) throw unauthorized("Invalid API key.");
+        const row = await findApiKeyByHash(deps.db, hashApiKeySecret(secret));
         if (!row) {
-          keys.delete(hash);
+          keys.delete(secret);
           throw unauthorized("Invalid API key.");
         }
         entry = { accountId: row.account_id, keyId: row.id, scopes: row.scopes, until: now + CACHE_TTL_MS };
-        bounded(keys, hash, entry);
+        bounded(keys, secret, entry);
       }
-      await requireActive(entry.accountId);
-      return { accountId: entry.accountId, scopes: entry.scopes, via: "key", keyId: entry.keyId };
+      const gate = await requireActive(entry.accountId);
+      return {
+        principal: { accountId: entry.accountId, scopes: entry.scopes, via: "key", keyId: entry.keyId },
+        rateLimitRequests: gate.rateLimitRequests,
+      };
     },
     async fromBearer(token) {
       const claims = await deps.tokens.verify(token);
       if (!claims) throw unauthorized("Invalid or expired session token.");
-      await requireActive(claims.acc);
-      return { accountId: claims.acc, scopes: claims.scopes, via: "token", consoleUserId: claims.sub };
+      const gate = await requireActive(claims.acc);
+      return {
+        principal: { accountId: claims.acc, scopes: claims.scopes, via: "token", consoleUserId: claims.sub },
+        rateLimitRequests: gate.rateLimitRequests,
+      };
     },
     accountGate,
     async invalidateKey(keyId) {

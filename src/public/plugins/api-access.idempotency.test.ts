@@ -4,6 +4,7 @@ import type { Platform } from "../../core/platform.ts";
 import { createPublicApp } from "../app.ts";
 import { seedTenant, storeKind, testPlatform } from "../../../test/support/platform.ts";
 import { call } from "../../../test/support/http.ts";
+import { isIdempotencyHook } from "./api-access.ts";
 
 let platform: Platform;
 let app: ReturnType<typeof createPublicApp>;
@@ -101,5 +102,16 @@ describe(`Idempotency-Key [${storeKind}]`, () => {
     expect(r.status).toBe(400);
     expect(r.body.details[0].path).toBe("/headers/idempotency-key");
     expect(await countKeys(t.key)).toBe(1);
+  });
+});
+
+describe("every write route supports Idempotency-Key", () => {
+  test("each POST, PATCH and DELETE under /v1 with a credential carries the idempotency hooks", () => {
+    const writes = app.routes.filter((r) => ["POST", "PATCH", "DELETE", "PUT"].includes(r.method) && r.path.startsWith("/v1"));
+    expect(writes.length).toBeGreaterThan(0);
+    const missing = writes.filter((r) => !((r.hooks as { afterHandle?: unknown[] }).afterHandle ?? []).some(isIdempotencyHook));
+    expect(missing.map((r) => `${r.method} ${r.path}`)).toEqual([]);
+    const reads = app.routes.filter((r) => r.method === "GET" && r.path.startsWith("/v1"));
+    for (const r of reads) expect(((r.hooks as { afterHandle?: unknown[] }).afterHandle ?? []).some(isIdempotencyHook)).toBe(false);
   });
 });

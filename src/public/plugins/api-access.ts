@@ -3,9 +3,10 @@
  * In order: resolve the credential (x-api-key or Bearer), count the request against the rate limit
  * (per key; per IP for everything else), check the scope, and apply Idempotency-Key on writes.
  */
-import { Elysia } from "elysia";
+import { Elysia, type Context } from "elysia";
 import type { Platform } from "../../core/platform.ts";
 import type { Principal } from "../../core/auth/principal.ts";
+import type { ResolvedPrincipal } from "../../core/auth/credential-resolver.ts";
 import { hasScope } from "../../core/auth/scopes.ts";
 import { AppError, forbidden } from "../../core/errors/app-error.ts";
 import { clientIp, requestMeta } from "../../http/request-context.ts";
@@ -67,15 +68,27 @@ export async function settleIdempotencyOnError(platform: Platform, request: Requ
   }
 }
 
+const IDEMPOTENCY_HOOK = Symbol("parley.idempotency-hook");
+
+function markIdempotencyHook(fn: object): void {
+  Object.defineProperty(fn, IDEMPOTENCY_HOOK, { value: true });
+}
+
+/** True when `hook` (a route's hook entry) is the idempotency hook: lets a test check every write route has it. */
+export function isIdempotencyHook(hook: unknown): boolean {
+  const fn = hook && typeof hook === "object" && "fn" in hook ? (hook as { fn: unknown }).fn : hook;
+  return typeof fn === "function" && IDEMPOTENCY_HOOK in fn;
+}
+
 /** The public host's access plugin. */
 export function apiAccess(platform: Platform) {
   const { credentials, db, config } = platform;
 
-  const authenticate = async (headers: Record<string, string | undefined>): Promise<Principal | null> => {
-    const key = headers["x-api-key"];
-    if (key !== undefined) return credentials.fromApiKey(key.trim());
-    const authorization = headers["authorization"];
-    if (authorization !== undefined) {
+  const authenticate = async (headers: Headers): Promise<ResolvedPrincipal | null> => {
+    const key = headers.get("x-api-key");
+    if (key !== null) return credentials.fromApiKey(key.trim());
+    const authorization = headers.get("authorization");
+    if (authorization !== null) {
       const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
       if (!match?.[1]) throw new AppError("unauthorized", "Authorization must be 'Bearer <token>'.");
       return credentials.fromBearer(match[1]);
@@ -83,25 +96,61 @@ export function apiAccess(platform: Platform) {
     return null;
   };
 
+  const idempotencyHooks = {
+    async beforeHandle({ request, body, set }: Context) {
+      const key = request.headers.get("idempotency-key");
+      const principal = principals.get(request);
+      if (key === null || !principal || !WRITE_METHODS.has(request.method)) return;
+      checkIdempotencyKey(key);
+      const url = new URL(request.url);
+      const hash = requestFingerprint(request.method, url.pathname + url.search, JSON.stringify(body ?? null));
+      const claim = await claimIdempotencyKey(db, principal.accountId, key, hash);
+      if (claim.kind === "replay") {
+        const replayHeaders: Record<string, string> = {};
+        for (const [k, v] of Object.entries(set.headers)) if (v !== undefined) replayHeaders[k] = String(v);
+        return new Response(claim.body, {
+          status: claim.status,
+          headers: { ...replayHeaders, "content-type": claim.contentType, "idempotency-replayed": "true" },
+        });
+      }
+      pendingIdempotency.set(request, { accountId: principal.accountId, key });
+    },
+    async afterHandle({ request, responseValue, set }: Context & { responseValue: unknown }) {
+      const pending = pendingIdempotency.get(request);
+      if (!pending) return;
+      pendingIdempotency.delete(request);
+      const reply = replyOf(responseValue, typeof set.status === "number" ? set.status : 200);
+      if (reply.status >= 500) return void (await releaseIdempotencyKey(db, pending.accountId, pending.key));
+      await completeIdempotencyKey(db, pending.accountId, pending.key, {
+        status: reply.status,
+        body: JSON.stringify(reply.body),
+        contentType: "application/json",
+      });
+    },
+  };
+  markIdempotencyHook(idempotencyHooks.afterHandle);
+
   return new Elysia({ name: "api-access", normalize: false })
     .macro({
       /** The scope this route needs; `any` for any valid credential. */
       scope: (need: string) => ({
         // transform runs before body validation: a caller without a valid credential learns nothing
         // about the body (401, not 400), and every attempt counts against the rate limit.
-        async transform({ request, headers, server, set }) {
-          const ip = clientIp(server, request);
-          let principal: Principal | null = null;
+        async transform({ request, server, set }) {
+          let resolved: ResolvedPrincipal | null = null;
           let failure: unknown = null;
           try {
-            principal = await authenticate(headers);
+            resolved = await authenticate(request.headers);
           } catch (error) {
             failure = error;
           }
+          const principal = resolved?.principal ?? null;
           // Unauthenticated attempts count against the caller's IP, so guessing keys is rate-limited too.
           const quota = await platform.quota.consume(
-            principal?.keyId ? { kind: "key", accountId: principal.accountId, keyId: principal.keyId } : { kind: "ip", ip },
-            principal ? ((await credentials.accountGate(principal.accountId))?.rateLimitRequests ?? null) : null,
+            principal?.keyId
+              ? { kind: "key", accountId: principal.accountId, keyId: principal.keyId }
+              : { kind: "ip", ip: clientIp(server, request) },
+            resolved?.rateLimitRequests ?? null,
           );
           set.headers["ratelimit-limit"] = String(quota.limit);
           set.headers["ratelimit-remaining"] = String(quota.remaining);
@@ -126,37 +175,12 @@ export function apiAccess(platform: Platform) {
           if (!principal) throw new AppError("unauthorized", "Invalid credential.");
           return { principal };
         },
-        async beforeHandle({ request, headers, body, set }) {
-          const key = headers["idempotency-key"];
-          const principal = principals.get(request);
-          if (key === undefined || !principal || !WRITE_METHODS.has(request.method)) return;
-          checkIdempotencyKey(key);
-          const url = new URL(request.url);
-          const hash = requestFingerprint(request.method, url.pathname + url.search, JSON.stringify(body ?? null));
-          const claim = await claimIdempotencyKey(db, principal.accountId, key, hash);
-          if (claim.kind === "replay") {
-            const replayHeaders: Record<string, string> = {};
-            for (const [k, v] of Object.entries(set.headers)) if (v !== undefined) replayHeaders[k] = String(v);
-            return new Response(claim.body, {
-              status: claim.status,
-              headers: { ...replayHeaders, "content-type": claim.contentType, "idempotency-replayed": "true" },
-            });
-          }
-          pendingIdempotency.set(request, { accountId: principal.accountId, key });
-        },
-        async afterHandle({ request, responseValue, set }) {
-          const pending = pendingIdempotency.get(request);
-          if (!pending) return;
-          pendingIdempotency.delete(request);
-          const reply = replyOf(responseValue, typeof set.status === "number" ? set.status : 200);
-          if (reply.status >= 500) return void (await releaseIdempotencyKey(db, pending.accountId, pending.key));
-          await completeIdempotencyKey(db, pending.accountId, pending.key, {
-            status: reply.status,
-            body: JSON.stringify(reply.body),
-            contentType: "application/json",
-          });
-        },
       }),
+      /**
+       * Idempotency-Key support, declared by every POST, PATCH and DELETE route (`idempotent: true`;
+       * a test checks none is missing). Kept apart from `scope` so reads do not pay for it.
+       */
+      idempotent: (on: boolean) => (on ? idempotencyHooks : {}),
     })
     .as("scoped");
 }

@@ -27,6 +27,7 @@ export function accountRoutes(platform: Platform) {
       },
       {
         scope: "account",
+        idempotent: true,
         parse: "json",
         body: AccountModel.Patch,
         response: { 200: DataReply(AccountModel.Account), ...errorReplies(400, 401, 403, 404, 409, 415, 422, 429) },

@@ -40,6 +40,7 @@ export function keyRoutes(platform: Platform) {
         }),
       {
         scope: "keys",
+        idempotent: true,
         parse: "json",
         body: AuthModel.CreateKey,
         response: { 201: DataReply(AuthModel.ApiKeyCreated), ...errorReplies(400, 401, 403, 409, 415, 422, 429) },
@@ -52,6 +53,7 @@ export function keyRoutes(platform: Platform) {
     )
     .delete("", async ({ principal, body }) => revoke(principal.accountId, body.id), {
       scope: "keys",
+      idempotent: true,
       parse: "json",
       body: AuthModel.RevokeKey,
       response: { 200: OkReply, ...errorReplies(400, 401, 403, 404, 409, 415, 422, 429) },
@@ -59,6 +61,7 @@ export function keyRoutes(platform: Platform) {
     })
     .delete("/:id", async ({ principal, params }) => revoke(principal.accountId, params.id), {
       scope: "keys",
+      idempotent: true,
       params: T.Object({ id: T.String({ maxLength: 64 }) }),
       response: { 200: OkReply, ...errorReplies(401, 403, 404, 409, 422, 429) },
       detail: { tags, summary: "Revoke an API key" },
