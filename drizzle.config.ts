@@ -2,6 +2,7 @@ import { defineConfig } from "drizzle-kit";
 
 export default defineConfig({
   dialect: "postgresql",
-  schema: "./src/core/db/schema.ts",
+  // Every capability keeps its tables in its own *.schema.ts; drizzle-kit finds them all.
+  schema: "./src/core/**/*.schema.ts",
   out: "./drizzle",
 });

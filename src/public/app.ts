@@ -16,7 +16,16 @@ token (Authorization: Bearer). Errors are { ok: false, error, message, ... }; co
   .map(([s, d]) => `${s} ${d}`)
   .join(" ")}`;
 
-export function createPublicApp(platform: Platform) {
+/** A route module of the public API: a function of the platform returning one Elysia instance. */
+export type PublicRouteModule = (platform: Platform) => AnyElysia;
+
+/** Every resource's routes, in the order the OpenAPI document lists them. */
+export const PUBLIC_ROUTE_MODULES: PublicRouteModule[] = [identityRoutes, accountRoutes, keyRoutes];
+
+/**
+ * The public API host. `modules` defaults to every resource; tests may mount a subset.
+ */
+export function createPublicApp(platform: Platform, modules: PublicRouteModule[] = PUBLIC_ROUTE_MODULES) {
   const documentation: DocumentOptions = {
     info: {
       title: "Parley API",
@@ -68,10 +77,8 @@ export function createPublicApp(platform: Platform) {
         },
         detail: { tags: ["Identity"], summary: "API index (open, not rate-limited)", security: [] },
       },
-    )
-    .use(identityRoutes(platform))
-    .use(accountRoutes(platform))
-    .use(keyRoutes(platform));
+    );
+  for (const module of modules) app.use(module(platform));
   self.app = app;
   return app;
 }

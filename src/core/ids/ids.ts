@@ -38,6 +38,18 @@ export const ID_PREFIXES = {
   transcript: "tr",
   secret: "sec",
   request: "req",
+  forward: "fwd",
+  sipTrunk: "trk",
+  outboundRoute: "ort",
+  numberTransform: "ntr",
+  callLimit: "cl",
+  callerIdRule: "cir",
+  aclRule: "acl",
+  recordingRule: "rrl",
+  phoneList: "pl",
+  geoPolicy: "geo",
+  mediaPlaylist: "mpl",
+  dncEntry: "dnc",
 } as const;
 
 export type IdPrefix = (typeof ID_PREFIXES)[keyof typeof ID_PREFIXES];
