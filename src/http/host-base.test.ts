@@ -111,3 +111,23 @@ describe(`host base [${storeKind}]`, () => {
     expect(requests.filter((l) => l.path === "/login").map((l) => l.status).sort()).toEqual([200, 401]);
   });
 });
+
+describe("raw-body routes", () => {
+  test("a raw route takes its own types and limit; JSON routes stay JSON-only", async () => {
+    const p = await testPlatform();
+    const app = new Elysia()
+      .use(hostBase(p, { host: "public", cors: false, accept: ["json"], rawBodyRoutes: [{ method: "POST", path: /^\/up$/, contentTypes: ["audio/wav"], maxBytes: 10 }] }))
+      .post("/up", async ({ request }) => ({ ok: true as const, size: (await request.arrayBuffer()).byteLength }), { parse: "none" })
+      .post("/json", ({ body }) => ({ ok: true as const, body }), { parse: "json" });
+    const bytes = new Uint8Array([1, 2, 3, 4]);
+    const ok = await app.handle(new Request("http://localhost/up", { method: "POST", headers: { "content-type": "audio/wav", "content-length": "4" }, body: bytes }));
+    expect(await ok.json()).toEqual({ ok: true, size: 4 });
+    const big = await app.handle(new Request("http://localhost/up", { method: "POST", headers: { "content-type": "audio/wav", "content-length": "11" }, body: new Uint8Array(11) }));
+    expect(big.status).toBe(413);
+    const wrongType = await app.handle(new Request("http://localhost/up", { method: "POST", headers: { "content-type": "text/plain", "content-length": "4" }, body: bytes }));
+    expect(wrongType.status).toBe(415);
+    const jsonRouteRaw = await app.handle(new Request("http://localhost/json", { method: "POST", headers: { "content-type": "audio/wav", "content-length": "4" }, body: bytes }));
+    expect(jsonRouteRaw.status).toBe(415);
+    await p.close();
+  });
+});

@@ -22,6 +22,17 @@ export interface HostBaseOptions {
   maxBodyBytes?: number;
   /** Runs before an error reply is sent (e.g. to settle an Idempotency-Key). Must not throw. */
   onErrorReply?: (request: Request, error: AppError) => Promise<void>;
+  /** Routes that take a raw body (media uploads) instead of JSON, with their own types and size limit. */
+  rawBodyRoutes?: RawBodyRoute[];
+}
+
+/** A route whose body is raw bytes: exempt from the JSON-only rule, held to its own limits. */
+export interface RawBodyRoute {
+  method: string;
+  path: RegExp;
+  /** Accepted content types (without parameters). */
+  contentTypes: string[];
+  maxBytes: number;
 }
 
 const BODY_METHODS = new Set(["POST", "PUT", "PATCH", "DELETE"]);
@@ -115,6 +126,21 @@ export function hostBase(platform: Platform, options: HostBaseOptions) {
             headers["access-control-allow-headers"] = ALLOWED_HEADERS;
           }
           return new Response(null, { status: 204, headers });
+        }
+      }
+      if (BODY_METHODS.has(request.method) && options.rawBodyRoutes?.length) {
+        const pathname = new URL(request.url).pathname;
+        const raw = options.rawBodyRoutes.find((r) => r.method === request.method && r.path.test(pathname));
+        if (raw) {
+          const length = Number(request.headers.get("content-length") ?? "0");
+          if (length > raw.maxBytes) {
+            return errorResponse(new AppError("payload_too_large", `The body is larger than ${raw.maxBytes} bytes.`), set.headers);
+          }
+          const type = (request.headers.get("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
+          if (!raw.contentTypes.includes(type)) {
+            return errorResponse(new AppError("unsupported_media_type", `Send the body as one of: ${raw.contentTypes.join(", ")}.`), set.headers);
+          }
+          return;
         }
       }
       if (BODY_METHODS.has(request.method) && options.accept.length) {

@@ -3,7 +3,7 @@ import { Elysia, type AnyElysia } from "elysia";
 import { buildOpenApiDocument, type DocumentOptions } from "../http/openapi-document.ts";
 import { Type as T } from "@sinclair/typebox";
 import type { Platform } from "../core/platform.ts";
-import { hostBase } from "../http/host-base.ts";
+import { hostBase, type RawBodyRoute } from "../http/host-base.ts";
 import { ERROR_DESCRIPTIONS } from "../http/reply-models.ts";
 import { accountRoutes } from "./routes/account.ts";
 import { identityRoutes } from "./routes/identity.ts";
@@ -15,6 +15,14 @@ const API_DESCRIPTION = `Parley's public REST API. Authenticate with an API key 
 token (Authorization: Bearer). Errors are { ok: false, error, message, ... }; codes: ${Object.entries(ERROR_DESCRIPTIONS)
   .map(([s, d]) => `${s} ${d}`)
   .join(" ")}`;
+
+/** Media uploads are raw audio, not JSON (POST /v1/media?name=…&kind=…&format=…). */
+export const MEDIA_UPLOAD_ROUTE: RawBodyRoute = {
+  method: "POST",
+  path: /^\/v1\/media\/?$/,
+  contentTypes: ["audio/wav", "audio/x-wav", "audio/wave", "audio/mpeg", "application/octet-stream"],
+  maxBytes: 50 * 1024 * 1024,
+};
 
 /** A route module of the public API: a function of the platform returning one Elysia instance. */
 export type PublicRouteModule = (platform: Platform) => AnyElysia;
@@ -57,6 +65,7 @@ export function createPublicApp(platform: Platform, modules: PublicRouteModule[]
         cors: true,
         accept: ["json"],
         onErrorReply: (request, error) => settleIdempotencyOnError(platform, request, error),
+        rawBodyRoutes: [MEDIA_UPLOAD_ROUTE],
       }))
     .get("/v1/openapi.json", ({ set }) => {
       set.headers["cache-control"] = "public, max-age=300";
