@@ -73,6 +73,14 @@ describe("parley serve", () => {
       const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
       return { out, err, code };
     };
+    // A fresh data directory: migrations run and log, but stdout carries only the JSON (pipeable to jq).
+    const fresh = mkdtempSync(join(tmpdir(), "parley-cli-fresh-"));
+    const first = Bun.spawn(["bun", MAIN, "admin", "account", "create", "--name", "Fresh"], { env: { ...env, DATA_DIR: fresh, LOG_LEVEL: "info" }, stdout: "pipe", stderr: "pipe" });
+    const [firstOut, firstErr] = await Promise.all([new Response(first.stdout).text(), new Response(first.stderr).text()]);
+    expect(await first.exited, firstErr).toBe(0);
+    expect(JSON.parse(firstOut).data.name).toBe("Fresh");
+    expect(firstErr).toContain("migrations applied");
+    rmSync(fresh, { recursive: true, force: true });
     const acc = await run("account", "create", "--name", "Initech", "--timezone", "America/Chicago");
     expect(acc.code).toBe(0);
     const account = JSON.parse(acc.out).data;
@@ -89,7 +97,7 @@ describe("parley serve", () => {
     expect(bad.code).toBe(2);
     expect(bad.err).toContain("--name");
     expect(bad.err).toContain("--timezone");
-  }, 60_000);
+  }, 180_000);
 
   test("a bad configuration stops start-up with a message naming the variable", async () => {
     const p = Bun.spawn(["bun", MAIN, "serve"], { env: { ...env, PORT_PUBLIC: "eighty", JWT_SECRET: "tiny-secret" }, stdout: "pipe", stderr: "pipe" });

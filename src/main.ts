@@ -23,6 +23,7 @@ import { Value } from "@sinclair/typebox/value";
 import type { TSchema } from "@sinclair/typebox";
 import { ALL_HOSTS, startHosts } from "./server.ts";
 import type { HostName } from "./http/host-base.ts";
+import { createLogger } from "./core/log/logger.ts";
 
 const USAGE = `Usage:
   parley serve [--hosts public,console,realtime,control]
@@ -78,6 +79,11 @@ async function serve(config: Config, hostsFlag: string | undefined): Promise<voi
   process.on("SIGINT", () => void shutdown("SIGINT"));
 }
 
+/** Commands that print JSON keep stdout for it alone: their logs go to stderr, so `| jq` works. */
+function stderrLogger(config: Config) {
+  return createLogger({ level: config.logLevel, write: (line) => process.stderr.write(line + "\n") });
+}
+
 function checked<S extends TSchema>(schema: S, value: unknown): S["static"] {
   const errors = [...Value.Errors(schema, value)];
   if (errors.length) throw new UsageError(errors.map((e) => `${e.path.replace(/^\//, "--").replace(/_/g, "-")}: ${e.message}`).join("\n"));
@@ -105,7 +111,7 @@ async function admin(config: Config, args: string[]): Promise<void> {
     strict: true,
   });
   const scopes = values.scopes?.split(",").map((s) => s.trim()).filter(Boolean);
-  const platform = await createPlatform(config);
+  const platform = await createPlatform(config, { log: stderrLogger(config) });
   try {
     let out: unknown;
     if (what === "account") {
