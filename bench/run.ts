@@ -15,20 +15,30 @@
  * PostgreSQL + Redis is the default; when either is unreachable it falls back to embedded stores
  * and says so. Results go to stdout and to .bench/whoami.json.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { cpus, tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { cpus } from "node:os";
+import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { RedisClient } from "bun";
-import postgres from "postgres";
+import {
+  BenchError,
+  ROOT,
+  createScratchDatabase,
+  databaseUrl,
+  exited,
+  postgresReachable,
+  redisReachable,
+  runBench,
+  spawnChild,
+  startParley,
+  waitFor,
+  children,
+  type Child,
+  type Mode,
+} from "./lib.ts";
 
-const ROOT = resolve(import.meta.dir, "..");
 const TARGET_RATIO = 0.5;
 const TARGET_P99_MS = 10;
 const WARMUP = "3s";
-const START_TIMEOUT_MS = 90_000;
-
-type Mode = "postgres+redis" | "embedded";
 
 interface WrkResult {
   requestsPerSec: number;
@@ -38,153 +48,6 @@ interface WrkResult {
   /** Responses outside 2xx/3xx and socket errors; either makes the run meaningless. */
   non2xx: number;
   socketErrors: number;
-}
-
-interface Child {
-  name: string;
-  proc: Bun.Subprocess<"ignore", "pipe", "pipe">;
-  stdout(): string;
-  stderr(): string;
-}
-
-class BenchError extends Error {}
-
-// Everything that must be undone, whatever way the run ends.
-const children = new Set<Child>();
-let scratchDatabase: { adminUrl: string; name: string } | null = null;
-let scratchDir: string | null = null;
-let cleaning: Promise<void> | null = null;
-
-/** Appends a stream to a string as it arrives; draining also keeps the child from blocking on a full pipe. */
-function collect(stream: ReadableStream<Uint8Array>): () => string {
-  let text = "";
-  const decoder = new TextDecoder();
-  const reader = stream.getReader();
-  void (async () => {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      text += decoder.decode(value, { stream: true });
-    }
-  })();
-  return () => text;
-}
-
-function spawnChild(name: string, cmd: string[], env: Record<string, string>): Child {
-  const proc = Bun.spawn(cmd, { cwd: ROOT, env, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
-  const child: Child = { name, proc, stdout: collect(proc.stdout), stderr: collect(proc.stderr) };
-  children.add(child);
-  return child;
-}
-
-function exited(child: Child): boolean {
-  return child.proc.exitCode !== null || child.proc.signalCode !== null;
-}
-
-/** SIGTERM, then SIGKILL if it has not exited after `graceMs`. */
-async function stopChild(child: Child, graceMs = 5_000): Promise<void> {
-  if (!exited(child)) {
-    child.proc.kill("SIGTERM");
-    const timer = setTimeout(() => child.proc.kill("SIGKILL"), graceMs);
-    await child.proc.exited;
-    clearTimeout(timer);
-  }
-  children.delete(child);
-}
-
-/** Stops every child, drops the scratch database and removes the scratch directory. Runs once. */
-function cleanUp(): Promise<void> {
-  cleaning ??= (async () => {
-    await Promise.all([...children].map((c) => stopChild(c)));
-    if (scratchDatabase) {
-      const { adminUrl, name } = scratchDatabase;
-      const sql = postgres(adminUrl, { max: 1, connect_timeout: 5, onnotice: () => {} });
-      try {
-        // FORCE: a platform killed mid-query may leave sessions behind that would block the drop.
-        await sql.unsafe(`drop database if exists "${name}" with (force)`);
-        console.log(`dropped database ${name}`);
-      } catch (error) {
-        console.error(`could not drop database ${name}: ${(error as Error).message}; drop it by hand.`);
-      } finally {
-        await sql.end({ timeout: 2 });
-      }
-      scratchDatabase = null;
-    }
-    if (scratchDir) rmSync(scratchDir, { recursive: true, force: true });
-  })();
-  return cleaning;
-}
-
-/** Ports the OS just handed out; all are held at once so that they differ. */
-function freePorts(count: number): number[] {
-  const listeners = Array.from({ length: count }, () => Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } }));
-  const ports = listeners.map((l) => l.port);
-  for (const l of listeners) l.stop(true);
-  return ports;
-}
-
-async function waitFor<T>(child: Child, what: string, probe: () => T | null): Promise<T> {
-  const deadline = Date.now() + START_TIMEOUT_MS;
-  for (;;) {
-    const found = probe();
-    if (found !== null) return found;
-    if (exited(child)) throw new BenchError(`${child.name} exited before ${what}.\n${child.stdout()}\n${child.stderr()}`);
-    if (Date.now() > deadline) throw new BenchError(`${child.name}: no ${what} within ${START_TIMEOUT_MS / 1000} s.\n${child.stdout()}\n${child.stderr()}`);
-    await Bun.sleep(50);
-  }
-}
-
-async function postgresReachable(url: string): Promise<string | null> {
-  const sql = postgres(url, { max: 1, connect_timeout: 3, onnotice: () => {} });
-  try {
-    await sql`select 1`;
-    return null;
-  } catch (error) {
-    return `PostgreSQL at ${redact(url)} is unreachable (${(error as Error).message})`;
-  } finally {
-    await sql.end({ timeout: 1 });
-  }
-}
-
-async function redisReachable(url: string): Promise<string | null> {
-  const client = new RedisClient(url, { connectionTimeout: 3_000, autoReconnect: false, maxRetries: 0, enableOfflineQueue: false });
-  try {
-    await client.connect();
-    await client.ping();
-    return null;
-  } catch (error) {
-    return `Redis at ${redact(url)} is unreachable (${(error as Error).message})`;
-  } finally {
-    client.close();
-  }
-}
-
-/** A URL without its password, for messages. */
-function redact(url: string): string {
-  return url.replace(/\/\/([^:@/]+):[^@/]*@/, "//$1:***@");
-}
-
-/** The URL of database `name` on the server `adminUrl` points at. */
-function databaseUrl(adminUrl: string, name: string): string {
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  return url.toString();
-}
-
-async function createScratchDatabase(adminUrl: string): Promise<string> {
-  const name = `parley_bench_${Date.now()}`;
-  const sql = postgres(adminUrl, { max: 1, connect_timeout: 5, onnotice: () => {} });
-  try {
-    await sql.unsafe(`create database "${name}"`);
-  } finally {
-    await sql.end({ timeout: 2 });
-  }
-  scratchDatabase = { adminUrl, name };
-  return name;
-}
-
-function randomHex(bytes: number): string {
-  return Buffer.from(crypto.getRandomValues(new Uint8Array(bytes))).toString("hex");
 }
 
 /** Starts the bare baseline and returns it with its whoami URL. */
@@ -197,40 +60,6 @@ async function startBare(): Promise<{ child: Child; url: string }> {
   });
   const base = await waitFor(child, "its listening line", () => /listening on (http:\/\/\S+)/.exec(child.stdout())?.[1] ?? null);
   return { child, url: `${base}/v1/whoami` };
-}
-
-/** Starts Parley (public and console hosts) and returns it with its whoami URL and the first-run API key. */
-async function startParley(
-  mode: Mode,
-  binary: boolean,
-  stores: { databaseUrl?: string; redisUrl?: string },
-): Promise<{ child: Child; url: string; apiKey: string }> {
-  const [publicPort, consolePort] = freePorts(2) as [number, number];
-  scratchDir = mkdtempSync(join(tmpdir(), "parley-bench-"));
-  const env: Record<string, string> = {
-    PATH: process.env.PATH ?? "",
-    HOME: scratchDir,
-    HOST: "127.0.0.1",
-    PORT_PUBLIC: String(publicPort),
-    PORT_CONSOLE: String(consolePort),
-    DATA_DIR: join(scratchDir, "data"),
-    LOG_LEVEL: "warn",
-    // The limiter still counts every request (its cost is part of what we measure) but never refuses.
-    RATE_LIMIT_REQUESTS: "100000000",
-    NODE_ENV: "production",
-  };
-  if (mode === "postgres+redis") {
-    Object.assign(env, {
-      DATABASE_URL: stores.databaseUrl!,
-      REDIS_URL: stores.redisUrl!,
-      JWT_SECRET: Buffer.from(crypto.getRandomValues(new Uint8Array(48))).toString("base64url"),
-      PARLEY_MASTER_KEY: randomHex(32),
-    });
-  }
-  const cmd = binary ? [join(ROOT, "dist", "parley"), "serve", "--hosts", "public,console"] : [process.execPath, join(ROOT, "src", "main.ts"), "serve", "--hosts", "public,console"];
-  const child = spawnChild("parley", cmd, env);
-  const apiKey = await waitFor(child, "the first-run API key", () => /^ {2}API key\s+(sk_\w+)\s*$/m.exec(child.stdout())?.[1] ?? null);
-  return { child, url: `http://127.0.0.1:${publicPort}/v1/whoami`, apiKey };
 }
 
 /** One request before wrk: a wrong key or a 401 would otherwise be benchmarked as if it were the real thing. */
@@ -411,25 +240,4 @@ async function main(): Promise<void> {
   console.log("wrote .bench/whoami.json");
 }
 
-if (import.meta.main) {
-  let interrupted = false;
-  for (const signal of ["SIGINT", "SIGTERM"] as const) {
-    process.on(signal, () => {
-      if (interrupted) return;
-      interrupted = true;
-      console.error(`\n${signal}: stopping the servers and cleaning up …`);
-      void cleanUp().finally(() => process.exit(130));
-    });
-  }
-  let code = 0;
-  try {
-    await main();
-  } catch (error) {
-    // After Ctrl-C the children die under us; their errors are expected, not news.
-    if (!interrupted) console.error(error instanceof BenchError ? `bench: ${error.message}` : error);
-    code = 1;
-  } finally {
-    await cleanUp();
-  }
-  if (!interrupted) process.exit(code);
-}
+if (import.meta.main) await runBench(main);
