@@ -6,6 +6,7 @@
  *   parley admin account create --name NAME [--timezone TZ] [--parent-id ID] [--reseller] [--rate-limit N]
  *   parley admin key create --account-id ID [--label L] [--scopes a,b]
  *   parley admin console-user create --account-id ID --email E (--password P | --password-stdin) [--scopes a,b]
+ *   parley config plan|apply|export|schema …   (the config-managed resources, from a YAML or JSON file)
  */
 import { parseArgs } from "node:util";
 import { ConfigError, loadConfig, type Config } from "./core/config/config.ts";
@@ -24,6 +25,7 @@ import type { TSchema } from "@sinclair/typebox";
 import { ALL_HOSTS, startHosts } from "./server.ts";
 import type { HostName } from "./http/host-base.ts";
 import { createLogger } from "./core/log/logger.ts";
+import { runConfigCommand } from "./core/config-file/cli.ts";
 
 const USAGE = `Usage:
   parley serve [--hosts public,console,realtime,control]
@@ -31,7 +33,11 @@ const USAGE = `Usage:
   parley admin account create --name NAME [--timezone TZ] [--parent-id ID] [--reseller] [--rate-limit N]
   parley admin key create --account-id ID [--label LABEL] [--scopes a,b]
   parley admin console-user create --account-id ID --email EMAIL (--password P | --password-stdin) [--scopes a,b]
-Configuration comes from environment variables; see README.md.`;
+  parley config plan FILE --account-id ID [--format yaml|json] [--json]
+  parley config apply FILE --account-id ID [--format yaml|json] [--yes]
+  parley config export --account-id ID [--format yaml|json] [--output FILE]
+  parley config schema
+Configuration comes from environment variables; see README.md. The config file format: docs/config-file.md.`;
 
 class UsageError extends Error {}
 
@@ -165,6 +171,14 @@ async function main(argv: string[]): Promise<number> {
   if (command === "admin") {
     await admin(config, rest);
     return 0;
+  }
+  if (command === "config") {
+    const platform = await createPlatform(config, { log: stderrLogger(config) });
+    try {
+      return await runConfigCommand(platform, rest);
+    } finally {
+      await platform.close();
+    }
   }
   throw new UsageError(USAGE);
 }

@@ -9,6 +9,7 @@ import { ipAllowed } from "../core/net/cidr.ts";
 import { clientIp } from "../http/request-context.ts";
 import { hostBase } from "../http/host-base.ts";
 import { adminRoutes } from "./routes/admin.ts";
+import { configRoutes } from "./routes/config.ts";
 
 /** Paths only allow-listed addresses (edge, media and operator nodes) may reach. */
 const GATED_PREFIXES = ["/auth", "/route", "/flow", "/presence", "/agent", "/cac", "/media", "/calls", "/security", "/node", "/debug"];
@@ -49,6 +50,7 @@ export function createControlApp(platform: Platform) {
       }
     })
     .use(adminRoutes(platform))
+    .use(configRoutes(platform))
     .all("/v1/*", notImplemented, { detail: { hide: true } })
     .all("/v1", notImplemented, { detail: { hide: true } })
     .all("/hooks/carrier", notImplemented, { detail: { hide: true } })

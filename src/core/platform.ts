@@ -19,6 +19,7 @@ import { createSecretStore, type SecretStore } from "./secrets/secrets.service.t
 import { createFsObjectStore } from "./objects/fs-object-store.ts";
 import type { ObjectStore } from "./objects/object-store.ts";
 import { createRequestQuota, type RequestQuota } from "./rate-limit/rate-limit.ts";
+import { deriveFingerprintSecret } from "./idempotency/idempotency.service.ts";
 
 export interface Platform {
   config: Config;
@@ -28,6 +29,8 @@ export interface Platform {
   log: Logger;
   tokens: SessionTokens;
   credentials: CredentialResolver;
+  /** Key of Idempotency-Key request fingerprints (derived from the master key). */
+  fingerprintSecret: Uint8Array;
   /** The public API's request quota (rate limit), shared by all instances through the live store. */
   quota: RequestQuota;
   secrets: SecretStore;
@@ -80,6 +83,7 @@ export async function createPlatform(config: Config, options: PlatformOptions = 
     tokens,
     credentials,
     quota: createRequestQuota(live, config.rateLimit),
+    fingerprintSecret: deriveFingerprintSecret(masterKey),
     secrets: createSecretStore(database.db, masterKey),
     objects: createFsObjectStore(join(config.dataDir, "objects")),
     async close() {

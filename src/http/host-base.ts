@@ -77,12 +77,35 @@ function readableMessage(e: { message?: string; schema?: { anyOf?: Array<{ type?
   return e.message ?? "Invalid value.";
 }
 
+/**
+ * Elysia checks a coerced query value (t.Integer in a query) on its own and reports it as type
+ * "property" without the parameter's name. The failing value is kept, so the parameter is the one
+ * whose text is that value; the name only ever serves the error's path.
+ */
+function propertyError(v: { value?: unknown; all?: Array<{ message?: string }> }, request: Request): AppError {
+  const params = new URL(request.url).searchParams;
+  let name: string | undefined;
+  for (const [key, value] of params) {
+    if (value === String(v.value)) {
+      name = key;
+      break;
+    }
+  }
+  const message = v.all?.[0]?.message ?? "Invalid value.";
+  return new AppError("validation_failed", "The request is not valid.", { details: [{ path: name ? `/query/${name}` : "/query", message }] });
+}
+
 /** Maps Elysia's own errors and ours to an AppError; anything unknown becomes 500 internal. */
-function toAppError(code: string | number, error: unknown): AppError | null {
+function toAppError(code: string | number, error: unknown, request: Request): AppError | null {
   if (error instanceof AppError) return error;
   if (code === "VALIDATION") {
-    const v = error as { type?: string; all?: Array<{ path?: string; message?: string; schema?: { anyOf?: Array<{ type?: string }> } }> };
+    const v = error as {
+      type?: string;
+      value?: unknown;
+      all?: Array<{ path?: string; message?: string; schema?: { anyOf?: Array<{ type?: string }> } }>;
+    };
     if (v.type === "response") return null; // Our reply broke its own schema: a bug, reported as 500.
+    if (v.type === "property") return propertyError(v, request);
     const prefix = v.type && v.type !== "body" ? `/${v.type}` : "";
     const seen = new Set<string>();
     const details: Array<{ path: string; message: string }> = [];
@@ -157,7 +180,7 @@ export function hostBase(platform: Platform, options: HostBaseOptions) {
       }
     })
     .onError({ as: "global" }, async ({ code, error, set, request }) => {
-      const known = toAppError(code, error);
+      const known = toAppError(code, error, request);
       const appError = known ?? new AppError("internal", "Something went wrong on our side; it has been logged.");
       if (!known) log.error("unhandled error", { request_id: requestMeta(request)?.id, error: describeError(error), elysia_code: String(code) });
       if (options.onErrorReply) await options.onErrorReply(request, appError);

@@ -29,6 +29,18 @@ export function toOpenApi30Schema(node: Json): Json {
     if (key === "$id" || key === "$schema") continue;
     out[key] = toOpenApi30Schema(value);
   }
+  // OpenAPI 3.0 has no patternProperties: a map with one key pattern becomes additionalProperties,
+  // and the pattern moves into the description (request validation still enforces it).
+  if (isObject(out.patternProperties)) {
+    const entries = Object.entries(out.patternProperties);
+    delete out.patternProperties;
+    if (entries.length === 1) {
+      const [pattern, valueSchema] = entries[0]!;
+      out.additionalProperties = valueSchema as Json;
+      const note = `Keys match ${pattern}.`;
+      out.description = typeof out.description === "string" ? `${out.description} ${note}` : note;
+    }
+  }
   if ("const" in out) {
     const value = out.const as Json;
     delete out.const;

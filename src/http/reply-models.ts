@@ -32,6 +32,7 @@ const DESCRIPTIONS: Record<number, string> = {
   409: "conflict: a unique value is taken, the resource is in use, or an Idempotency-Key request is in flight.",
   413: "payload_too_large.",
   415: "unsupported_media_type: send application/json.",
+  416: "range_not_satisfiable: the Range starts past the end of the file; Content-Range gives the size.",
   422: "idempotency_key_reused, or lint_failed.",
   429: "rate_limited: see Retry-After.",
   501: "not_implemented.",

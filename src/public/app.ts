@@ -9,6 +9,22 @@ import { accountRoutes } from "./routes/account.ts";
 import { identityRoutes } from "./routes/identity.ts";
 import { keyRoutes } from "./routes/keys.ts";
 import { settleIdempotencyOnError } from "./plugins/api-access.ts";
+import { scheduleRoutes } from "./routes/schedules.ts";
+import { ringGroupRoutes } from "./routes/ring-groups.ts";
+import { userRoutes } from "./routes/users.ts";
+import { deviceRoutes } from "./routes/devices.ts";
+import { numberRoutes } from "./routes/numbers.ts";
+import { extensionRoutes } from "./routes/extensions.ts";
+import { queueRoutes } from "./routes/queues.ts";
+import { voicemailRoutes } from "./routes/voicemails.ts";
+import { conferenceRoutes } from "./routes/conferences.ts";
+import { mediaRoutes } from "./routes/media.ts";
+import { contactRoutes } from "./routes/contacts.ts";
+import { scriptRoutes } from "./routes/scripts.ts";
+import { fieldRoutes } from "./routes/fields.ts";
+import { dncRoutes } from "./routes/dnc.ts";
+import { agentTeamRoutes } from "./routes/agent-teams.ts";
+import { MEDIA_MAX_BYTES, UPLOAD_CONTENT_TYPES } from "../core/media/media.service.ts";
 import pkg from "../../package.json" with { type: "json" };
 
 const API_DESCRIPTION = `Parley's public REST API. Authenticate with an API key (header x-api-key) or a console session
@@ -20,15 +36,34 @@ token (Authorization: Bearer). Errors are { ok: false, error, message, ... }; co
 export const MEDIA_UPLOAD_ROUTE: RawBodyRoute = {
   method: "POST",
   path: /^\/v1\/media\/?$/,
-  contentTypes: ["audio/wav", "audio/x-wav", "audio/wave", "audio/mpeg", "application/octet-stream"],
-  maxBytes: 50 * 1024 * 1024,
+  contentTypes: Object.keys(UPLOAD_CONTENT_TYPES),
+  maxBytes: MEDIA_MAX_BYTES,
 };
 
 /** A route module of the public API: a function of the platform returning one Elysia instance. */
 export type PublicRouteModule = (platform: Platform) => AnyElysia;
 
 /** Every resource's routes, in the order the OpenAPI document lists them. */
-export const PUBLIC_ROUTE_MODULES: PublicRouteModule[] = [identityRoutes, accountRoutes, keyRoutes];
+export const PUBLIC_ROUTE_MODULES: PublicRouteModule[] = [
+  identityRoutes,
+  accountRoutes,
+  keyRoutes,
+  userRoutes,
+  deviceRoutes,
+  numberRoutes,
+  extensionRoutes,
+  scheduleRoutes,
+  ringGroupRoutes,
+  queueRoutes,
+  voicemailRoutes,
+  conferenceRoutes,
+  mediaRoutes,
+  contactRoutes,
+  scriptRoutes,
+  fieldRoutes,
+  dncRoutes,
+  agentTeamRoutes,
+];
 
 /**
  * The public API host. `modules` defaults to every resource; tests may mount a subset.
@@ -53,6 +88,20 @@ export function createPublicApp(platform: Platform, modules: PublicRouteModule[]
       { name: "Identity", description: "Who is calling, and what scopes exist." },
       { name: "Account", description: "The tenant and its subaccounts." },
       { name: "Keys", description: "API keys." },
+      { name: "Users", description: "Users (agents, extension owners) and their SIP devices." },
+      { name: "Numbers", description: "Inbound numbers (DIDs) and where they route." },
+      { name: "Extensions", description: "Internal short codes and where they route." },
+      { name: "Schedules", description: "Business-hours schedules and their rules." },
+      { name: "Ring groups", description: "Ring groups and their members." },
+      { name: "Queues", description: "ACD queues, their agents and in-queue DTMF options." },
+      { name: "Voicemail", description: "Voicemail boxes." },
+      { name: "Conferences", description: "Conference rooms." },
+      { name: "Media", description: "Audio files: prompts, music on hold, greetings, announcements." },
+      { name: "Contacts", description: "Phonebook, reverse lookup and the internal directory." },
+      { name: "Scripts", description: "Agent scripts." },
+      { name: "Custom fields", description: "Custom fields of contacts and calls." },
+      { name: "DNC", description: "The do-not-call list." },
+      { name: "Agent teams", description: "Reporting teams of agents." },
     ],
     excludePaths: ["/healthz", "/readyz", "/v1/openapi.json"],
   };

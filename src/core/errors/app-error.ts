@@ -13,6 +13,7 @@ export const ERROR_STATUS = {
   agent_busy: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
+  range_not_satisfiable: 416,
   lint_failed: 422,
   idempotency_key_reused: 422,
   rate_limited: 429,

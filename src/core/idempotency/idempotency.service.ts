@@ -23,9 +23,18 @@ export function checkIdempotencyKey(key: string): void {
   }
 }
 
-/** SHA-256 of what identifies a request: method, path with query, and body text. */
-export function requestFingerprint(method: string, pathWithQuery: string, body: string): string {
-  return new Bun.CryptoHasher("sha256").update(`${method}\n${pathWithQuery}\n${body}`).digest("hex");
+/**
+ * What identifies a request (method, path with query, body text), as an HMAC-SHA256 under a server
+ * secret. Keyed, not a plain hash: a body can carry a short PIN or a SIP password, and a plain hash of
+ * it stored in the database could be brute-forced by anyone who reads the table.
+ */
+export function requestFingerprint(secret: Uint8Array, method: string, pathWithQuery: string, body: string): string {
+  return new Bun.CryptoHasher("sha256", secret).update(`${method}\n${pathWithQuery}\n${body}`).digest("hex");
+}
+
+/** The fingerprint key, derived from the master key so every instance computes the same fingerprints. */
+export function deriveFingerprintSecret(masterKey: Uint8Array): Uint8Array {
+  return new Uint8Array(new Bun.CryptoHasher("sha256", masterKey).update("parley/idempotency-fingerprint/v1").digest());
 }
 
 /**

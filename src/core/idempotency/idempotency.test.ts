@@ -6,6 +6,8 @@ import {
   IDEMPOTENCY_RETENTION_MS,
   checkIdempotencyKey,
   claimIdempotencyKey,
+  deriveFingerprintSecret,
+  requestFingerprint,
   completeIdempotencyKey,
   purgeExpiredIdempotencyKeys,
   releaseIdempotencyKey,
@@ -58,5 +60,18 @@ describe("idempotency service", () => {
   test("key format", () => {
     expect(() => checkIdempotencyKey("abc-123_X")).not.toThrow();
     for (const bad of ["", "a b", "x".repeat(256), "é"]) expect(() => checkIdempotencyKey(bad)).toThrow();
+  });
+});
+
+describe("request fingerprints", () => {
+  test("are keyed: the same request under another secret, or a plain hash of it, does not match", () => {
+    const a = deriveFingerprintSecret(new Uint8Array(32).fill(1));
+    const b = deriveFingerprintSecret(new Uint8Array(32).fill(2));
+    const body = JSON.stringify({ pin: "1234" });
+    const fa = requestFingerprint(a, "POST", "/v1/voicemails", body);
+    expect(requestFingerprint(a, "POST", "/v1/voicemails", body)).toBe(fa);
+    expect(requestFingerprint(b, "POST", "/v1/voicemails", body)).not.toBe(fa);
+    expect(fa).not.toBe(new Bun.CryptoHasher("sha256").update(`POST\n/v1/voicemails\n${body}`).digest("hex"));
+    expect(requestFingerprint(a, "POST", "/v1/voicemails", JSON.stringify({ pin: "1235" }))).not.toBe(fa);
   });
 });

@@ -13,7 +13,7 @@ import { conflict } from "../errors/app-error.ts";
 import type { DestKind } from "./route-target.ts";
 
 /** A resource kind that can be referred to (route-target kinds plus the rest). */
-export type ReferencedKind = Exclude<DestKind, "hangup" | "feature"> | "schedule" | "media" | "agent_team" | "device" | "secret";
+export type ReferencedKind = Exclude<DestKind, "hangup" | "feature"> | "schedule" | "media" | "agent_team" | "device" | "number";
 
 /** A route-target slot: `<prefix>_kind` / `<prefix>_id` columns of `table`; `owner` names the row in messages. */
 export const ROUTE_TARGET_SLOTS: Array<{ table: string; owner: string; prefix: string; ownerId?: string }> = [
@@ -54,6 +54,10 @@ export const REFERENCE_COLUMNS: Array<{ table: string; column: string; owner: st
   { table: "ring_group_member", column: "user_id", owner: "ring_group", target: "user", ownerId: "ring_group_id" },
   { table: "ring_group_member", column: "device_id", owner: "ring_group", target: "device", ownerId: "ring_group_id" },
   { table: "agent_queue_assignment", column: "user_id", owner: "queue", target: "user", ownerId: "queue_id" },
+  { table: "console_user", column: "user_id", owner: "console_user", target: "user" },
+  { table: "media_playlist_item", column: "media_id", owner: "media_playlist", target: "media", ownerId: "playlist_id" },
+  { table: "forward", column: "user_id", owner: "forward", target: "user" },
+  { table: "forward", column: "number_id", owner: "forward", target: "number" },
 ];
 
 /** Who uses a resource: the kind and id of each referring row (its owner: a queue for its option). */

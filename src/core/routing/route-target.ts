@@ -55,7 +55,13 @@ export const DestXform = T.Object(
     strip_digits: T.Optional(T.Integer({ minimum: 0, maximum: 15, description: "Digits removed from the start of the dialed number." })),
     prepend: T.Optional(T.String({ pattern: "^[0-9*#+]{1,15}$", description: "Digits put in front of the dialed number." })),
     cid_name_prefix: T.Optional(T.String({ maxLength: 40, description: "Text put in front of the caller's name (e.g. 'Sales: ')." })),
-    vars: T.Optional(T.Record(T.String({ pattern: "^[a-z][a-z0-9_]{0,39}$" }), T.String({ maxLength: 200 }), { description: "Variables handed to the target (a flow reads them)." })),
+    vars: T.Optional(
+      T.Record(T.String({ pattern: "^[a-z][a-z0-9_]{0,39}$" }), T.String({ maxLength: 200 }), {
+        additionalProperties: false,
+        maxProperties: 50,
+        description: "Variables handed to the target (a flow reads them); names match ^[a-z][a-z0-9_]{0,39}$.",
+      }),
+    ),
   },
   { additionalProperties: false, description: "Transform applied on the way to the target." },
 );
@@ -134,7 +140,7 @@ export async function checkRouteTargets(db: DbOrTx, accountId: string, slots: Ro
       continue;
     }
     if (spec.prefix && !id.startsWith(`${spec.prefix}_`)) {
-      details.push({ path: at("id"), message: `Not a ${spec.label} id (those start with ${spec.prefix}_).` });
+      details.push({ path: at("id"), message: `Not a ${spec.label} id: ${spec.label} ids start with ${spec.prefix}_.`.replace(/^Not a ([aeiou])/, "Not an $1") });
       continue;
     }
     lookups.push({ slot, table: spec.table!, id, label: spec.label });

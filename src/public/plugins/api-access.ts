@@ -103,7 +103,7 @@ export function apiAccess(platform: Platform) {
       if (key === null || !principal || !WRITE_METHODS.has(request.method)) return;
       checkIdempotencyKey(key);
       const url = new URL(request.url);
-      const hash = requestFingerprint(request.method, url.pathname + url.search, JSON.stringify(body ?? null));
+      const hash = requestFingerprint(platform.fingerprintSecret, request.method, url.pathname + url.search, JSON.stringify(body ?? null));
       const claim = await claimIdempotencyKey(db, principal.accountId, key, hash);
       if (claim.kind === "replay") {
         const replayHeaders: Record<string, string> = {};
