@@ -27,11 +27,15 @@ export async function call<T = Json>(app: Handler, method: string, path: string,
   if (options.key !== undefined) headers["x-api-key"] = options.key;
   if (options.token !== undefined) headers["authorization"] = `Bearer ${options.token}`;
   let body: string | undefined;
-  if (options.body !== undefined) {
+  let raw: BodyInit | undefined;
+  if (options.body instanceof Uint8Array || options.body instanceof ArrayBuffer || options.body instanceof Blob) {
+    // Binary bodies (media uploads) go as they are; the caller sets their content type.
+    raw = options.body as BodyInit;
+  } else if (options.body !== undefined) {
     body = typeof options.body === "string" ? options.body : JSON.stringify(options.body);
     headers["content-type"] ??= "application/json";
   }
-  const response = await app.handle(new Request(`http://localhost${path}`, { method, headers, body }));
+  const response = await app.handle(new Request(`http://localhost${path}`, { method, headers, body: raw ?? body }));
   const text = await response.text();
   let parsed: unknown = null;
   try {
