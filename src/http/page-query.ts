@@ -12,3 +12,6 @@ export const PageQuery = t.Object(
   },
   { additionalProperties: false },
 );
+
+/** A 0/1 filter in a query string (compared as text: a query value is text until a route reads it). */
+export const FlagQuery = (description: string) => t.Union([t.Literal("0"), t.Literal("1")], { description });

@@ -6,14 +6,13 @@ import { UserModel } from "../../core/users/users.model.ts";
 import { DeviceModel } from "../../core/devices/devices.model.ts";
 import { createUser, deleteUser, getUser, listUserDevices, listUsers, updateUser } from "../../core/users/users.service.ts";
 import { DEFAULT_PAGE_SIZE } from "../../core/pagination/pagination.ts";
-import { PageQuery } from "../../http/page-query.ts";
+import { FlagQuery, PageQuery } from "../../http/page-query.ts";
 import { apiModels } from "../../http/api-models.ts";
 import { DataReply, ListReply, OkReply, errorReplies } from "../../http/reply-models.ts";
 import { apiAccess } from "../plugins/api-access.ts";
 
 // A 0/1 flag in a query string: literal strings, since query values are text and Elysia does not
 // coerce them into a numeric union (an Integer with bounds would report its error without the field's path).
-const FlagQuery = (description: string) => t.Union([t.Literal("0"), t.Literal("1")], { description });
 
 /** Query of GET /v1/users: the page plus filters. */
 const UserListQuery = t.Object(
