@@ -19,7 +19,7 @@ import { createSecretStore, type SecretStore } from "./secrets/secrets.service.t
 import { createFsObjectStore } from "./objects/fs-object-store.ts";
 import type { ObjectStore } from "./objects/object-store.ts";
 import { createRequestQuota, type RequestQuota } from "./rate-limit/rate-limit.ts";
-import { deriveFingerprintSecret } from "./idempotency/idempotency.service.ts";
+import { deriveFingerprintSecret, deriveReplySealKey } from "./idempotency/idempotency.service.ts";
 
 export interface Platform {
   config: Config;
@@ -31,6 +31,8 @@ export interface Platform {
   credentials: CredentialResolver;
   /** Key of Idempotency-Key request fingerprints (derived from the master key). */
   fingerprintSecret: Uint8Array;
+  /** Key sealing the replies stored for Idempotency-Key replay (derived from the master key). */
+  replySealKey: Uint8Array;
   /** The public API's request quota (rate limit), shared by all instances through the live store. */
   quota: RequestQuota;
   secrets: SecretStore;
@@ -84,6 +86,7 @@ export async function createPlatform(config: Config, options: PlatformOptions = 
     credentials,
     quota: createRequestQuota(live, config.rateLimit),
     fingerprintSecret: deriveFingerprintSecret(masterKey),
+    replySealKey: deriveReplySealKey(masterKey),
     secrets: createSecretStore(database.db, masterKey),
     objects: createFsObjectStore(join(config.dataDir, "objects")),
     async close() {

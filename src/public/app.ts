@@ -24,6 +24,7 @@ import { scriptRoutes } from "./routes/scripts.ts";
 import { fieldRoutes } from "./routes/fields.ts";
 import { dncRoutes } from "./routes/dnc.ts";
 import { agentTeamRoutes } from "./routes/agent-teams.ts";
+import { webhookRoutes } from "./routes/webhooks.ts";
 import { MEDIA_MAX_BYTES, UPLOAD_CONTENT_TYPES } from "../core/media/media.service.ts";
 import pkg from "../../package.json" with { type: "json" };
 
@@ -63,6 +64,7 @@ export const PUBLIC_ROUTE_MODULES: PublicRouteModule[] = [
   fieldRoutes,
   dncRoutes,
   agentTeamRoutes,
+  webhookRoutes,
 ];
 
 /**
@@ -102,6 +104,7 @@ export function createPublicApp(platform: Platform, modules: PublicRouteModule[]
       { name: "Custom fields", description: "Custom fields of contacts and calls." },
       { name: "DNC", description: "The do-not-call list." },
       { name: "Agent teams", description: "Reporting teams of agents." },
+      { name: "Webhooks", description: "Webhook subscriptions and the catalog of event types." },
     ],
     excludePaths: ["/healthz", "/readyz", "/v1/openapi.json"],
   };

@@ -26,6 +26,7 @@ export const EnvSchema = T.Object({
   LOG_LEVEL: T.Union([T.Literal("debug"), T.Literal("info"), T.Literal("warn"), T.Literal("error")], { default: "info" }),
   RATE_LIMIT_REQUESTS: T.Integer({ minimum: 1, default: 100 }),
   RATE_LIMIT_WINDOW_SEC: T.Integer({ minimum: 1, maximum: 86400, default: 60 }),
+  WEBHOOK_ALLOW_PRIVATE: T.Union([T.Literal("0"), T.Literal("1")], { default: "0", description: "1 lets webhooks target private and loopback addresses (development only)." }),
   PUBLIC_URL: T.Optional(T.String({ pattern: "^https?://" })),
   CONSOLE_URL: T.Optional(T.String({ pattern: "^https?://" })),
   REALTIME_URL: T.Optional(T.String({ pattern: "^https?://" })),
@@ -51,6 +52,8 @@ export interface Config {
   corsOrigins: "*" | string[];
   logLevel: Env["LOG_LEVEL"];
   rateLimit: { requests: number; windowSec: number };
+  /** WEBHOOK_ALLOW_PRIVATE=1: webhooks may target private and loopback addresses (development only). */
+  webhookAllowPrivate: boolean;
   /** Externally visible base URLs of the four hosts (printed at start, used in links). */
   urls: { public: string; console: string; realtime: string; control: string };
 }
@@ -106,6 +109,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     corsOrigins: e.CORS_ORIGINS.trim() === "*" ? "*" : e.CORS_ORIGINS.split(",").map((o) => o.trim()).filter(Boolean),
     logLevel: e.LOG_LEVEL,
     rateLimit: { requests: e.RATE_LIMIT_REQUESTS, windowSec: e.RATE_LIMIT_WINDOW_SEC },
+    webhookAllowPrivate: e.WEBHOOK_ALLOW_PRIVATE === "1",
     urls: {
       public: e.PUBLIC_URL ?? local(e.PORT_PUBLIC),
       console: e.CONSOLE_URL ?? local(e.PORT_CONSOLE),

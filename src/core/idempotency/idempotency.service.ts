@@ -32,6 +32,14 @@ export function requestFingerprint(secret: Uint8Array, method: string, pathWithQ
   return new Bun.CryptoHasher("sha256", secret).update(`${method}\n${pathWithQuery}\n${body}`).digest("hex");
 }
 
+/**
+ * The key that seals stored replies: a reply can carry a secret shown once (a new API key, a webhook
+ * signing secret), so it is kept encrypted (AES-256-GCM), never in plaintext, for its 24 hours.
+ */
+export function deriveReplySealKey(masterKey: Uint8Array): Uint8Array {
+  return new Uint8Array(new Bun.CryptoHasher("sha256", masterKey).update("parley/idempotency-replies/v1").digest());
+}
+
 /** The fingerprint key, derived from the master key so every instance computes the same fingerprints. */
 export function deriveFingerprintSecret(masterKey: Uint8Array): Uint8Array {
   return new Uint8Array(new Bun.CryptoHasher("sha256", masterKey).update("parley/idempotency-fingerprint/v1").digest());

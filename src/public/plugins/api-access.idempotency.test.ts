@@ -5,6 +5,8 @@ import { createPublicApp } from "../app.ts";
 import { seedTenant, storeKind, testPlatform } from "../../../test/support/platform.ts";
 import { call } from "../../../test/support/http.ts";
 import { isIdempotencyHook } from "./api-access.ts";
+import { sql } from "drizzle-orm";
+import { rawRows } from "../../core/db/migrate.ts";
 
 let platform: Platform;
 let app: ReturnType<typeof createPublicApp>;
@@ -29,6 +31,23 @@ describe(`Idempotency-Key [${storeKind}]`, () => {
     expect(again.headers.get("idempotency-replayed")).toBe("true");
     expect(again.text).toBe(first.text);
     expect(await countKeys(t.key)).toBe(2); // the seed key and exactly one new key
+  });
+
+  test("a stored reply is sealed: a minted key's secret is never in the idempotency table", async () => {
+    const t = await seedTenant(platform);
+    const headers = { "idempotency-key": "sealed-1" };
+    const first = await call(app, "POST", "/v1/keys", { key: t.key, body: { label: "sealed" }, headers });
+    const secret: string = first.body.data.secret;
+    const rows = await rawRows<{ body: string; request_hash: string }>(
+      platform.db,
+      sql`select body, request_hash from idempotency_key where account_id = ${t.accountId} and key = 'sealed-1'`,
+    );
+    expect(rows).toHaveLength(1);
+    expect(rows[0]!.body).not.toContain(secret);
+    expect(rows[0]!.body).not.toContain(secret.slice(3, 20));
+    expect(rows[0]!.body).not.toContain("sealed");
+    const replay = await call(app, "POST", "/v1/keys", { key: t.key, body: { label: "sealed" }, headers });
+    expect(replay.body.data.secret).toBe(secret);
   });
 
   test("the same key with a different body is refused with 422 and changes nothing", async () => {

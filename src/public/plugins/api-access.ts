@@ -11,6 +11,7 @@ import { hasScope } from "../../core/auth/scopes.ts";
 import { AppError, forbidden } from "../../core/errors/app-error.ts";
 import { clientIp, requestMeta } from "../../http/request-context.ts";
 import { describeError } from "../../http/describe-error.ts";
+import { decryptSecret, encryptSecret } from "../../core/secrets/secret-cipher.ts";
 import {
   checkIdempotencyKey,
   claimIdempotencyKey,
@@ -56,7 +57,7 @@ export async function settleIdempotencyOnError(platform: Platform, request: Requ
     if (error.status < 500) {
       await completeIdempotencyKey(platform.db, pending.accountId, pending.key, {
         status: error.status,
-        body: JSON.stringify(error.toBody()),
+        body: sealReply(platform, pending, JSON.stringify(error.toBody())),
         contentType: "application/json",
       });
     } else {
@@ -66,6 +67,15 @@ export async function settleIdempotencyOnError(platform: Platform, request: Requ
     // The original error is what the client must see; a lost record only means a retry runs again.
     platform.log.error("idempotency record not updated", { error: describeError(storeError) });
   }
+}
+
+/** Encrypts a reply for storage, bound to its account and key (a row moved elsewhere will not open). */
+function sealReply(platform: Platform, at: IdempotencyState, body: string): string {
+  return encryptSecret(platform.replySealKey, body, `${at.accountId}:${at.key}`);
+}
+
+function openReply(platform: Platform, at: IdempotencyState, sealed: string): string {
+  return decryptSecret(platform.replySealKey, sealed, `${at.accountId}:${at.key}`);
 }
 
 const IDEMPOTENCY_HOOK = Symbol("parley.idempotency-hook");
@@ -108,7 +118,7 @@ export function apiAccess(platform: Platform) {
       if (claim.kind === "replay") {
         const replayHeaders: Record<string, string> = {};
         for (const [k, v] of Object.entries(set.headers)) if (v !== undefined) replayHeaders[k] = String(v);
-        return new Response(claim.body, {
+        return new Response(openReply(platform, { accountId: principal.accountId, key }, claim.body), {
           status: claim.status,
           headers: { ...replayHeaders, "content-type": claim.contentType, "idempotency-replayed": "true" },
         });
@@ -123,7 +133,7 @@ export function apiAccess(platform: Platform) {
       if (reply.status >= 500) return void (await releaseIdempotencyKey(db, pending.accountId, pending.key));
       await completeIdempotencyKey(db, pending.accountId, pending.key, {
         status: reply.status,
-        body: JSON.stringify(reply.body),
+        body: sealReply(platform, pending, JSON.stringify(reply.body)),
         contentType: "application/json",
       });
     },

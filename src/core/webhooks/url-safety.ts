@@ -1,0 +1,89 @@
+/**
+ * The SSRF guard for webhook targets: a subscription URL must be https:// and its host must resolve
+ * only to public addresses, so a tenant cannot make the platform POST into its own network
+ * (loopback, private ranges, the cloud metadata address 169.254.169.254 and the like).
+ */
+import { lookup } from "node:dns/promises";
+import { ipAllowed, parseCidr, parseIp, type Cidr } from "../net/cidr.ts";
+import { validationFailed } from "../errors/app-error.ts";
+
+/** Most characters a webhook URL may have. */
+export const MAX_WEBHOOK_URL_LENGTH = 2048;
+
+/** Ranges no webhook may target, each with the reason given to the client. */
+const BLOCKED: Array<{ cidr: string; why: string; range: Cidr }> = [
+  { cidr: "0.0.0.0/8", why: "'this network' (0.0.0.0/8)" },
+  { cidr: "10.0.0.0/8", why: "private (10.0.0.0/8)" },
+  { cidr: "100.64.0.0/10", why: "carrier-grade NAT (100.64.0.0/10)" },
+  { cidr: "127.0.0.0/8", why: "loopback (127.0.0.0/8)" },
+  { cidr: "169.254.0.0/16", why: "link-local (169.254.0.0/16, includes the cloud metadata address)" },
+  { cidr: "172.16.0.0/12", why: "private (172.16.0.0/12)" },
+  { cidr: "192.168.0.0/16", why: "private (192.168.0.0/16)" },
+  { cidr: "224.0.0.0/4", why: "multicast (224.0.0.0/4)" },
+  { cidr: "240.0.0.0/4", why: "reserved (240.0.0.0/4, includes broadcast)" },
+  { cidr: "::/128", why: "unspecified (::)" },
+  { cidr: "::1/128", why: "loopback (::1)" },
+  { cidr: "fc00::/7", why: "private (fc00::/7)" },
+  { cidr: "fe80::/10", why: "link-local (fe80::/10)" },
+  { cidr: "ff00::/8", why: "multicast (ff00::/8)" },
+].map(({ cidr, why }) => ({ cidr, why, range: parseCidr(cidr) }));
+
+/**
+ * Why `address` (an IP literal, IPv4-mapped IPv6 included) must not be a webhook target, or null
+ * when it is public. Text that is not an address is refused too.
+ * @example blockedReason("169.254.169.254") // "link-local (169.254.0.0/16, …)"
+ */
+export function blockedReason(address: string): string | null {
+  const ip = parseIp(address);
+  if (!ip) return "not an IP address";
+  for (const b of BLOCKED) if (ipAllowed(address, [b.range])) return b.why;
+  return null;
+}
+
+/** The host of a URL without IPv6 brackets. */
+function bareHost(url: URL): string {
+  return url.hostname.replace(/^\[|\]$/g, "");
+}
+
+/** Resolves a host name to every address; an IP literal is its own answer. Empty when it does not resolve. */
+export async function resolveHost(host: string): Promise<string[]> {
+  if (parseIp(host)) return [host];
+  try {
+    return (await lookup(host, { all: true, verbatim: true })).map((a) => a.address);
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * Checks a webhook target and returns it normalized (WHATWG serialization). 400 at `path` when it is
+ * not an https:// URL, carries credentials, is too long, does not resolve, or resolves to any
+ * non-public address (unless `allowPrivate`).
+ */
+export async function checkWebhookUrl(text: string, options: { path?: string; allowPrivate?: boolean } = {}): Promise<string> {
+  const path = options.path ?? "/url";
+  const fail = (message: string) => validationFailed([{ path, message }]);
+  if (text.length > MAX_WEBHOOK_URL_LENGTH) throw fail(`At most ${MAX_WEBHOOK_URL_LENGTH} characters.`);
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw fail("Not a URL.");
+  }
+  if (url.protocol !== "https:") throw fail("Must be an https:// URL.");
+  if (url.username || url.password) throw fail("Must not carry a user name or password; sign deliveries with the secret instead.");
+  if (url.hash) throw fail("Must not have a #fragment.");
+  const host = bareHost(url);
+  if (!host) throw fail("Has no host.");
+  const addresses = await resolveHost(host);
+  if (!addresses.length) throw fail(`The host '${host}' does not resolve.`);
+  if (!options.allowPrivate) {
+    for (const address of addresses) {
+      const why = blockedReason(address);
+      if (why) throw fail(`The host '${host}' resolves to ${address}, a ${why} address; webhooks may only target public addresses.`);
+    }
+  }
+  const normalized = url.toString();
+  if (normalized.length > MAX_WEBHOOK_URL_LENGTH) throw fail(`At most ${MAX_WEBHOOK_URL_LENGTH} characters.`);
+  return normalized;
+}

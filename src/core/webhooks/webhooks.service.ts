@@ -1,0 +1,109 @@
+/** Use cases on webhook subscriptions: check the target, keep the signing secret in the secret store. */
+import { randomBytes } from "node:crypto";
+import type { DbOrTx } from "../db/db.ts";
+import { notFound, validationFailed } from "../errors/app-error.ts";
+import { newId } from "../ids/ids.ts";
+import { nowSeconds } from "../db/columns.ts";
+import { decodeCursor, toPage } from "../pagination/pagination.ts";
+import type { SecretStore } from "../secrets/secrets.service.ts";
+import { EVENT_NAMES, isEventName } from "./event-catalog.ts";
+import type { WebhookModel } from "./webhooks.model.ts";
+import type { WebhookSubscriptionRow } from "./webhooks.schema.ts";
+import { deleteWebhookRow, insertWebhook, listWebhookRows } from "./webhooks.store.ts";
+import { checkWebhookUrl } from "./url-safety.ts";
+
+/** Maps a row to the API shape; the secret ref never leaves. */
+function toWebhook(row: WebhookSubscriptionRow): WebhookModel.Webhook {
+  return {
+    id: row.id,
+    url: row.url,
+    events: row.events,
+    description: row.description,
+    status: row.status as WebhookModel.Status,
+    has_secret: row.secret_ref ? 1 : 0,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}
+
+/** A new signing secret: `whsec_` and 32 random bytes, base64url. */
+export function generateWebhookSecret(): string {
+  return `whsec_${randomBytes(32).toString("base64url")}`;
+}
+
+/**
+ * The `events` of a request as stored: catalog names de-duplicated in catalog order, or `["*"]` when
+ * absent, `*`, or naming every event. Unknown names are a 400 at /events listing them all.
+ * @example normalizeEvents("call.ended, call.started,call.ended") // ["call.started", "call.ended"]
+ */
+export function normalizeEvents(input: string | string[] | undefined): string[] {
+  if (input === undefined) return ["*"];
+  const names = (typeof input === "string" ? input.split(",") : input).map((n) => n.trim()).filter(Boolean);
+  if (!names.length) throw validationFailed([{ path: "/events", message: "Name at least one event, or * for all." }]);
+  if (names.includes("*")) {
+    if (names.some((n) => n !== "*")) throw validationFailed([{ path: "/events", message: "* means every event; send it alone." }]);
+    return ["*"];
+  }
+  const unknown = [...new Set(names.filter((n) => !isEventName(n)))];
+  if (unknown.length) {
+    throw validationFailed([{ path: "/events", message: `Unknown event${unknown.length > 1 ? "s" : ""}: ${unknown.join(", ")}. See GET /v1/webhooks/events.` }]);
+  }
+  const wanted = new Set(names);
+  const ordered = EVENT_NAMES.filter((n) => wanted.has(n));
+  return ordered.length === EVENT_NAMES.length ? ["*"] : ordered;
+}
+
+/**
+ * Creates a subscription. Everything is checked (URL resolution included) before anything is
+ * written; the row and its secret are written in one transaction. The generated secret is in the
+ * reply only when the request sent none.
+ */
+export async function createWebhook(
+  db: DbOrTx,
+  secrets: SecretStore,
+  accountId: string,
+  input: WebhookModel.Create,
+  options: { allowPrivate?: boolean } = {},
+): Promise<WebhookModel.Created> {
+  const events = normalizeEvents(input.events);
+  const url = await checkWebhookUrl(input.url, { path: "/url", allowPrivate: options.allowPrivate });
+  const generated = input.secret === undefined ? generateWebhookSecret() : null;
+  const now = nowSeconds();
+  const row = await db.transaction(async (tx) =>
+    insertWebhook(tx, {
+      account_id: accountId,
+      id: newId("wh"),
+      url,
+      events,
+      description: input.description ?? null,
+      secret_ref: await secrets.put(tx, accountId, generated ?? input.secret!),
+      status: "active",
+      created_at: now,
+      updated_at: now,
+    }),
+  );
+  return generated ? { ...toWebhook(row), secret: generated } : toWebhook(row);
+}
+
+/** Subscriptions of the account without secrets, keyset-paginated; `event` keeps those receiving it. */
+export async function listWebhooks(
+  db: DbOrTx,
+  accountId: string,
+  query: { limit: number; cursor?: string; event?: string },
+): Promise<{ data: WebhookModel.Webhook[]; next_cursor?: string }> {
+  if (query.event !== undefined && query.event !== "*" && !isEventName(query.event)) {
+    throw validationFailed([{ path: "/query/event", message: `Unknown event: ${query.event}. See GET /v1/webhooks/events.` }]);
+  }
+  const filter = query.event === undefined || query.event === "*" ? {} : { event: query.event };
+  const rows = await listWebhookRows(db, accountId, filter, decodeCursor(query.cursor), query.limit + 1);
+  return toPage(rows, query.limit, toWebhook);
+}
+
+/** Removes a subscription and its secret together; another account's id is a 404. */
+export async function deleteWebhook(db: DbOrTx, secrets: SecretStore, accountId: string, id: string): Promise<void> {
+  await db.transaction(async (tx) => {
+    const row = await deleteWebhookRow(tx, accountId, id);
+    if (!row) throw notFound("webhook");
+    if (row.secret_ref) await secrets.remove(tx, accountId, row.secret_ref);
+  });
+}

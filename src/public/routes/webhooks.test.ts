@@ -1,0 +1,246 @@
+/** /v1/webhooks: happy paths, errors and security. */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { sql } from "drizzle-orm";
+import type { Platform } from "../../core/platform.ts";
+import { createPublicApp } from "../app.ts";
+import { identityRoutes } from "./identity.ts";
+import { webhookRoutes } from "./webhooks.ts";
+import { keyWithScopes, seedTenant, storeKind, testPlatform, type Tenant } from "../../../test/support/platform.ts";
+import { call, type Json } from "../../../test/support/http.ts";
+
+let platform: Platform;
+let app: ReturnType<typeof createPublicApp>;
+
+beforeAll(async () => {
+  platform = await testPlatform();
+  app = createPublicApp(platform, [identityRoutes, webhookRoutes]);
+});
+afterAll(() => platform.close());
+
+/** A public IP literal: passes the SSRF guard without any DNS lookup. */
+const HOOK = "https://93.184.216.34/parley/hook";
+
+const detailPaths = (r: { body: Json }) => (r.body.details as Json[]).map((d) => d.path);
+
+async function create(t: Tenant, body: Json = { url: HOOK }): Promise<Json> {
+  const r = await call(app, "POST", "/v1/webhooks", { key: t.key, body });
+  expect(r.status, JSON.stringify(r.body)).toBe(201);
+  return r.body.data;
+}
+
+async function list(t: Tenant, query = ""): Promise<Json[]> {
+  const r = await call(app, "GET", `/v1/webhooks?limit=500${query}`, { key: t.key });
+  expect(r.status).toBe(200);
+  return r.body.data;
+}
+
+async function storedRows(accountId: string): Promise<Json[]> {
+  const r = await platform.db.execute(sql`select * from webhook_subscription where account_id = ${accountId} order by id`);
+  return (Array.isArray(r) ? r : (r as { rows: Json[] }).rows) as Json[];
+}
+
+describe(`/v1/webhooks happy [${storeKind}]`, () => {
+  test("create without a secret returns a generated one once; the row keeps only a secret-store ref", async () => {
+    const t = await seedTenant(platform);
+    const w = await create(t, { url: HOOK, events: "call.ended, call.started,call.ended", description: "CRM sync" });
+    expect(w).toEqual({
+      id: expect.stringMatching(/^wh_[0-9A-Z]{26}$/),
+      url: HOOK,
+      events: ["call.started", "call.ended"],
+      description: "CRM sync",
+      status: "active",
+      has_secret: 1,
+      created_at: expect.any(Number),
+      updated_at: expect.any(Number),
+      secret: expect.stringMatching(/^whsec_[A-Za-z0-9_-]{43}$/),
+    });
+    const [row] = await storedRows(t.accountId);
+    expect(row!.secret_ref).toMatch(/^sec_/);
+    expect(JSON.stringify(row)).not.toContain(w.secret);
+    expect(await platform.secrets.reveal(platform.db, t.accountId, row!.secret_ref)).toBe(w.secret);
+    const listed = await list(t);
+    expect(listed).toEqual([{ ...w, secret: undefined }].map(({ secret: _, ...rest }) => rest));
+    expect(JSON.stringify(listed)).not.toContain("sec_");
+    expect(JSON.stringify(listed)).not.toContain("whsec_");
+  });
+
+  test("a given secret is stored and never echoed; events default to *; an array of names works", async () => {
+    const t = await seedTenant(platform);
+    const secret = "my-own-signing-secret-0123";
+    const w = await create(t, { url: HOOK, secret });
+    expect(w.secret).toBeUndefined();
+    expect(w.events).toEqual(["*"]);
+    expect(w.description).toBeNull();
+    expect(w.has_secret).toBe(1);
+    const [row] = await storedRows(t.accountId);
+    expect(await platform.secrets.reveal(platform.db, t.accountId, row!.secret_ref)).toBe(secret);
+    const arr = await create(t, { url: HOOK, events: ["fax.failed", "fax.sent", "fax.failed"] });
+    expect(arr.events).toEqual(["fax.sent", "fax.failed"]);
+    expect((await create(t, { url: HOOK, events: ["*"] })).events).toEqual(["*"]);
+  });
+
+  test("list filters by event (subscriptions on * included) and pages with limit=2", async () => {
+    const t = await seedTenant(platform);
+    const all = await create(t, { url: HOOK });
+    const calls = await create(t, { url: HOOK, events: "call.ended" });
+    const fax = await create(t, { url: HOOK, events: "fax.sent" });
+    const more = [await create(t, { url: HOOK, events: "test" }), await create(t, { url: HOOK, events: "call.ended,test" })];
+    expect((await list(t, "&event=call.ended")).map((w) => w.id)).toEqual([all.id, calls.id, more[1]!.id]);
+    expect((await list(t, "&event=fax.sent")).map((w) => w.id)).toEqual([all.id, fax.id]);
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    let pages = 0;
+    do {
+      const r = await call(app, "GET", `/v1/webhooks?limit=2${cursor ? `&cursor=${cursor}` : ""}`, { key: t.key });
+      expect(r.status).toBe(200);
+      expect((r.body.data as Json[]).length).toBeLessThanOrEqual(2);
+      seen.push(...(r.body.data as Json[]).map((w) => w.id));
+      cursor = r.body.next_cursor;
+      pages++;
+    } while (cursor);
+    expect(pages).toBe(3);
+    expect(seen).toEqual([all.id, calls.id, fax.id, more[0]!.id, more[1]!.id]);
+  });
+
+  test("DELETE with a body { id } and DELETE /{id} both remove the row and its secret", async () => {
+    const t = await seedTenant(platform);
+    const a = await create(t);
+    const b = await create(t);
+    const refs = (await storedRows(t.accountId)).map((r) => r.secret_ref as string);
+    expect((await call(app, "DELETE", "/v1/webhooks", { key: t.key, body: { id: a.id } })).body).toEqual({ ok: true });
+    expect((await call(app, "DELETE", `/v1/webhooks/${b.id}`, { key: t.key })).body).toEqual({ ok: true });
+    expect(await list(t)).toEqual([]);
+    for (const ref of refs) expect(await platform.secrets.reveal(platform.db, t.accountId, ref)).toBeNull();
+    expect((await call(app, "DELETE", `/v1/webhooks/${b.id}`, { key: t.key })).status).toBe(404);
+  });
+
+  test("the event catalog lists every event with a description and a full sample delivery body", async () => {
+    const t = await seedTenant(platform);
+    const r = await call(app, "GET", "/v1/webhooks/events", { key: t.key });
+    expect(r.status).toBe(200);
+    const names = (r.body.data as Json[]).map((e) => e.name);
+    expect(names).toEqual([
+      "call.started", "call.answered", "call.ended", "agent.state", "message.received", "message.status", "recording.available",
+      "fax.received", "fax.sent", "fax.failed", "campaign.started", "campaign.completed", "campaign.contact", "test",
+    ]);
+    const ended = (r.body.data as Json[]).find((e) => e.name === "call.ended")!;
+    expect(ended.sample).toEqual({
+      event: "call.ended",
+      account_id: expect.stringMatching(/^acc_/),
+      ts: expect.any(Number),
+      data: { callId: expect.any(String), direction: "inbound", answered: 1, billsec: expect.any(Number), hangup_cause: expect.any(String), queue_id: expect.any(String), agent_id: expect.any(String), ts: expect.any(Number) },
+    });
+  });
+
+  test("an Idempotency-Key replay of a create returns the same id and secret without a second row", async () => {
+    const t = await seedTenant(platform);
+    const headers = { "idempotency-key": "webhook-create-1" };
+    const first = await call(app, "POST", "/v1/webhooks", { key: t.key, body: { url: HOOK }, headers });
+    const again = await call(app, "POST", "/v1/webhooks", { key: t.key, body: { url: HOOK }, headers });
+    expect(first.status).toBe(201);
+    expect(again.status).toBe(201);
+    expect(again.headers.get("idempotency-replayed")).toBe("true");
+    expect(again.body.data.id).toBe(first.body.data.id);
+    expect(again.body.data.secret).toBe(first.body.data.secret);
+    expect(await storedRows(t.accountId)).toHaveLength(1);
+  });
+
+  test("with WEBHOOK_ALLOW_PRIVATE=1 a loopback https URL is accepted; without it the same URL is refused", async () => {
+    const t = await seedTenant(platform);
+    const refused = await call(app, "POST", "/v1/webhooks", { key: t.key, body: { url: "https://127.0.0.1/hook" } });
+    expect(refused.status).toBe(400);
+    expect(detailPaths(refused)).toEqual(["/url"]);
+    const dev = await testPlatform({ env: { WEBHOOK_ALLOW_PRIVATE: "1" } });
+    const devApp = createPublicApp(dev, [identityRoutes, webhookRoutes]);
+    const accepted = await call(devApp, "POST", "/v1/webhooks", { key: t.key, body: { url: "https://127.0.0.1/hook" } });
+    expect(accepted.status).toBe(201);
+    expect(accepted.body.data.url).toBe("https://127.0.0.1/hook");
+    await dev.close();
+  });
+});
+
+describe(`/v1/webhooks errors [${storeKind}]`, () => {
+  test("400 for every bad field on create, and nothing is written", async () => {
+    const t = await seedTenant(platform);
+    const cases: Array<[Json, string, RegExp?]> = [
+      [{}, "/url"],
+      [{ url: "" }, "/url"],
+      [{ url: 5 }, "/url"],
+      [{ url: "http://93.184.216.34/hook" }, "/url", /https/],
+      [{ url: "https://user:pw@93.184.216.34/hook" }, "/url", /user name or password/],
+      [{ url: `https://93.184.216.34/${"a".repeat(2048)}` }, "/url"],
+      [{ url: "https://127.0.0.1/hook" }, "/url", /loopback/],
+      [{ url: "https://localhost/hook" }, "/url", /loopback/],
+      [{ url: "https://[::1]/hook" }, "/url", /loopback/],
+      [{ url: "https://[::ffff:10.0.0.1]/hook" }, "/url", /private/],
+      [{ url: "https://169.254.169.254/latest" }, "/url", /metadata/],
+      [{ url: "https://192.168.0.10/hook" }, "/url", /private/],
+      [{ url: "https://100.64.0.1/hook" }, "/url", /carrier-grade/],
+      [{ url: "https://no-such-host.invalid/hook" }, "/url", /does not resolve/],
+      [{ url: HOOK, events: "call.ended,call.exploded" }, "/events", /call\.exploded/],
+      [{ url: HOOK, events: ["nope"] }, "/events", /nope/],
+      [{ url: HOOK, events: "" }, "/events"],
+      [{ url: HOOK, events: [] }, "/events"],
+      [{ url: HOOK, events: "*,test" }, "/events"],
+      [{ url: HOOK, events: 3 }, "/events"],
+      [{ url: HOOK, secret: "short" }, "/secret"],
+      [{ url: HOOK, secret: "x".repeat(257) }, "/secret"],
+      [{ url: HOOK, description: "x".repeat(501) }, "/description"],
+      [{ url: HOOK, status: "disabled" }, "/status"],
+    ];
+    for (const [body, path, message] of cases) {
+      const r = await call(app, "POST", "/v1/webhooks", { key: t.key, body });
+      expect(r.status, JSON.stringify(body).slice(0, 80)).toBe(400);
+      expect(r.body.error).toBe("validation_failed");
+      expect(detailPaths(r), JSON.stringify(body).slice(0, 80)).toContain(path);
+      if (message) expect(JSON.stringify(r.body.details), JSON.stringify(body).slice(0, 80)).toMatch(message);
+    }
+    expect(await storedRows(t.accountId)).toEqual([]);
+    expect(await list(t)).toEqual([]);
+  });
+
+  test("400 for a bad list filter or cursor and a bad delete body; 404 for an unknown id", async () => {
+    const t = await seedTenant(platform);
+    expect(detailPaths(await call(app, "GET", "/v1/webhooks?event=call.exploded", { key: t.key }))).toEqual(["/query/event"]);
+    expect((await call(app, "GET", "/v1/webhooks?cursor=bogus", { key: t.key })).status).toBe(400);
+    expect((await call(app, "GET", "/v1/webhooks?limit=0", { key: t.key })).status).toBe(400);
+    expect(detailPaths(await call(app, "DELETE", "/v1/webhooks", { key: t.key, body: {} }))).toContain("/id");
+    expect((await call(app, "DELETE", "/v1/webhooks", { key: t.key, body: { id: "wh_06F3ZK1W8N9Q2R4T6V8X0Y2Z4A" } })).status).toBe(404);
+  });
+});
+
+describe(`/v1/webhooks security [${storeKind}]`, () => {
+  test("401 without a credential; 403 without the webhooks scope", async () => {
+    const t = await seedTenant(platform);
+    const w = await create(t);
+    expect((await call(app, "GET", "/v1/webhooks")).status).toBe(401);
+    expect((await call(app, "GET", "/v1/webhooks/events")).status).toBe(401);
+    expect((await call(app, "POST", "/v1/webhooks", { body: { url: HOOK } })).status).toBe(401);
+    const other = await keyWithScopes(platform, t.accountId, ["contacts"]);
+    const attempts: Array<[string, string, unknown]> = [
+      ["GET", "/v1/webhooks", undefined],
+      ["GET", "/v1/webhooks/events", undefined],
+      ["POST", "/v1/webhooks", { url: HOOK }],
+      ["DELETE", "/v1/webhooks", { id: w.id }],
+      ["DELETE", `/v1/webhooks/${w.id}`, undefined],
+    ];
+    for (const [m, p, body] of attempts) {
+      const r = await call(app, m, p, { key: other, body });
+      expect(r.status, `${m} ${p}`).toBe(403);
+      expect(r.body.need).toBe("webhooks");
+    }
+    expect(await storedRows(t.accountId)).toHaveLength(1);
+  });
+
+  test("another account's subscription is invisible and a 404 to delete (both forms); its secret survives", async () => {
+    const mine = await seedTenant(platform);
+    const theirs = await seedTenant(platform);
+    const w = await create(theirs);
+    expect(await list(mine)).toEqual([]);
+    expect((await call(app, "DELETE", "/v1/webhooks", { key: mine.key, body: { id: w.id } })).status).toBe(404);
+    expect((await call(app, "DELETE", `/v1/webhooks/${w.id}`, { key: mine.key })).status).toBe(404);
+    const [row] = await storedRows(theirs.accountId);
+    expect(row!.id).toBe(w.id);
+    expect(await platform.secrets.reveal(platform.db, theirs.accountId, row!.secret_ref)).toBe(w.secret);
+  });
+});
