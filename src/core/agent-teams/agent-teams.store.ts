@@ -3,6 +3,7 @@ import { and, asc, eq, gt, sql, type SQL } from "drizzle-orm";
 import type { DbOrTx } from "../db/db.ts";
 import { rawRows } from "../db/migrate.ts";
 import { agentTeams, type AgentTeamRow } from "./agent-teams.schema.ts";
+import { likePrefix } from "../db/sql-text.ts";
 
 export type NewAgentTeamRow = typeof agentTeams.$inferInsert;
 
@@ -31,7 +32,7 @@ export async function findTeam(db: DbOrTx, accountId: string, id: string): Promi
 export async function listTeams(db: DbOrTx, accountId: string, filter: { namePrefix?: string }, afterId: string | null, limit: number): Promise<AgentTeamRow[]> {
   const conditions: SQL[] = [eq(agentTeams.account_id, accountId)];
   if (filter.namePrefix !== undefined) {
-    conditions.push(sql`lower(${agentTeams.name}) like ${`${filter.namePrefix.replace(/[\\%_]/g, (c) => `\\${c}`)}%`}`);
+    conditions.push(sql`lower(${agentTeams.name}) like ${likePrefix(filter.namePrefix)}`);
   }
   if (afterId) conditions.push(gt(agentTeams.id, afterId));
   return db

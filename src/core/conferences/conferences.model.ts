@@ -1,7 +1,7 @@
 /** TypeBox models of conference rooms: request validation, TypeScript types and OpenAPI from one place. */
 import { Type as T, type Static } from "@sinclair/typebox";
 import { Flag, IdOf, Name, Nullable } from "../validation/fields.ts";
-import { Pin } from "../voicemail/voicemail.model.ts";
+import { Pin } from "../validation/fields.ts";
 
 export namespace ConferenceModel {
   /** A room as the API shows it: never a PIN, never a secret ref. */

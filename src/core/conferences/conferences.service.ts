@@ -7,10 +7,10 @@ import { decodeCursor, toPage } from "../pagination/pagination.ts";
 import { assertNotInUse } from "../routing/references.ts";
 import type { SecretStore } from "../secrets/secrets.service.ts";
 import { pinsMatch, removePinSecrets, writePinSecret } from "../voicemail/pin-secret.ts";
-import { mediaFileExists } from "../voicemail/voicemail.store.ts";
 import type { ConferenceModel } from "./conferences.model.ts";
 import type { ConferenceRow } from "./conferences.schema.ts";
 import { deleteConferenceRow, findConference, insertConference, listConferenceRows, updateConferenceRow } from "./conferences.store.ts";
+import { rowExists } from "../db/row-exists.ts";
 
 /** The writable fields of a room (a create or an update, without the upsert's `id`). */
 export type ConferenceFields = Omit<ConferenceModel.Upsert, "id">;
@@ -46,7 +46,7 @@ async function writeProblems(
   current: ConferenceRow | null,
 ): Promise<ErrorDetail[]> {
   const details: ErrorDetail[] = [];
-  if (fields.moh_media_id && !(await mediaFileExists(db, accountId, fields.moh_media_id))) {
+  if (fields.moh_media_id && !(await rowExists(db, "media_file", accountId, fields.moh_media_id))) {
     details.push({ path: "/moh_media_id", message: "No such media file in this account." });
   }
   const storedPin = async (ref: string | null | undefined) => (ref ? secrets.reveal(db, accountId, ref) : null);

@@ -1,7 +1,7 @@
 /** Queries on conference rooms. The only file of this capability that touches drizzle. */
 import { and, asc, eq, gt, ilike, type SQL } from "drizzle-orm";
 import type { DbOrTx } from "../db/db.ts";
-import { likePrefix } from "../voicemail/voicemail.store.ts";
+import { likePrefix } from "../db/sql-text.ts";
 import { conferences, type ConferenceRow } from "./conferences.schema.ts";
 
 export type NewConferenceRow = typeof conferences.$inferInsert;

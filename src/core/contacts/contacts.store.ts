@@ -2,6 +2,7 @@
 import { and, arrayContains, asc, eq, gt, inArray, or, sql, type SQL } from "drizzle-orm";
 import type { DbOrTx } from "../db/db.ts";
 import { contactPhones, contacts, type ContactRow } from "./contacts.schema.ts";
+import { likePrefix } from "../db/sql-text.ts";
 
 export type NewContactRow = typeof contacts.$inferInsert;
 
@@ -13,11 +14,6 @@ export interface ContactFilter {
   e164?: string;
   tag?: string;
   externalId?: string;
-}
-
-/** `value` as a LIKE pattern that matches it literally at the start. */
-function prefixPattern(value: string): string {
-  return `${value.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
 
 async function writePhones(db: DbOrTx, accountId: string, contactId: string, numbers: string[]): Promise<void> {
@@ -46,7 +42,7 @@ export async function findContact(db: DbOrTx, accountId: string, id: string): Pr
 export async function listContactRows(db: DbOrTx, accountId: string, filter: ContactFilter, afterId: string | null, limit: number): Promise<ContactRow[]> {
   const conditions: SQL[] = [eq(contacts.account_id, accountId)];
   if (filter.prefix !== undefined) {
-    const pattern = prefixPattern(filter.prefix);
+    const pattern = likePrefix(filter.prefix);
     conditions.push(
       or(
         sql`lower(${contacts.first_name}) like ${pattern}`,

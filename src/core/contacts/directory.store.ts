@@ -6,6 +6,7 @@ import { sql, type SQL } from "drizzle-orm";
 import type { DbOrTx } from "../db/db.ts";
 import { rawRows } from "../db/migrate.ts";
 import { KEYPAD_DIGITS, KEYPAD_LETTERS } from "./keypad.ts";
+import { likePrefix } from "../db/sql-text.ts";
 
 export interface DirectoryRow {
   id: string;
@@ -19,11 +20,6 @@ export interface DirectoryFilter {
   digits?: string;
   /** Lower-cased prefix of the whole name, the last name or the extension. */
   prefix?: string;
-}
-
-/** `value` as a LIKE pattern that matches it literally at the start. */
-function prefixPattern(value: string): string {
-  return `${value.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
 
 /** A text expression spelled on the keypad, letters only. */
@@ -42,7 +38,7 @@ export async function listDirectoryRows(db: DbOrTx, accountId: string, filter: D
     conditions.push(sql`(${keypad(first)} like ${pattern} or ${keypad(last)} like ${pattern})`);
   }
   if (filter.prefix !== undefined) {
-    const pattern = prefixPattern(filter.prefix);
+    const pattern = likePrefix(filter.prefix);
     conditions.push(sql`(lower(${name}) like ${pattern} or lower(${last}) like ${pattern} or lower(u.username) like ${pattern})`);
   }
   if (afterId) conditions.push(sql`u.id > ${afterId}`);

@@ -3,6 +3,7 @@ import { and, asc, eq, gt, ilike, type SQL } from "drizzle-orm";
 import type { DbOrTx } from "../db/db.ts";
 import { mediaFiles, type MediaFileRow } from "./media.schema.ts";
 import type { MediaModel } from "./media.model.ts";
+import { likePrefix } from "../db/sql-text.ts";
 
 export type NewMediaFileRow = typeof mediaFiles.$inferInsert;
 
@@ -19,11 +20,6 @@ export async function findMediaFile(db: DbOrTx, accountId: string, id: string): 
     .where(and(eq(mediaFiles.account_id, accountId), eq(mediaFiles.id, id)))
     .limit(1);
   return row ?? null;
-}
-
-/** `value` with LIKE's wildcards escaped, so a name prefix matches literally. */
-function likePrefix(value: string): string {
-  return `${value.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
 
 /** An account's media files after `afterId`, in id (creation) order, narrowed by `filter`. */

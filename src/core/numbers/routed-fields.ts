@@ -9,6 +9,7 @@ import type { DbOrTx } from "../db/db.ts";
 import { rawRows } from "../db/migrate.ts";
 import { AppError, validationFailed, type ErrorDetail } from "../errors/app-error.ts";
 import { checkRouteTargets, type DestXform } from "../routing/route-target.ts";
+import { rowExists } from "../db/row-exists.ts";
 
 /** A route target's transform as stored and shown. */
 export type DestXformValue = Static<typeof DestXform>;
@@ -97,7 +98,7 @@ export async function checkRoutedFields(db: DbOrTx, accountId: string, fields: R
       }
     }
   }
-  if (fields.schedule_id !== null && !(await scheduleExists(db, accountId, fields.schedule_id))) {
+  if (fields.schedule_id !== null && !(await rowExists(db, "time_schedule", accountId, fields.schedule_id))) {
     details.push({ path: "/schedule_id", message: "No such schedule in this account." });
   }
   try {
@@ -113,8 +114,3 @@ export async function checkRoutedFields(db: DbOrTx, accountId: string, fields: R
   if (details.length) throw validationFailed(details);
 }
 
-// time_schedule belongs to the schedules capability; existence is all a routed resource needs to know.
-async function scheduleExists(db: DbOrTx, accountId: string, scheduleId: string): Promise<boolean> {
-  const rows = await rawRows<{ one: number }>(db, sql`select 1 as one from time_schedule where account_id = ${accountId} and id = ${scheduleId} limit 1`);
-  return rows.length > 0;
-}

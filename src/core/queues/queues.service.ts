@@ -30,12 +30,11 @@ import {
   listMemberRows,
   listOptionRows,
   listQueueRows,
-  mediaFileExists,
-  scheduleExists,
   updateMemberRow,
   updateQueueRow,
   upsertOptionRow,
 } from "./queues.store.ts";
+import { rowExists } from "../db/row-exists.ts";
 
 /** Most options a queue can have: one per key of a phone keypad. */
 export const MAX_QUEUE_OPTIONS = 12;
@@ -149,10 +148,10 @@ async function checkQueueSettings(db: DbOrTx, accountId: string, queueId: string
     details.push({ path: "/schedule_id", message: "closed_dest and holiday_dest need a schedule that says when the queue is closed." });
   }
   if (q.moh_mode === "file" && !q.moh_media_id) details.push({ path: "/moh_media_id", message: "moh_mode file needs moh_media_id." });
-  if (q.moh_media_id && !(await mediaFileExists(db, accountId, q.moh_media_id))) {
+  if (q.moh_media_id && !(await rowExists(db, "media_file", accountId, q.moh_media_id))) {
     details.push({ path: "/moh_media_id", message: "No such media file in this account." });
   }
-  if (q.schedule_id && !(await scheduleExists(db, accountId, q.schedule_id))) {
+  if (q.schedule_id && !(await rowExists(db, "time_schedule", accountId, q.schedule_id))) {
     details.push({ path: "/schedule_id", message: "No such schedule in this account." });
   }
   // A slot already refused (self-routing) is not looked up again: one message per problem.
@@ -325,7 +324,7 @@ async function checkOption(db: DbOrTx, accountId: string, queueId: string, input
     details.push({ path: "/stay_in_queue", message: `A caller cannot stay in the queue after ${action}.` });
   }
   if (destKind === "queue" && destId === queueId) details.push({ path: "/dest_id", message: "A queue cannot route to itself." });
-  if (input.prompt_media_id && !(await mediaFileExists(db, accountId, input.prompt_media_id))) {
+  if (input.prompt_media_id && !(await rowExists(db, "media_file", accountId, input.prompt_media_id))) {
     details.push({ path: "/prompt_media_id", message: "No such media file in this account." });
   }
   if (action !== "hangup" && !details.some((d) => d.path === "/dest_id" || d.path === "/dest_kind")) {

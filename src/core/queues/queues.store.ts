@@ -11,6 +11,7 @@ import {
   type NewQueueRow,
   type QueueRow,
 } from "./queues.schema.ts";
+import { likePrefix } from "../db/sql-text.ts";
 
 export async function insertQueue(db: DbOrTx, row: NewQueueRow): Promise<QueueRow> {
   const [created] = await db.insert(queues).values(row).returning();
@@ -46,16 +47,11 @@ export interface QueueListFilter {
   memberUserId?: string;
 }
 
-/** LIKE pattern that matches `prefix` literally at the start. */
-function prefixPattern(prefix: string): string {
-  return `${prefix.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-}
-
 /** Queues of the account after `afterId`, in id (creation) order. */
 export async function listQueueRows(db: DbOrTx, accountId: string, filter: QueueListFilter, afterId: string | null, limit: number): Promise<QueueRow[]> {
   const conditions: SQL[] = [eq(queues.account_id, accountId)];
   if (afterId) conditions.push(gt(queues.id, afterId));
-  if (filter.namePrefix) conditions.push(ilike(queues.name, prefixPattern(filter.namePrefix)));
+  if (filter.namePrefix) conditions.push(ilike(queues.name, likePrefix(filter.namePrefix)));
   if (filter.memberUserId) {
     const memberOf = db
       .select({ id: agentQueueAssignments.queue_id })
@@ -181,14 +177,3 @@ export async function findUserAgentFlag(db: DbOrTx, accountId: string, userId: s
   return row ? { is_agent: Number(row.is_agent) } : null;
 }
 
-/** True when the account has this media file. */
-export async function mediaFileExists(db: DbOrTx, accountId: string, mediaId: string): Promise<boolean> {
-  const rows = await rawRows<{ one: number }>(db, sql`select 1 as one from media_file where account_id = ${accountId} and id = ${mediaId} limit 1`);
-  return rows.length > 0;
-}
-
-/** True when the account has this schedule. */
-export async function scheduleExists(db: DbOrTx, accountId: string, scheduleId: string): Promise<boolean> {
-  const rows = await rawRows<{ one: number }>(db, sql`select 1 as one from time_schedule where account_id = ${accountId} and id = ${scheduleId} limit 1`);
-  return rows.length > 0;
-}

@@ -3,15 +3,11 @@ import { and, asc, eq, gt, ilike, sql, type SQL } from "drizzle-orm";
 import type { DbOrTx } from "../db/db.ts";
 import { rawRows } from "../db/migrate.ts";
 import { ringGroupMembers, ringGroups, type RingGroupMemberRow, type RingGroupRow } from "./ring-groups.schema.ts";
+import { likePrefix } from "../db/sql-text.ts";
 
 export type NewRingGroupRow = typeof ringGroups.$inferInsert;
 export type NewRingGroupMemberRow = typeof ringGroupMembers.$inferInsert;
 export type RingGroupListRow = RingGroupRow & { member_count: number };
-
-/** A LIKE pattern matching values that start with `prefix` literally (its % and _ are not wildcards). */
-function startsWithPattern(prefix: string): string {
-  return `${prefix.replace(/[\\%_]/g, "\\$&")}%`;
-}
 
 export async function insertRingGroup(db: DbOrTx, row: NewRingGroupRow): Promise<RingGroupRow> {
   const [created] = await db.insert(ringGroups).values(row).returning();
@@ -93,7 +89,7 @@ function hasMember(column: "user_id" | "device_id", value: string): SQL {
 export async function selectRingGroups(db: DbOrTx, accountId: string, filter: RingGroupFilter): Promise<RingGroupListRow[]> {
   const conditions: SQL[] = [eq(ringGroups.account_id, accountId)];
   if (filter.afterId) conditions.push(gt(ringGroups.id, filter.afterId));
-  if (filter.namePrefix) conditions.push(ilike(ringGroups.name, startsWithPattern(filter.namePrefix)));
+  if (filter.namePrefix) conditions.push(ilike(ringGroups.name, likePrefix(filter.namePrefix)));
   if (filter.userId) conditions.push(hasMember("user_id", filter.userId));
   if (filter.deviceId) conditions.push(hasMember("device_id", filter.deviceId));
   const memberCount = sql<number>`(select count(*) from ${ringGroupMembers} where ${ringGroupMembers.account_id} = ${ringGroups.account_id} and ${ringGroupMembers.ring_group_id} = ${ringGroups.id})`.mapWith(Number);

@@ -66,22 +66,10 @@ export interface Usage {
   id: string;
 }
 
-let presentTables: Promise<Set<string>> | null = null;
-
-/** Tables that exist (checked once per process; migrations run before any request). */
-function tablesPresent(db: DbOrTx): Promise<Set<string>> {
-  presentTables ??= rawRows<{ tablename: string }>(db, sql`select tablename from pg_tables where schemaname = current_schema()`).then(
-    (rows) => new Set(rows.map((r) => r.tablename)),
-  );
-  return presentTables;
-}
-
 /** Every row of this account that refers to `kind` `id`, at most 20 (enough to tell a user what to change). */
 export async function findUsages(db: DbOrTx, accountId: string, kind: ReferencedKind, id: string): Promise<Usage[]> {
-  const tables = await tablesPresent(db);
   const parts: SQL[] = [];
   for (const slot of ROUTE_TARGET_SLOTS) {
-    if (!tables.has(slot.table)) continue;
     const ownerId = sql.identifier(slot.ownerId ?? "id");
     const accountColumn = sql.identifier(slot.table === "account" ? "id" : "account_id");
     parts.push(
@@ -89,7 +77,7 @@ export async function findUsages(db: DbOrTx, accountId: string, kind: Referenced
     );
   }
   for (const ref of REFERENCE_COLUMNS) {
-    if (ref.target !== kind || !tables.has(ref.table)) continue;
+    if (ref.target !== kind) continue;
     const ownerId = sql.identifier(ref.ownerId ?? "id");
     parts.push(
       sql`select ${ref.owner} as kind, ${ownerId} as id from ${sql.identifier(ref.table)} where account_id = ${accountId} and ${sql.identifier(ref.column)} = ${id}`,

@@ -5,11 +5,10 @@
  * write with `checkRouteTargets`, so a target always exists, in the same account, and is of its kind.
  */
 import { Type as T, type TSchema } from "@sinclair/typebox";
-import { sql } from "drizzle-orm";
 import type { DbOrTx } from "../db/db.ts";
-import { rawRows } from "../db/migrate.ts";
 import { validationFailed, type ErrorDetail } from "../errors/app-error.ts";
 import { Nullable } from "../validation/fields.ts";
+import { rowExists, type TenantTable } from "../db/row-exists.ts";
 
 /** Every kind of route target, with the table and id prefix of the resource it names. */
 export const DEST_KINDS = {
@@ -112,7 +111,7 @@ export interface RouteTargetSlot {
  */
 export async function checkRouteTargets(db: DbOrTx, accountId: string, slots: RouteTargetSlot[]): Promise<void> {
   const details: ErrorDetail[] = [];
-  const lookups: Array<{ slot: RouteTargetSlot; table: string; id: string; label: string }> = [];
+  const lookups: Array<{ slot: RouteTargetSlot; table: TenantTable; id: string; label: string }> = [];
   for (const slot of slots) {
     const kind = slot.kind ?? null;
     const id = slot.id ?? null;
@@ -146,11 +145,7 @@ export async function checkRouteTargets(db: DbOrTx, accountId: string, slots: Ro
     lookups.push({ slot, table: spec.table!, id, label: spec.label });
   }
   for (const lookup of lookups) {
-    const rows = await rawRows<{ one: number }>(
-      db,
-      sql`select 1 as one from ${sql.identifier(lookup.table)} where account_id = ${accountId} and id = ${lookup.id} limit 1`,
-    );
-    if (rows.length === 0) details.push({ path: `/${lookup.slot.prefix}_id`, message: `No such ${lookup.label} in this account.` });
+    if (!(await rowExists(db, lookup.table, accountId, lookup.id))) details.push({ path: `/${lookup.slot.prefix}_id`, message: `No such ${lookup.label} in this account.` });
   }
   if (details.length) throw validationFailed(details);
 }

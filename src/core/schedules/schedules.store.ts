@@ -2,15 +2,11 @@
 import { and, asc, eq, gt, ilike, sql, type SQL } from "drizzle-orm";
 import type { DbOrTx } from "../db/db.ts";
 import { timeScheduleRules, timeSchedules, type TimeScheduleRow, type TimeScheduleRuleRow } from "./schedules.schema.ts";
+import { likePrefix } from "../db/sql-text.ts";
 
 export type NewTimeScheduleRow = typeof timeSchedules.$inferInsert;
 export type NewTimeScheduleRuleRow = typeof timeScheduleRules.$inferInsert;
 export type TimeScheduleListRow = TimeScheduleRow & { rule_count: number };
-
-/** A LIKE pattern matching values that start with `prefix` literally (its % and _ are not wildcards). */
-function startsWithPattern(prefix: string): string {
-  return `${prefix.replace(/[\\%_]/g, "\\$&")}%`;
-}
 
 export async function insertSchedule(db: DbOrTx, row: NewTimeScheduleRow): Promise<TimeScheduleRow> {
   const [created] = await db.insert(timeSchedules).values(row).returning();
@@ -80,7 +76,7 @@ export async function selectSchedules(
 ): Promise<TimeScheduleListRow[]> {
   const conditions: SQL[] = [eq(timeSchedules.account_id, accountId)];
   if (filter.afterId) conditions.push(gt(timeSchedules.id, filter.afterId));
-  if (filter.namePrefix) conditions.push(ilike(timeSchedules.name, startsWithPattern(filter.namePrefix)));
+  if (filter.namePrefix) conditions.push(ilike(timeSchedules.name, likePrefix(filter.namePrefix)));
   return db
     .select({
       account_id: timeSchedules.account_id,

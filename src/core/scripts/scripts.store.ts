@@ -2,6 +2,7 @@
 import { and, asc, eq, gt, sql, type SQL } from "drizzle-orm";
 import type { DbOrTx } from "../db/db.ts";
 import { scripts, type ScriptRow } from "./scripts.schema.ts";
+import { likePrefix } from "../db/sql-text.ts";
 
 export type NewScriptRow = typeof scripts.$inferInsert;
 
@@ -33,7 +34,7 @@ export async function listScriptSummaries(
 ): Promise<ScriptSummaryRow[]> {
   const conditions: SQL[] = [eq(scripts.account_id, accountId)];
   if (filter.namePrefix !== undefined) {
-    conditions.push(sql`lower(${scripts.name}) like ${`${filter.namePrefix.replace(/[\\%_]/g, (c) => `\\${c}`)}%`}`);
+    conditions.push(sql`lower(${scripts.name}) like ${likePrefix(filter.namePrefix)}`);
   }
   if (filter.contentType !== undefined) conditions.push(eq(scripts.content_type, filter.contentType));
   if (afterId) conditions.push(gt(scripts.id, afterId));

@@ -16,12 +16,12 @@ import {
   insertUser,
   listUsers as listUserRows,
   lockUserForDelete,
-  referenceExists,
   updateUser as updateUserRow,
   type NewUserRow,
   type UserFilters,
   type UserRow,
 } from "./users.store.ts";
+import { rowExists } from "../db/row-exists.ts";
 
 /** Maps a row to the API shape (every field, fixed order). */
 export function toUser(row: UserRow): UserModel.User {
@@ -66,10 +66,10 @@ async function checkFields(
     if (input.out_cid_number !== null && e164 === null) details.push({ path: "/out_cid_number", message: "Not an E.164 number (country code and 7–14 more digits)." });
     checked.out_cid_number = e164;
   }
-  if (input.voicemail_id && !(await referenceExists(db, "voicemail", accountId, input.voicemail_id))) {
+  if (input.voicemail_id && !(await rowExists(db, "voicemail", accountId, input.voicemail_id))) {
     details.push({ path: "/voicemail_id", message: "No such voicemail box in this account." });
   }
-  if (input.team_id && !(await referenceExists(db, "agent_team", accountId, input.team_id))) {
+  if (input.team_id && !(await rowExists(db, "agent_team", accountId, input.team_id))) {
     details.push({ path: "/team_id", message: "No such agent team in this account." });
   }
   if (details.length) throw validationFailed(details);

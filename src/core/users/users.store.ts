@@ -3,6 +3,7 @@ import { and, asc, eq, gt, ilike, or, sql, type SQL } from "drizzle-orm";
 import type { DbOrTx } from "../db/db.ts";
 import { rawRows } from "../db/migrate.ts";
 import { appUsers, type NewUserRow, type UserRow } from "./users.schema.ts";
+import { likePrefix } from "../db/sql-text.ts";
 
 export type { NewUserRow, UserRow };
 
@@ -39,11 +40,6 @@ export async function lockUserForDelete(tx: DbOrTx, accountId: string, id: strin
   return rows.length > 0;
 }
 
-/** LIKE metacharacters in user input match themselves, not "any". */
-function escapeLike(text: string): string {
-  return text.replace(/[\\%_]/g, (c) => `\\${c}`);
-}
-
 /** Users of an account after `afterId`, in id (creation) order. */
 export async function listUsers(db: DbOrTx, accountId: string, filters: UserFilters, afterId: string | null, limit: number): Promise<UserRow[]> {
   const where: SQL[] = [eq(appUsers.account_id, accountId)];
@@ -52,7 +48,7 @@ export async function listUsers(db: DbOrTx, accountId: string, filters: UserFilt
   if (filters.is_agent !== undefined) where.push(eq(appUsers.is_agent, filters.is_agent));
   if (filters.team_id !== undefined) where.push(eq(appUsers.team_id, filters.team_id));
   if (filters.q !== undefined) {
-    const prefix = `${escapeLike(filters.q)}%`;
+    const prefix = likePrefix(filters.q);
     where.push(or(ilike(appUsers.username, prefix), ilike(appUsers.display_name, prefix))!);
   }
   return db.select().from(appUsers).where(and(...where)).orderBy(asc(appUsers.id)).limit(limit);
@@ -65,25 +61,5 @@ export async function updateUser(db: DbOrTx, accountId: string, id: string, patc
 
 export async function deleteUserRow(db: DbOrTx, accountId: string, id: string): Promise<boolean> {
   const rows = await db.delete(appUsers).where(and(eq(appUsers.account_id, accountId), eq(appUsers.id, id))).returning({ id: appUsers.id });
-  return rows.length > 0;
-}
-
-/** Tables a user refers to that other capabilities own. */
-export type UserReferenceTable = "voicemail" | "agent_team";
-
-// Only presence is cached: a table that exists keeps existing, one that is missing is asked about again.
-const presentTables = new Set<string>();
-
-/**
- * True when `table` holds row `id` of the account. A table that does not exist (yet) holds nothing,
- * so the reference is refused instead of the query failing.
- */
-export async function referenceExists(db: DbOrTx, table: UserReferenceTable, accountId: string, id: string): Promise<boolean> {
-  if (!presentTables.has(table)) {
-    const [found] = await rawRows<{ present: boolean }>(db, sql`select to_regclass(${table}) is not null as present`);
-    if (!found?.present) return false;
-    presentTables.add(table);
-  }
-  const rows = await rawRows<{ one: number }>(db, sql`select 1 as one from ${sql.identifier(table)} where account_id = ${accountId} and id = ${id} limit 1`);
   return rows.length > 0;
 }

@@ -72,5 +72,9 @@ export const Language = (description = "BCP 47 language tag, e.g. en-US.") => T.
 export const IdOf = (prefix: string, description?: string) =>
   T.String({ pattern: `^${prefix}_[0-9A-HJKMNP-TV-Z]{26}$`, description: description ?? `${prefix}_… id.` });
 
+/** A PIN as a caller types it on the keypad: 4–12 digits, a string so leading zeros survive. */
+export const Pin = (description = "4–12 digits, as a string. Write-only: replies only say whether one is set.") =>
+  T.String({ pattern: "^[0-9]{4,12}$", description });
+
 /** A human name or label. */
 export const Name = (maxLength = 200) => T.String({ minLength: 1, maxLength });

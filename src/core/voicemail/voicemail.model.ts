@@ -1,13 +1,6 @@
 /** TypeBox models of voicemail boxes: request validation, TypeScript types and OpenAPI from one place. */
 import { Type as T, type Static } from "@sinclair/typebox";
-import { Flag, IdOf, Language, Name, Nullable } from "../validation/fields.ts";
-
-/**
- * A PIN as a caller types it on the keypad: 4–12 digits, sent as a string so leading zeros survive.
- * Shared with conferences (member and admin PINs follow the same rule).
- */
-export const Pin = (description = "4–12 digits, as a string. Write-only: replies only say whether one is set.") =>
-  T.String({ pattern: "^[0-9]{4,12}$", description });
+import { Flag, IdOf, Language, Name, Nullable, Pin } from "../validation/fields.ts";
 
 export namespace VoicemailModel {
   /** A box as the API shows it: never the PIN, never its secret ref. */

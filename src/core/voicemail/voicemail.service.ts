@@ -14,9 +14,9 @@ import {
   findVoicemail,
   insertVoicemail,
   listVoicemailRows,
-  mediaFileExists,
   updateVoicemailRow,
 } from "./voicemail.store.ts";
+import { rowExists } from "../db/row-exists.ts";
 
 /** The writable fields of a box (a create or an update, without the upsert's `id`). */
 export type VoicemailFields = Omit<VoicemailModel.Upsert, "id">;
@@ -41,7 +41,7 @@ export function toVoicemail(row: VoicemailRow): VoicemailModel.Voicemail {
 /** Problems with what the fields refer to: the greeting must be a media file of this account. */
 async function referenceProblems(db: DbOrTx, accountId: string, fields: VoicemailFields): Promise<ErrorDetail[]> {
   const details: ErrorDetail[] = [];
-  if (fields.greeting_media_id && !(await mediaFileExists(db, accountId, fields.greeting_media_id))) {
+  if (fields.greeting_media_id && !(await rowExists(db, "media_file", accountId, fields.greeting_media_id))) {
     details.push({ path: "/greeting_media_id", message: "No such media file in this account." });
   }
   return details;

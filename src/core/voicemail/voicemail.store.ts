@@ -3,6 +3,7 @@ import { and, asc, eq, gt, ilike, sql, type SQL } from "drizzle-orm";
 import type { DbOrTx } from "../db/db.ts";
 import { rawRows } from "../db/migrate.ts";
 import { voicemails, type VoicemailRow } from "./voicemail.schema.ts";
+import { likePrefix } from "../db/sql-text.ts";
 
 export type NewVoicemailRow = typeof voicemails.$inferInsert;
 
@@ -40,11 +41,6 @@ export async function deleteVoicemailRow(db: DbOrTx, accountId: string, id: stri
   return rows.length > 0;
 }
 
-/** Escapes LIKE wildcards so a user's text matches literally. */
-export function likePrefix(text: string): string {
-  return `${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-}
-
 /** The account's boxes in id (creation) order after `afterId`, optionally those whose name starts with `namePrefix` (any case). */
 export async function listVoicemailRows(
   db: DbOrTx,
@@ -63,11 +59,3 @@ export async function listVoicemailRows(
     .limit(limit);
 }
 
-/**
- * True when `media_file` `id` exists in this account. The media capability owns that table; this is
- * the one raw query into it, so greetings and music on hold of conferences are checked the same way.
- */
-export async function mediaFileExists(db: DbOrTx, accountId: string, id: string): Promise<boolean> {
-  const rows = await rawRows<{ one: number }>(db, sql`select 1 as one from media_file where account_id = ${accountId} and id = ${id} limit 1`);
-  return rows.length > 0;
-}
