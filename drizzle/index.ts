@@ -3,10 +3,12 @@ import type { Migration } from "../src/core/db/migrate.ts";
 import m0 from "./0000_init.sql" with { type: "text" };
 import m1 from "./0001_config.sql" with { type: "text" };
 import m2 from "./0002_webhooks.sql" with { type: "text" };
+import m3 from "./0003_calls_events.sql" with { type: "text" };
 
 /** Every migration, in order. */
 export const migrations: Migration[] = [
   { tag: "0000_init", sql: m0 },
   { tag: "0001_config", sql: m1 },
   { tag: "0002_webhooks", sql: m2 },
+  { tag: "0003_calls_events", sql: m3 },
 ];

@@ -2,7 +2,7 @@
  * The edge control plane ({control_url}): called by the SIP edge, media engines and operator tools.
  * Gated: the edge paths by an IP allowlist (CONTROL_ALLOW), /admin/* by the x-admin-token header.
  */
-import { Elysia } from "elysia";
+import { Elysia, type AnyElysia } from "elysia";
 import type { Platform } from "../core/platform.ts";
 import { AppError } from "../core/errors/app-error.ts";
 import { ipAllowed } from "../core/net/cidr.ts";
@@ -10,6 +10,17 @@ import { clientIp } from "../http/request-context.ts";
 import { hostBase } from "../http/host-base.ts";
 import { adminRoutes } from "./routes/admin.ts";
 import { configRoutes } from "./routes/config.ts";
+import { edgeAuthRoutes } from "./routes/edge-auth.ts";
+import { presenceRoutes } from "./routes/presence.ts";
+import { routeRoutes } from "./routes/route.ts";
+import { cacRoutes } from "./routes/cac.ts";
+import { securityRoutes } from "./routes/security.ts";
+
+/** A route module of the control host. */
+export type ControlRouteModule = (platform: Platform) => AnyElysia;
+
+/** Every control-host route module (admin and config are always mounted). */
+export const CONTROL_ROUTE_MODULES: ControlRouteModule[] = [edgeAuthRoutes, routeRoutes, presenceRoutes, cacRoutes, securityRoutes];
 
 /** Paths only allow-listed addresses (edge, media and operator nodes) may reach. */
 const GATED_PREFIXES = ["/auth", "/route", "/flow", "/presence", "/agent", "/cac", "/media", "/calls", "/security", "/node", "/debug"];
@@ -29,12 +40,13 @@ function timingSafeEqualText(a: string, b: string): boolean {
   return diff === 0;
 }
 
-export function createControlApp(platform: Platform) {
+/** The control host. `modules` defaults to every edge module; tests may mount a subset. */
+export function createControlApp(platform: Platform, modules: ControlRouteModule[] = CONTROL_ROUTE_MODULES) {
   const { config } = platform;
   const notImplemented = () => {
     throw new AppError("not_implemented", "Not implemented on the control host.");
   };
-  return new Elysia({ name: "control", normalize: false })
+  const app = new Elysia({ name: "control", normalize: false })
     .use(hostBase(platform, { host: "control", cors: false, accept: ["json", "form"] }))
     // onRequest, not beforeHandle: the gate must hold for every path, routed or not.
     .onRequest(({ request, server }) => {
@@ -55,4 +67,6 @@ export function createControlApp(platform: Platform) {
     .all("/v1", notImplemented, { detail: { hide: true } })
     .all("/hooks/carrier", notImplemented, { detail: { hide: true } })
     .all("/hooks/carrier/*", notImplemented, { detail: { hide: true } });
+  for (const module of modules) app.use(module(platform));
+  return app;
 }

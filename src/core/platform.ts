@@ -19,6 +19,7 @@ import { createSecretStore, type SecretStore } from "./secrets/secrets.service.t
 import { createFsObjectStore } from "./objects/fs-object-store.ts";
 import type { ObjectStore } from "./objects/object-store.ts";
 import { createRequestQuota, type RequestQuota } from "./rate-limit/rate-limit.ts";
+import { createEventBus, type EventBus } from "./events/bus.ts";
 import { deriveFingerprintSecret, deriveReplySealKey } from "./idempotency/idempotency.service.ts";
 
 export interface Platform {
@@ -37,6 +38,8 @@ export interface Platform {
   quota: RequestQuota;
   secrets: SecretStore;
   objects: ObjectStore;
+  /** The event bus (outbox): emit in the transaction of the change; published after commit. */
+  events: EventBus;
   /** Closes every store. Call once, after the servers stopped. */
   close(): Promise<void>;
 }
@@ -89,6 +92,7 @@ export async function createPlatform(config: Config, options: PlatformOptions = 
     replySealKey: deriveReplySealKey(masterKey),
     secrets: createSecretStore(database.db, masterKey),
     objects: createFsObjectStore(join(config.dataDir, "objects")),
+    events: createEventBus({ db: database.db, live, log }),
     async close() {
       await credentials.close();
       if (!options.live) await live.close();

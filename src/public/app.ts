@@ -25,6 +25,9 @@ import { fieldRoutes } from "./routes/fields.ts";
 import { dncRoutes } from "./routes/dnc.ts";
 import { agentTeamRoutes } from "./routes/agent-teams.ts";
 import { webhookRoutes } from "./routes/webhooks.ts";
+import { callRoutes } from "./routes/calls.ts";
+import { usageRoutes } from "./routes/usage.ts";
+import { eventRoutes } from "./routes/events.ts";
 import { MEDIA_MAX_BYTES, UPLOAD_CONTENT_TYPES } from "../core/media/media.service.ts";
 import pkg from "../../package.json" with { type: "json" };
 
@@ -65,6 +68,9 @@ export const PUBLIC_ROUTE_MODULES: PublicRouteModule[] = [
   dncRoutes,
   agentTeamRoutes,
   webhookRoutes,
+  eventRoutes,
+  callRoutes,
+  usageRoutes,
 ];
 
 /**

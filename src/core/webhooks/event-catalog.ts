@@ -161,6 +161,8 @@ export const EventData = {
 /** Every event name, in catalog order. */
 export type EventName = keyof typeof EventData;
 export const EVENT_NAMES = Object.keys(EventData) as EventName[];
+/** The `data` of event `E`. */
+export type EventPayload<E extends EventName> = Static<(typeof EventData)[E]>;
 
 /** What fires each event (SPEC.md section 6). */
 const DESCRIPTIONS: Record<EventName, string> = {

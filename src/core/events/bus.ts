@@ -1,0 +1,124 @@
+/**
+ * The one event bus. Producers emit inside the transaction of the change that caused the event
+ * (outbox): the event row (and its webhook deliveries) commit or roll back with that change, so a
+ * crash can neither lose nor invent an event. After commit the bus publishes the events on the live
+ * store's pub/sub (every instance's WebSocket hubs hear them) and wakes local listeners (the delivery
+ * worker). Publishing is best effort; the table is the truth, so consumers that missed a publish
+ * catch up from it (stream resume, delivery polling).
+ */
+import { and, asc, eq, gt, inArray } from "drizzle-orm";
+import type { Db, Tx } from "../db/db.ts";
+import type { LiveStore } from "../live/live-store.ts";
+import { accountKey } from "../live/live-store.ts";
+import type { Logger } from "../log/logger.ts";
+import type { EventName, EventPayload } from "../webhooks/event-catalog.ts";
+import { events } from "./events.schema.ts";
+
+/** An event as written, published and streamed. */
+export interface PlatformEvent {
+  /** Increasing id: the stream's resume cursor. */
+  id: number;
+  account_id: string;
+  event: EventName;
+  data: Record<string, unknown>;
+  /** Epoch ms. */
+  ts: number;
+}
+
+/** Writes one event in the caller's transaction. */
+export type Emit = <E extends EventName>(accountId: string, event: E, data: EventPayload<E>, ts?: number) => Promise<PlatformEvent>;
+
+/** Called in the emitting transaction for every event (webhook deliveries are planned here). */
+export type EventPlanner = (tx: Tx, event: PlatformEvent) => Promise<void>;
+
+export interface EventBus {
+  /**
+   * Runs `fn` in one transaction; the events it emits commit with it, then are published.
+   * @example await bus.transaction(async (tx, emit) => { await saveCdr(tx, cdr); await emit(acc, "call.ended", data); })
+   */
+  transaction<T>(fn: (tx: Tx, emit: Emit) => Promise<T>): Promise<T>;
+  /** One event in a transaction of its own. */
+  emit<E extends EventName>(accountId: string, event: E, data: EventPayload<E>, ts?: number): Promise<PlatformEvent>;
+  /** Adds a planner run for every emitted event inside its transaction. */
+  addPlanner(planner: EventPlanner): void;
+  /** Local listener for committed events of any account (after commit; best effort). */
+  onCommitted(listener: (events: PlatformEvent[]) => void): () => void;
+  /** Live events of one account, from every instance (via the live store's pub/sub). */
+  subscribe(accountId: string, handler: (event: PlatformEvent) => void): Promise<() => Promise<void>>;
+  /** Stored events of one account with id > afterId, oldest first (resume). */
+  since(accountId: string, afterId: number, limit: number, names?: EventName[]): Promise<PlatformEvent[]>;
+}
+
+/** The pub/sub channel of one account's events. */
+export function eventChannel(accountId: string): string {
+  return accountKey(accountId, "events");
+}
+
+function toEvent(row: typeof events.$inferSelect): PlatformEvent {
+  return { id: row.id, account_id: row.account_id, event: row.name as EventName, data: row.data as Record<string, unknown>, ts: row.ts };
+}
+
+export function createEventBus(deps: { db: Db; live: LiveStore; log: Logger }): EventBus {
+  const { db, live, log } = deps;
+  const planners: EventPlanner[] = [];
+  const listeners = new Set<(events: PlatformEvent[]) => void>();
+
+  function emitter(tx: Tx, sink: PlatformEvent[]): Emit {
+    return async (accountId, event, data, ts = Date.now()) => {
+      const [row] = await tx.insert(events).values({ account_id: accountId, name: event, data, ts }).returning();
+      const emitted = toEvent(row!);
+      for (const plan of planners) await plan(tx, emitted);
+      sink.push(emitted);
+      return emitted;
+    };
+  }
+
+  async function published(batch: PlatformEvent[]): Promise<void> {
+    if (!batch.length) return;
+    for (const listener of listeners) {
+      try {
+        listener(batch);
+      } catch (error) {
+        log.error("event listener failed", { error: String(error) });
+      }
+    }
+    for (const e of batch) {
+      live.publish(eventChannel(e.account_id), JSON.stringify(e)).catch((error) => log.warn("event publish failed", { error: String(error) }));
+    }
+  }
+
+  const bus: EventBus = {
+    async transaction(fn) {
+      const sink: PlatformEvent[] = [];
+      const result = await db.transaction((tx) => fn(tx as Tx, emitter(tx as Tx, sink)));
+      await published(sink);
+      return result;
+    },
+    emit(accountId, event, data, ts) {
+      return bus.transaction((_tx, emit) => emit(accountId, event, data, ts));
+    },
+    addPlanner(planner) {
+      planners.push(planner);
+    },
+    onCommitted(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    subscribe(accountId, handler) {
+      return live.subscribe(eventChannel(accountId), (message) => {
+        try {
+          handler(JSON.parse(message) as PlatformEvent);
+        } catch (error) {
+          log.warn("bad event message", { error: String(error) });
+        }
+      });
+    },
+    async since(accountId, afterId, limit, names) {
+      const where = [eq(events.account_id, accountId), gt(events.id, afterId)];
+      if (names?.length) where.push(inArray(events.name, names));
+      const rows = await db.select().from(events).where(and(...where)).orderBy(asc(events.id)).limit(limit);
+      return rows.map(toEvent);
+    },
+  };
+  return bus;
+}
