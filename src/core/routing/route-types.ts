@@ -1,0 +1,130 @@
+/**
+ * The contract between the routing decision (src/core/routing/decide*.ts), call admission (CAC and
+ * the call record, src/core/cac and src/core/calls) and the edge's /route and /presence/event
+ * endpoints. Field names follow DESIGN.md section 4 (camelCase request fields of the edge).
+ */
+import { Type as T, type Static } from "@sinclair/typebox";
+
+/** POST /route: form or JSON, same names (DESIGN.md section 4). */
+export const RouteRequest = T.Object(
+  {
+    callId: T.String({ minLength: 1, maxLength: 255, description: "SIP Call-ID." }),
+    from: T.String({ maxLength: 255, description: "Caller: user part of From (number or SIP user), may be empty for anonymous." }),
+    fromDomain: T.String({ maxLength: 255, description: "Domain of From (the account's SIP realm for devices)." }),
+    to: T.String({ minLength: 1, maxLength: 255, description: "Called: user part of the Request-URI." }),
+    source_ip: T.Optional(T.String({ maxLength: 64, description: "Where the INVITE came from (trunk ACLs)." })),
+    transport: T.Optional(T.String({ maxLength: 16 })),
+    fromName: T.Optional(T.String({ maxLength: 255, description: "Display name of From." })),
+    privacy: T.Optional(T.String({ maxLength: 64, description: "Privacy header (id, none), for anonymous callers." })),
+    account_id: T.Optional(T.String({ maxLength: 64, description: "From the /auth reply when the edge authenticated the caller." })),
+    user_id: T.Optional(T.String({ maxLength: 64 })),
+    device_id: T.Optional(T.String({ maxLength: 64 })),
+  },
+  { additionalProperties: true },
+);
+export type RouteRequest = Static<typeof RouteRequest>;
+
+export type CallDirection = "inbound" | "outbound" | "internal";
+
+/** One concurrency counter a call holds while it lasts. */
+export interface CacSlot {
+  /** Which ceiling: account max_in / max_out / max_dialer, a number's or trunk's max_channels, a user's max_simultaneous. */
+  level: "account_in" | "account_out" | "account_dialer" | "number" | "trunk" | "user";
+  /** Account id for account_* levels, else the num_/trk_/us_ id. */
+  id: string;
+  /** The ceiling (null or absent ceilings are not slots at all). */
+  limit: number;
+}
+
+/** One routing decision recorded for GET /v1/calls/{id}/trace. */
+export interface TraceStep {
+  /** Epoch ms. */
+  at: number;
+  /** What was looked at: classify, number, schedule, forward, extension, user, transform, dnc, geo, acl, call_limit, caller_id, outbound_route, cac, reject, … */
+  step: string;
+  /** The outcome in a few words (matched num_…, closed → voicemail vm_…, transform tr_… 0044… → 44…). */
+  result: string;
+  data?: Record<string, unknown>;
+}
+
+/** A route of an rtjson document (Kamailio's rtjson module). */
+export interface RtjsonRoute {
+  uri: string;
+  dst_uri?: string;
+  path?: string;
+  socket?: string;
+  headers?: { from?: { display?: string; uri?: string }; to?: { display?: string; uri?: string }; extra?: string };
+  branch_flags?: number;
+  fr_timer?: number;
+  fr_inv_timer?: number;
+}
+
+/** The reply of POST /route: `{ rtjson }`. For proxy and outbound, rtjson is also a document rtjson_init_routes() applies. */
+export interface RouteReply {
+  rtjson: {
+    action: "flow" | "proxy" | "outbound" | "reject";
+    account_id: string | null;
+    flow_id: string | null;
+    /** Variables for the media engine / edge (destination kind and id, caller id, call id, direction, …). */
+    vars: Record<string, string | number | null>;
+    /** reject only: SIP code and reason. */
+    code?: number;
+    reason?: string;
+    /** proxy / outbound: Kamailio rtjson document fields. */
+    version?: "1.0";
+    routing?: "serial" | "parallel";
+    routes?: RtjsonRoute[];
+  };
+}
+
+/** What the decision function hands to admission (CAC, call record, call.started). */
+export interface RouteDecision {
+  reply: RouteReply;
+  /** Null only when no account could be determined (unknown DID, unknown trunk): nothing is recorded then. */
+  accountId: string | null;
+  direction: CallDirection;
+  from: string;
+  to: string;
+  userId: string | null;
+  deviceId: string | null;
+  numberId: string | null;
+  trunkId: string | null;
+  queueId: string | null;
+  /** Counters to take before the call proceeds (rejects take none). */
+  slots: CacSlot[];
+  trace: TraceStep[];
+}
+
+/** POST /presence/event with type dialog: one SIP dialog's lifecycle, as the edge reports it. */
+export const DialogEvent = T.Object(
+  {
+    type: T.Literal("dialog"),
+    callId: T.String({ minLength: 1, maxLength: 255 }),
+    state: T.Union([T.Literal("early"), T.Literal("confirmed"), T.Literal("terminated")]),
+    account_id: T.Optional(T.String({ maxLength: 64 })),
+    /** SIP final code or Q.850-style cause of a terminated dialog (e.g. 200/BYE → NORMAL_CLEARING, 486 → USER_BUSY, 487 → ORIGINATOR_CANCEL). */
+    sip_code: T.Optional(T.Integer({ minimum: 100, maximum: 699 })),
+    hangup_cause: T.Optional(T.String({ maxLength: 64 })),
+    /** Legs of the call as the edge sees them (caller leg, callee legs). */
+    legs: T.Optional(
+      T.Array(
+        T.Object(
+          {
+            leg_id: T.Optional(T.String({ maxLength: 255 })),
+            role: T.Optional(T.Union([T.Literal("caller"), T.Literal("callee")])),
+            uri: T.Optional(T.String({ maxLength: 255 })),
+            device_id: T.Optional(T.String({ maxLength: 64 })),
+            user_id: T.Optional(T.String({ maxLength: 64 })),
+            state: T.Optional(T.String({ maxLength: 32 })),
+          },
+          { additionalProperties: true },
+        ),
+        { maxItems: 32 },
+      ),
+    ),
+    /** When it happened at the edge, epoch ms (default: when we received it). */
+    ts: T.Optional(T.Integer({ minimum: 0 })),
+  },
+  { additionalProperties: true },
+);
+export type DialogEvent = Static<typeof DialogEvent>;
