@@ -10,6 +10,9 @@ import { createPublicApp } from "./public/app.ts";
 import { createConsoleApp } from "./console/app.ts";
 import { createRealtimeApp } from "./realtime/app.ts";
 import { createControlApp } from "./control/app.ts";
+import { startDeliveryWorker } from "./core/webhooks/delivery-worker.ts";
+import { sweepLogs } from "./core/logs/logs.service.ts";
+import { sweepEvents } from "./core/events/bus.ts";
 
 export const ALL_HOSTS: HostName[] = ["public", "console", "realtime", "control"];
 
@@ -32,6 +35,7 @@ const FACTORIES = {
 
 export function startHosts(platform: Platform, hosts: HostName[] = ALL_HOSTS): RunningHosts {
   const servers: Array<{ stop(closeActive?: boolean): Promise<void> }> = [];
+  let closeStreams = () => {};
   const ports: Partial<Record<HostName, number>> = {};
   for (const host of hosts) {
     const app = FACTORIES[host](platform).listen({
@@ -45,20 +49,30 @@ export function startHosts(platform: Platform, hosts: HostName[] = ALL_HOSTS): R
     });
     if (!app.server) throw new Error(`the ${host} host did not start`);
     ports[host] = app.server.port;
+    // Open event streams would keep stop(false) waiting forever: they are closed first (clients resume).
+    if ("eventStream" in app.decorator) closeStreams = (app.decorator as { eventStream: { closeAll(): void } }).eventStream.closeAll;
     servers.push(app.server);
   }
+  // Hourly retention: idempotency records, the account log, stored events.
   const purge = setInterval(() => {
-    purgeExpiredIdempotencyKeys(platform.db).catch((error) =>
-      platform.log.warn("idempotency purge failed", { error: describeError(error) }),
-    );
+    const jobs: Array<[string, () => Promise<unknown>]> = [
+      ["idempotency purge", () => purgeExpiredIdempotencyKeys(platform.db)],
+      ["log sweep", () => sweepLogs(platform.db)],
+      ["event sweep", () => sweepEvents(platform.db)],
+    ];
+    for (const [name, job] of jobs) job().catch((error) => platform.log.warn(`${name} failed`, { error: describeError(error) }));
   }, 3600_000);
   purge.unref();
+  // One webhook delivery worker per serve process, whatever hosts it runs (WEBHOOK_WORKERS=0: none).
+  const webhooks = platform.config.webhookWorkers ? startDeliveryWorker(platform) : null;
   return {
     ports,
     async stop() {
       clearInterval(purge);
+      closeStreams();
       // stop(false): refuse new connections, let requests in flight complete.
       await Promise.all(servers.map((s) => s.stop(false)));
+      await webhooks?.stop();
     },
   };
 }

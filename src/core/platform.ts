@@ -21,6 +21,8 @@ import type { ObjectStore } from "./objects/object-store.ts";
 import { createRequestQuota, type RequestQuota } from "./rate-limit/rate-limit.ts";
 import { createEventBus, type EventBus } from "./events/bus.ts";
 import { deriveFingerprintSecret, deriveReplySealKey } from "./idempotency/idempotency.service.ts";
+import { planWebhookDeliveries } from "./webhooks/delivery.service.ts";
+import { installEventLogs } from "./logs/logs.service.ts";
 
 export interface Platform {
   config: Config;
@@ -79,6 +81,11 @@ export async function createPlatform(config: Config, options: PlatformOptions = 
   const tokens = createSessionTokens(config.jwtSecret ?? loadOrCreateJwtSecret(config.dataDir));
   const masterKey = config.masterKey ? parseMasterKey(config.masterKey) : loadOrCreateMasterKey(config.dataDir);
   const credentials = await createCredentialResolver({ db: database.db, live, tokens });
+  const events = createEventBus({ db: database.db, live, log });
+  // Webhook deliveries are planned in the transaction of every event (outbox).
+  events.addPlanner(planWebhookDeliveries);
+  // A `test` event leaves a line in the account log (GET /v1/logs).
+  installEventLogs(events);
   return {
     config,
     database,
@@ -92,7 +99,7 @@ export async function createPlatform(config: Config, options: PlatformOptions = 
     replySealKey: deriveReplySealKey(masterKey),
     secrets: createSecretStore(database.db, masterKey),
     objects: createFsObjectStore(join(config.dataDir, "objects")),
-    events: createEventBus({ db: database.db, live, log }),
+    events,
     async close() {
       await credentials.close();
       if (!options.live) await live.close();

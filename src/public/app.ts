@@ -110,7 +110,11 @@ export function createPublicApp(platform: Platform, modules: PublicRouteModule[]
       { name: "Custom fields", description: "Custom fields of contacts and calls." },
       { name: "DNC", description: "The do-not-call list." },
       { name: "Agent teams", description: "Reporting teams of agents." },
-      { name: "Webhooks", description: "Webhook subscriptions and the catalog of event types." },
+      { name: "Webhooks", description: "Webhook subscriptions, test events, the delivery log and the catalog of event types." },
+      { name: "Events", description: "Realtime event-stream tickets and the account log." },
+      { name: "Calls", description: "Call records (CDRs), their routing traces, live calls and concurrency counters." },
+      { name: "Usage", description: "Spend, minutes and call counts; the account's financial statement." },
+      { name: "Reports", description: "Polled snapshots for wallboards and reports." },
     ],
     excludePaths: ["/healthz", "/readyz", "/v1/openapi.json"],
   };

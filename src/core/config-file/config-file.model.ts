@@ -8,6 +8,7 @@ import { Flag } from "../validation/fields.ts";
 import { TrunkModel } from "../trunks/trunks.model.ts";
 import { ForwardModel } from "../forwards/forwards.model.ts";
 import { PolicyModel } from "../policies/policies.model.ts";
+import { RateModel } from "../rates/rates.model.ts";
 
 /** A SIP domain: lower-case DNS name with at least two labels. */
 export const SIP_DOMAIN_PATTERN = "^(?=.{4,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\\.)+[a-z](?:[a-z0-9-]{0,61}[a-z0-9])?$";
@@ -42,6 +43,7 @@ export namespace ConfigFileModel {
       recording_rules: section(PolicyModel.RecordingRuleEntry, 2000, "Recording rules, keyed by name."),
       phone_lists: section(PolicyModel.PhoneListEntry, 200, "Phone lists (do-not-call, do-not-record, allow), keyed by name."),
       geo_policies: section(PolicyModel.GeoPolicyEntry, 200, "Destination-country policies, keyed by name."),
+      rate_plans: section(RateModel.RatePlanEntry, 50, "Rate plans that price calls, keyed by name; the one with default: 1 prices the account's calls."),
     },
     { additionalProperties: false, description: "Parley config file (one account)." },
   );
@@ -88,6 +90,7 @@ export namespace ConfigFileModel {
           recording_rules: SectionPlan,
           phone_lists: SectionPlan,
           geo_policies: SectionPlan,
+          rate_plans: SectionPlan,
         },
         { additionalProperties: false },
       ),

@@ -82,6 +82,7 @@ describe(`config file: happy paths [${storeKind}]`, () => {
       recording_rules: 2,
       phone_lists: 1,
       geo_policies: 1,
+      rate_plans: 0,
     });
     expect(first.plan.changes).toBe(24);
 

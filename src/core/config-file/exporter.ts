@@ -21,7 +21,7 @@ export async function exportConfig(db: DbOrTx, accountId: string): Promise<Confi
   const file: Record<string, unknown> = { version: CONFIG_FILE_VERSION };
   for (const section of SECTIONS) {
     const stored = await section.load(db, accountId, book);
-    if (stored.length) file[section.name] = stored.map((c) => c.entry).sort((a, b) => section.compare(a, b)).map(toFileEntry);
+    if (stored.length) file[section.name] = stored.map((c) => c.entry).sort((a, b) => section.compare(a, b)).map((e) => (section.toFile ? section.toFile(e) : toFileEntry(e)));
   }
   return file as ConfigFileModel.File;
 }

@@ -15,6 +15,7 @@ import { listOutboundRoutes, listTrunks } from "../trunks/trunks.store.ts";
 import { configInvalid, validateConfigShape } from "./config-file.format.ts";
 import type { ConfigFileModel } from "./config-file.model.ts";
 import { sipDomainSection } from "./sip-domain-section.ts";
+import { ratePlanSection } from "../rates/rate-plan-section.ts";
 import {
   diffEntries,
   isSecret,
@@ -42,6 +43,7 @@ export const SECTIONS: ReadonlyArray<Section<CanonicalEntry>> = [
   numberTransformSection,
   forwardSection,
   ...POLICY_SECTIONS,
+  ratePlanSection,
 ] as unknown as ReadonlyArray<Section<CanonicalEntry>>;
 
 /** Options of a plan or an apply. */
@@ -186,7 +188,7 @@ function toPlan(accountId: string, work: SectionWork[]): ConfigFileModel.Plan {
   for (const name of SECTION_NAMES) resources[name] = { create: [], update: [], delete: [] };
   for (const { section, creates, updates, deletes } of work) {
     resources[section.name] = {
-      create: creates.map((d) => ({ key: section.keyOf(d.entry), values: toFileEntry(d.entry) })),
+      create: creates.map((d) => ({ key: section.keyOf(d.entry), values: section.toFile ? section.toFile(d.entry) : toFileEntry(d.entry) })),
       update: updates.map((u) => ({ key: section.keyOf(u.desired.entry), id: u.id, changes: u.changes })),
       delete: deletes.map((c) => ({ key: section.keyOf(c.entry), id: c.id })),
     };

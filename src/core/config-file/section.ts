@@ -53,6 +53,7 @@ export const SECTION_NAMES = [
   "recording_rules",
   "phone_lists",
   "geo_policies",
+  "rate_plans",
 ] as const;
 export type SectionName = (typeof SECTION_NAMES)[number];
 
@@ -131,6 +132,8 @@ export interface Section<E extends CanonicalEntry> {
   create(tx: DbOrTx, w: WriteContext, entry: E): Promise<string>;
   update(tx: DbOrTx, w: WriteContext, id: string, entry: E, current: E, changes: FieldChange[]): Promise<void>;
   remove(tx: DbOrTx, w: WriteContext, id: string, current: E): Promise<void>;
+  /** The file form of an entry when it is not the generic one (`toFileEntry`), e.g. nested objects. */
+  toFile?(entry: E): Record<string, unknown>;
 }
 
 /** Compares two strings the same way on every machine (code points, not locale). */

@@ -27,10 +27,16 @@ export const EnvSchema = T.Object({
   RATE_LIMIT_REQUESTS: T.Integer({ minimum: 1, default: 100 }),
   RATE_LIMIT_WINDOW_SEC: T.Integer({ minimum: 1, maximum: 86400, default: 60 }),
   WEBHOOK_ALLOW_PRIVATE: T.Union([T.Literal("0"), T.Literal("1")], { default: "0", description: "1 lets webhooks target private and loopback addresses (development only)." }),
+  WEBHOOK_CA_FILE: T.Optional(T.String({ minLength: 1, description: "Path to a PEM file of CA certificates trusted for webhook deliveries, in addition to the built-in ones." })),
+  WEBHOOK_WORKERS: T.Union([T.Literal("0"), T.Literal("1")], { default: "1", description: "0: this process delivers no webhooks (another one does)." }),
   PUBLIC_URL: T.Optional(T.String({ pattern: "^https?://" })),
   CONSOLE_URL: T.Optional(T.String({ pattern: "^https?://" })),
   REALTIME_URL: T.Optional(T.String({ pattern: "^https?://" })),
   CONTROL_URL: T.Optional(T.String({ pattern: "^https?://" })),
+  CARRIER_ADDRESSES: T.String({ default: "", description: "CIDRs the platform's wholesale carrier sends calls from (inbound calls to DIDs); empty = none." }),
+  CARRIER_URI: T.Optional(T.String({ pattern: "^sips?:[^\\s]+$", description: "SIP URI of the platform's default carrier route (outbound calls with no trunk route)." })),
+  CAC_MAX_CALL_SEC: T.Integer({ minimum: 60, maximum: 604800, default: 14400, description: "Longest a call holds its concurrency slots without an end event (a lost BYE frees its slot after this)." }),
+  MEDIA_ENGINES: T.String({ default: "", description: "Comma-separated SIP URIs of the media engines that run flows, queues, voicemail, conferences." }),
 });
 export type Env = Static<typeof EnvSchema>;
 
@@ -54,6 +60,14 @@ export interface Config {
   rateLimit: { requests: number; windowSec: number };
   /** WEBHOOK_ALLOW_PRIVATE=1: webhooks may target private and loopback addresses (development only). */
   webhookAllowPrivate: boolean;
+  /** WEBHOOK_CA_FILE: extra PEM CA certificates trusted for webhook deliveries. */
+  webhookCaFile: string | undefined;
+  /** WEBHOOK_WORKERS=0 turns this process's webhook delivery worker off. */
+  webhookWorkers: boolean;
+  /** Call routing: the wholesale carrier (inbound source ranges, outbound default route) and the media engines. */
+  routing: { carrierAddresses: Cidr[]; carrierUri: string | null; mediaEngines: string[] };
+  /** CAC_MAX_CALL_SEC: the longest a call holds its CAC slots without an end event. */
+  cacMaxCallSec: number;
   /** Externally visible base URLs of the four hosts (printed at start, used in links). */
   urls: { public: string; console: string; realtime: string; control: string };
 }
@@ -81,6 +95,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     problems.push(`${name}: ${error.message}${shown}`);
   }
   let controlAllow: Cidr[] = [];
+  let carrierAddresses: Cidr[] = [];
+  let mediaEngines: string[] = [];
   const e = converted as Env;
   if (problems.length === 0) {
     try {
@@ -88,6 +104,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     } catch (error) {
       problems.push(`CONTROL_ALLOW: ${(error as Error).message}`);
     }
+    try {
+      carrierAddresses = parseCidrList(e.CARRIER_ADDRESSES);
+    } catch (error) {
+      problems.push(`CARRIER_ADDRESSES: ${(error as Error).message}`);
+    }
+    mediaEngines = e.MEDIA_ENGINES.split(",").map((u) => u.trim()).filter(Boolean);
+    const badEngine = mediaEngines.find((u) => !/^sips?:[^\s;]+(;[^\s]*)?$/.test(u));
+    if (badEngine) problems.push(`MEDIA_ENGINES: not a SIP URI (got ${JSON.stringify(badEngine)})`);
   }
   if (problems.length) throw new ConfigError(`Invalid configuration:\n  ${problems.join("\n  ")}`);
   if (e.DATABASE_URL && (!e.JWT_SECRET || !e.PARLEY_MASTER_KEY)) {
@@ -110,6 +134,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     logLevel: e.LOG_LEVEL,
     rateLimit: { requests: e.RATE_LIMIT_REQUESTS, windowSec: e.RATE_LIMIT_WINDOW_SEC },
     webhookAllowPrivate: e.WEBHOOK_ALLOW_PRIVATE === "1",
+    webhookCaFile: e.WEBHOOK_CA_FILE,
+    webhookWorkers: e.WEBHOOK_WORKERS === "1",
+    cacMaxCallSec: e.CAC_MAX_CALL_SEC,
+    routing: { carrierAddresses, carrierUri: e.CARRIER_URI ?? null, mediaEngines },
     urls: {
       public: e.PUBLIC_URL ?? local(e.PORT_PUBLIC),
       console: e.CONSOLE_URL ?? local(e.PORT_CONSOLE),

@@ -25,3 +25,8 @@ export interface Database {
   /** Closes connections (PGlite flushes to DATA_DIR). */
   close(): Promise<void>;
 }
+
+/** The rows of a raw `db.execute(sql…)` result, whichever store answered (postgres.js: an array; PGlite: `{ rows }`). */
+export function resultRows<R>(result: unknown): R[] {
+  return (Array.isArray(result) ? result : (result as { rows: R[] }).rows) as R[];
+}

@@ -6,8 +6,8 @@
  * worker). Publishing is best effort; the table is the truth, so consumers that missed a publish
  * catch up from it (stream resume, delivery polling).
  */
-import { and, asc, eq, gt, inArray } from "drizzle-orm";
-import type { Db, Tx } from "../db/db.ts";
+import { and, asc, eq, gt, inArray, sql } from "drizzle-orm";
+import { resultRows, type Db, type Tx } from "../db/db.ts";
 import type { LiveStore } from "../live/live-store.ts";
 import { accountKey } from "../live/live-store.ts";
 import type { Logger } from "../log/logger.ts";
@@ -47,6 +47,32 @@ export interface EventBus {
   subscribe(accountId: string, handler: (event: PlatformEvent) => void): Promise<() => Promise<void>>;
   /** Stored events of one account with id > afterId, oldest first (resume). */
   since(accountId: string, afterId: number, limit: number, names?: EventName[]): Promise<PlatformEvent[]>;
+}
+
+/** How long stored events stay readable for stream resume (deliveries keep their own rows). */
+export const EVENT_RETENTION_DAYS = 7;
+
+/**
+ * Deletes events older than the retention, except those a delivery still waits on. Returns how many.
+ * Run periodically (the server's maintenance job); batched so it never holds long locks.
+ */
+export async function sweepEvents(db: Db, options: { now?: number; retentionDays?: number; batch?: number } = {}): Promise<number> {
+  const cutoff = (options.now ?? Date.now()) - (options.retentionDays ?? EVENT_RETENTION_DAYS) * 86_400_000;
+  const batch = options.batch ?? 5_000;
+  let removed = 0;
+  for (;;) {
+    const rows = await db.execute(sql`
+      delete from ${events} where (account_id, id) in (
+        select e.account_id, e.id from ${events} e
+        where e.ts < ${cutoff}
+          and not exists (select 1 from webhook_delivery d
+                          where d.account_id = e.account_id and d.event_id = e.id and d.status in ('pending','retrying'))
+        limit ${batch})
+      returning id`);
+    const count = resultRows(rows).length;
+    removed += count;
+    if (count < batch) return removed;
+  }
 }
 
 /** The pub/sub channel of one account's events. */

@@ -50,6 +50,8 @@ export const ID_PREFIXES = {
   geoPolicy: "geo",
   mediaPlaylist: "mpl",
   dncEntry: "dnc",
+  accountLog: "log",
+  ratePlan: "rp",
 } as const;
 
 export type IdPrefix = (typeof ID_PREFIXES)[keyof typeof ID_PREFIXES];

@@ -94,3 +94,37 @@ export function ipAllowed(address: string | null | undefined, ranges: Cidr[]): b
   }
   return false;
 }
+
+function formatIpv4(value: bigint): string {
+  return [24n, 16n, 8n, 0n].map((shift) => String((value >> shift) & 255n)).join(".");
+}
+
+/** RFC 5952 text of an IPv6 address: lower case, no leading zeros, the longest run (≥ 2) of zero groups as `::`. */
+function formatIpv6(value: bigint): string {
+  const groups: number[] = [];
+  for (let i = 7; i >= 0; i--) groups.push(Number((value >> BigInt(i * 16)) & 0xffffn));
+  // RFC 5952: the longest run (≥ 2) of zero groups becomes ::, the first one on a tie.
+  let bestStart = -1;
+  let bestLength = 1;
+  for (let i = 0; i < 8; ) {
+    if (groups[i] !== 0) {
+      i++;
+      continue;
+    }
+    let j = i;
+    while (j < 8 && groups[j] === 0) j++;
+    if (j - i > bestLength) {
+      bestStart = i;
+      bestLength = j - i;
+    }
+    i = j;
+  }
+  const hex = groups.map((g) => g.toString(16));
+  if (bestStart < 0) return hex.join(":");
+  return `${hex.slice(0, bestStart).join(":")}::${hex.slice(bestStart + bestLength).join(":")}`;
+}
+
+/** The canonical text of an address value (dotted quad, or RFC 5952 IPv6). */
+export function formatIp(family: 4 | 6, value: bigint): string {
+  return family === 4 ? formatIpv4(value) : formatIpv6(value);
+}

@@ -26,9 +26,12 @@ function toWebhook(row: WebhookSubscriptionRow): WebhookModel.Webhook {
   };
 }
 
-/** A new signing secret: `whsec_` and 32 random bytes, base64url. */
+/**
+ * A new signing secret: `whsec_` and 32 random bytes in standard base64 (with its one `=`), the
+ * form the Standard Webhooks libraries decode into their key (see delivery-signing.ts).
+ */
 export function generateWebhookSecret(): string {
-  return `whsec_${randomBytes(32).toString("base64url")}`;
+  return `whsec_${randomBytes(32).toString("base64")}`;
 }
 
 /**

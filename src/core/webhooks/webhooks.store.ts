@@ -40,3 +40,12 @@ export async function deleteWebhookRow(db: DbOrTx, accountId: string, id: string
     .returning();
   return row ?? null;
 }
+
+/** A subscription's status, or null when the account has no such subscription. */
+export async function findWebhookStatus(db: DbOrTx, accountId: string, id: string): Promise<string | null> {
+  const [row] = await db
+    .select({ status: webhookSubscriptions.status })
+    .from(webhookSubscriptions)
+    .where(and(eq(webhookSubscriptions.account_id, accountId), eq(webhookSubscriptions.id, id)));
+  return row?.status ?? null;
+}

@@ -187,9 +187,9 @@ describe("event catalog", () => {
   });
 });
 
-test("generated secrets are whsec_ and 32 random bytes, base64url", () => {
+test("generated secrets are whsec_ and 32 random bytes, standard base64 (what Standard Webhooks libraries decode)", () => {
   const a = generateWebhookSecret();
-  expect(a).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
-  expect(Buffer.from(a.slice(6), "base64url").length).toBe(32);
+  expect(a).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+  expect(Buffer.from(a.slice(6), "base64").length).toBe(32);
   expect(generateWebhookSecret()).not.toBe(a);
 });

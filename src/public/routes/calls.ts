@@ -1,7 +1,78 @@
-/** GET /v1/calls (+csv), GET /v1/calls/{id}/trace, POST /v1/cac/reset. */
+/** GET /v1/calls (+csv), GET /v1/calls/{id}, GET /v1/calls/{id}/trace, POST /v1/cac/reset. */
 import { Elysia } from "elysia";
+import { Type as T } from "@sinclair/typebox";
 import type { Platform } from "../../core/platform.ts";
+import { CallModel } from "../../core/calls/calls.model.ts";
+import { getCall, getCallTrace, listCallsPage, resetAccountCac, streamCallsCsv } from "../../core/calls/calls.service.ts";
+import { DEFAULT_PAGE_SIZE } from "../../core/pagination/pagination.ts";
+import { apiModels } from "../../http/api-models.ts";
+import { DataReply, ListReply, errorReplies } from "../../http/reply-models.ts";
+import { apiAccess } from "../plugins/api-access.ts";
 
-export function callRoutes(_platform: Platform) {
-  return new Elysia({ name: "routes-calls", normalize: false });
+const IdParams = T.Object({ id: T.String({ maxLength: 64, description: "call_… id." }) });
+
+export function callRoutes(platform: Platform) {
+  const tags = ["Calls"];
+  const listJson = async (accountId: string, query: CallModel.ListQuery) => ({
+    ok: true as const,
+    ...(await listCallsPage(platform.db, accountId, { ...query, limit: query.limit ?? DEFAULT_PAGE_SIZE })),
+  });
+  return new Elysia({ name: "routes-calls", normalize: false })
+    .use(apiModels)
+    .use(apiAccess(platform))
+    .get(
+      "/v1/calls",
+      // Not async: a Response (csv) or a promise of the JSON page, so each branch keeps its own type.
+      ({ principal, query, set }) => {
+        if (query.format !== "csv") {
+          return listJson(principal.accountId, query);
+        }
+        // The range is checked before the stream starts, so a bad one is a 400, not a broken download.
+        const body = streamCallsCsv(platform.db, principal.accountId, query);
+        const headers: Record<string, string> = {};
+        for (const [k, v] of Object.entries(set.headers)) if (v !== undefined) headers[k] = String(v);
+        headers["content-type"] = "text/csv; charset=utf-8";
+        headers["content-disposition"] = 'attachment; filename="calls.csv"';
+        headers["cache-control"] = "no-store";
+        return new Response(body, { status: 200, headers });
+      },
+      {
+        scope: "cdr",
+        query: CallModel.ListQuery,
+        response: { 200: T.Union([ListReply(CallModel.Call), T.String({ description: "format=csv: text/csv." })]), ...errorReplies(400, 401, 403, 429) },
+        detail: {
+          tags,
+          summary: "List call records (CDRs)",
+          description:
+            "Calls started in [since, until) (epoch seconds), newest first, keyset-paginated; filters direction, user_id, number_id. " +
+            "format=csv streams every call of the range as text/csv (RFC 4180, header line first; cells starting with = + - @ get a leading ').",
+        },
+      },
+    )
+    .get("/v1/calls/:id", async ({ principal, params }) => ({ ok: true as const, data: await getCall(platform.db, principal.accountId, params.id) }), {
+      scope: "cdr",
+      params: IdParams,
+      response: { 200: DataReply(CallModel.Call), ...errorReplies(401, 403, 404, 429) },
+      detail: { tags, summary: "One call record" },
+    })
+    .get(
+      "/v1/calls/:id/trace",
+      async ({ principal, params }) => ({ ok: true as const, data: await getCallTrace(platform.db, principal.accountId, params.id) }),
+      {
+        scope: "cdr",
+        params: IdParams,
+        response: { 200: DataReply(CallModel.Trace), ...errorReplies(401, 403, 404, 429) },
+        detail: { tags, summary: "A call's execution trace", description: "Ordered steps: routing decisions (classify, number, schedule, …, cac, reject), then dialog events and flow steps." },
+      },
+    )
+    .post("/v1/cac/reset", async ({ principal }) => ({ ok: true as const, data: await resetAccountCac(platform.db, platform.live, principal.accountId) }), {
+      scope: "cdr",
+      idempotent: true,
+      response: { 200: DataReply(CallModel.ResetResult), ...errorReplies(401, 403, 409, 422, 429) },
+      detail: {
+        tags,
+        summary: "Clear this account's concurrency counters",
+        description: "For counters leaked by a lost BYE or a crashed node. Calls still up stop counting against the ceilings until they end.",
+      },
+    });
 }

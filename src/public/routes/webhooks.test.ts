@@ -1,4 +1,4 @@
-/** /v1/webhooks: happy paths, errors and security. */
+/** /v1/webhooks: happy paths, errors and security; the test endpoint and the delivery log against a real HTTPS receiver. */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { sql } from "drizzle-orm";
 import type { Platform } from "../../core/platform.ts";
@@ -7,6 +7,8 @@ import { identityRoutes } from "./identity.ts";
 import { webhookRoutes } from "./webhooks.ts";
 import { keyWithScopes, seedTenant, storeKind, testPlatform, type Tenant } from "../../../test/support/platform.ts";
 import { call, type Json } from "../../../test/support/http.ts";
+import { startDeliveryWorker } from "../../core/webhooks/delivery-worker.ts";
+import { startTestReceiver, type TestReceiver } from "../../core/webhooks/delivery-test-receiver.ts";
 
 let platform: Platform;
 let app: ReturnType<typeof createPublicApp>;
@@ -52,7 +54,7 @@ describe(`/v1/webhooks happy [${storeKind}]`, () => {
       has_secret: 1,
       created_at: expect.any(Number),
       updated_at: expect.any(Number),
-      secret: expect.stringMatching(/^whsec_[A-Za-z0-9_-]{43}$/),
+      secret: expect.stringMatching(/^whsec_[A-Za-z0-9+/]{43}=$/),
     });
     const [row] = await storedRows(t.accountId);
     expect(row!.secret_ref).toMatch(/^sec_/);
@@ -242,5 +244,175 @@ describe(`/v1/webhooks security [${storeKind}]`, () => {
     const [row] = await storedRows(theirs.accountId);
     expect(row!.id).toBe(w.id);
     expect(await platform.secrets.reveal(platform.db, theirs.accountId, row!.secret_ref)).toBe(w.secret);
+  });
+});
+
+describe(`/v1/webhooks/test and /v1/webhooks/deliveries [${storeKind}]`, () => {
+  let receiver: TestReceiver;
+  let dev: Platform;
+  let devApp: ReturnType<typeof createPublicApp>;
+  beforeAll(async () => {
+    receiver = await startTestReceiver();
+    dev = await testPlatform({ env: { WEBHOOK_ALLOW_PRIVATE: "1", WEBHOOK_CA_FILE: receiver.caFile } });
+    devApp = createPublicApp(dev, [identityRoutes, webhookRoutes]);
+  });
+  afterAll(async () => {
+    await dev.close();
+    await receiver.stop();
+  });
+
+  let n = 0;
+  async function hook(t: Tenant, path: string, events?: string): Promise<Json> {
+    const r = await call(devApp, "POST", "/v1/webhooks", { key: t.key, body: { url: receiver.url(`${path}-${++n}`), ...(events ? { events } : {}) } });
+    expect(r.status, JSON.stringify(r.body)).toBe(201);
+    return r.body.data;
+  }
+  async function log(t: Tenant, query = ""): Promise<Json[]> {
+    const r = await call(devApp, "GET", `/v1/webhooks/deliveries?limit=500${query}`, { key: t.key });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    return r.body.data;
+  }
+  async function drained(t: Tenant, count: number): Promise<Json[]> {
+    const worker = startDeliveryWorker(dev, { pollMs: 100, timeoutMs: 2000 });
+    try {
+      const deadline = Date.now() + 15_000;
+      for (;;) {
+        const rows = await log(t);
+        if (rows.length >= count && rows.every((d) => d.status === "delivered" || d.status === "failed")) return rows;
+        if (Date.now() > deadline) throw new Error(`not drained: ${JSON.stringify(rows)}`);
+        await Bun.sleep(50);
+      }
+    } finally {
+      await worker.stop();
+    }
+  }
+
+  test("POST /test without a body: 202 with the event id; every subscription receiving test gets it, and the log shows it", async () => {
+    const t = await seedTenant(dev);
+    const all = await hook(t, "/all");
+    const some = await hook(t, "/some", "test,call.ended");
+    await hook(t, "/ended", "call.ended");
+    const r = await call(devApp, "POST", "/v1/webhooks/test", { key: t.key });
+    expect(r.status, JSON.stringify(r.body)).toBe(202);
+    expect(r.body).toEqual({ ok: true, data: { event_id: expect.any(Number), deliveries: 2 } });
+    const rows = await drained(t, 2);
+    expect(rows.map((d) => d.webhook_id).sort()).toEqual([all.id, some.id].sort());
+    for (const d of rows) {
+      expect(d).toEqual({
+        id: expect.stringMatching(/^whd_[0-9A-Z]{26}$/),
+        webhook_id: expect.any(String),
+        event: "test",
+        event_id: r.body.data.event_id,
+        status: "delivered",
+        attempts: 1,
+        last_status: 200,
+        last_error: null,
+        created_at: expect.any(Number),
+        updated_at: expect.any(Number),
+        delivered_at: expect.any(Number),
+      });
+    }
+    const seen = receiver.requests.filter((q) => JSON.parse(q.body).account_id === t.accountId);
+    expect(seen.map((q) => q.headers["webhook-id"]).sort()).toEqual(rows.map((d) => d.id).sort());
+  });
+
+  test("POST /test { webhook_id } reaches that subscription only, even when it does not list test; {} works like no body", async () => {
+    const t = await seedTenant(dev);
+    await hook(t, "/other");
+    const ended = await hook(t, "/only-ended", "call.ended");
+    const r = await call(devApp, "POST", "/v1/webhooks/test", { key: t.key, body: { webhook_id: ended.id } });
+    expect(r.status).toBe(202);
+    expect(r.body.data.deliveries).toBe(1);
+    const rows = await drained(t, 1);
+    expect(rows.map((d) => d.webhook_id)).toEqual([ended.id]);
+    const empty = await call(devApp, "POST", "/v1/webhooks/test", { key: t.key, body: {} });
+    expect(empty.status).toBe(202);
+    expect(empty.body.data.deliveries).toBe(1);
+  });
+
+  test("an Idempotency-Key replay of POST /test fires no second event", async () => {
+    const t = await seedTenant(dev);
+    await hook(t, "/idem");
+    const headers = { "idempotency-key": `test-${Date.now()}` };
+    const first = await call(devApp, "POST", "/v1/webhooks/test", { key: t.key, headers });
+    const again = await call(devApp, "POST", "/v1/webhooks/test", { key: t.key, headers });
+    expect(first.status).toBe(202);
+    expect(again.status).toBe(202);
+    expect(again.headers.get("idempotency-replayed")).toBe("true");
+    expect(again.body.data.event_id).toBe(first.body.data.event_id);
+    expect(await log(t)).toHaveLength(1);
+  });
+
+  test("the log is newest first, keyset-paginated, and filters by webhook_id, event and failed=1", async () => {
+    const t = await seedTenant(dev);
+    const ok = await hook(t, "/log-ok");
+    const bad = await hook(t, "/log-bad");
+    receiver.on(new URL(bad.url).pathname, () => new Response("nope", { status: 404 }));
+    for (let i = 0; i < 3; i++) expect((await call(devApp, "POST", "/v1/webhooks/test", { key: t.key })).status).toBe(202);
+    await dev.events.emit(t.accountId, "call.ended", {
+      callId: "call_x", direction: "inbound", answered: 0, billsec: 0, hangup_cause: "NO_ANSWER", queue_id: null, agent_id: null, ts: Date.now(),
+    });
+    const rows = await drained(t, 8);
+    expect(rows.map((d) => d.id)).toEqual(rows.map((d) => d.id).sort().reverse());
+    expect(rows[0]!.event).toBe("call.ended");
+
+    const failed = await log(t, "&failed=1");
+    expect(failed).toHaveLength(4);
+    expect(failed.every((d) => d.webhook_id === bad.id && d.status === "failed" && d.attempts === 1 && d.last_status === 404 && d.last_error === "HTTP 404")).toBe(true);
+    expect(await log(t, "&failed=0")).toHaveLength(8);
+    expect((await log(t, `&webhook_id=${ok.id}`)).map((d) => d.webhook_id)).toEqual([ok.id, ok.id, ok.id, ok.id]);
+    expect((await log(t, "&event=call.ended")).map((d) => d.event)).toEqual(["call.ended", "call.ended"]);
+    expect(await log(t, `&event=test&webhook_id=${bad.id}&failed=1`)).toHaveLength(3);
+
+    const pages: Json[] = [];
+    let cursor: string | undefined;
+    do {
+      const r = await call(devApp, "GET", `/v1/webhooks/deliveries?limit=3${cursor ? `&cursor=${cursor}` : ""}`, { key: t.key });
+      expect(r.status).toBe(200);
+      pages.push(...r.body.data);
+      cursor = r.body.next_cursor;
+    } while (cursor);
+    expect(pages.map((d) => d.id)).toEqual(rows.map((d) => d.id));
+  });
+
+  test("errors: 400 for an unknown field, a bad filter or cursor; 404 for an unknown webhook_id; 415 for a non-JSON body", async () => {
+    const t = await seedTenant(dev);
+    const extra = await call(devApp, "POST", "/v1/webhooks/test", { key: t.key, body: { webhook_id: "wh_x", extra: 1 } });
+    expect(extra.status).toBe(400);
+    expect(detailPaths(extra)).toContain("/extra");
+    expect((await call(devApp, "POST", "/v1/webhooks/test", { key: t.key, body: { webhook_id: 5 } })).status).toBe(400);
+    const missing = await call(devApp, "POST", "/v1/webhooks/test", { key: t.key, body: { webhook_id: "wh_06F3ZK1W8N9Q2R4T6V8X0Y2Z4A" } });
+    expect(missing.status).toBe(404);
+    expect(missing.body.error).toBe("not_found");
+    expect((await call(devApp, "POST", "/v1/webhooks/test", { key: t.key, body: "webhook_id=x", headers: { "content-type": "application/x-www-form-urlencoded" } })).status).toBe(415);
+    expect(detailPaths(await call(devApp, "GET", "/v1/webhooks/deliveries?event=call.exploded", { key: t.key }))).toEqual(["/query/event"]);
+    expect((await call(devApp, "GET", "/v1/webhooks/deliveries?failed=yes", { key: t.key })).status).toBe(400);
+    expect((await call(devApp, "GET", "/v1/webhooks/deliveries?cursor=bogus", { key: t.key })).status).toBe(400);
+    expect((await call(devApp, "GET", "/v1/webhooks/deliveries?limit=501", { key: t.key })).status).toBe(400);
+    expect(await log(t)).toEqual([]);
+  });
+
+  test("security: 401 without a credential, 403 without the scope; account B never sees nor fires at account A's subscriptions", async () => {
+    const a = await seedTenant(dev);
+    const b = await seedTenant(dev);
+    const aHook = await hook(a, "/tenant-a");
+    expect((await call(devApp, "POST", "/v1/webhooks/test", { key: a.key })).status).toBe(202);
+    await drained(a, 1);
+    expect((await call(devApp, "POST", "/v1/webhooks/test")).status).toBe(401);
+    expect((await call(devApp, "GET", "/v1/webhooks/deliveries")).status).toBe(401);
+    const noScope = await keyWithScopes(dev, a.accountId, ["dnc"]);
+    for (const [m, p] of [["POST", "/v1/webhooks/test"], ["GET", "/v1/webhooks/deliveries"]] as const) {
+      const r = await call(devApp, m, p, { key: noScope });
+      expect(r.status, `${m} ${p}`).toBe(403);
+      expect(r.body.need).toBe("webhooks");
+    }
+    expect(await log(b)).toEqual([]);
+    expect(await log(b, `&webhook_id=${aHook.id}`)).toEqual([]);
+    const aimed = await call(devApp, "POST", "/v1/webhooks/test", { key: b.key, body: { webhook_id: aHook.id } });
+    expect(aimed.status).toBe(404);
+    const fromB = await call(devApp, "POST", "/v1/webhooks/test", { key: b.key });
+    expect(fromB.status).toBe(202);
+    expect(fromB.body.data.deliveries).toBe(0);
+    expect(await log(a)).toHaveLength(1);
   });
 });

@@ -1,10 +1,15 @@
-/** GET, POST, DELETE /v1/webhooks; DELETE /v1/webhooks/{id}; GET /v1/webhooks/events (the event catalog). */
+/**
+ * GET, POST, DELETE /v1/webhooks; DELETE /v1/webhooks/{id}; GET /v1/webhooks/events (the event catalog);
+ * POST /v1/webhooks/test; GET /v1/webhooks/deliveries (the delivery log).
+ */
 import { Elysia } from "elysia";
 import { Type as T } from "@sinclair/typebox";
 import type { Platform } from "../../core/platform.ts";
 import { WebhookModel } from "../../core/webhooks/webhooks.model.ts";
 import { createWebhook, deleteWebhook, listWebhooks } from "../../core/webhooks/webhooks.service.ts";
 import { eventCatalog } from "../../core/webhooks/event-catalog.ts";
+import { DeliveryModel } from "../../core/webhooks/delivery.model.ts";
+import { fireTestEvent, listDeliveries } from "../../core/webhooks/delivery.service.ts";
 import { DEFAULT_PAGE_SIZE } from "../../core/pagination/pagination.ts";
 import { apiModels } from "../../http/api-models.ts";
 import { DataReply, ListReply, OkReply, errorReplies } from "../../http/reply-models.ts";
@@ -91,5 +96,44 @@ export function webhookRoutes(platform: Platform) {
           "Every event a subscription can name, what fires it, and a sample delivery body { event, account_id, data, ts } (ts in epoch milliseconds). " +
           "Deliveries are POSTed with content-type application/json, x-service-event: <event> and x-service-signature: sha256=<hex HMAC of the raw body>.",
       },
-    });
+    })
+    .post(
+      "/test",
+      async ({ principal, body, status }) =>
+        status(202, { ok: true as const, data: await fireTestEvent(platform.events, principal.accountId, body ?? {}) }),
+      {
+        scope: "webhooks",
+        idempotent: true,
+        parse: "json",
+        body: T.Optional(DeliveryModel.Test),
+        response: { 202: DataReply(DeliveryModel.TestResult), ...errorReplies(400, 401, 403, 404, 409, 413, 415, 422, 429) },
+        detail: {
+          tags,
+          summary: "Fire a test event",
+          description:
+            "Emits a `test` event { message, webhook_id, ts } for this account. Without a body (or with {}), it is delivered to every active " +
+            "subscription receiving test (events naming test, or *); with { webhook_id }, to that subscription only, whatever its events " +
+            "(404 when it is not this account's, 409 when disabled). Replies 202 at once with the event id and how many deliveries were planned; " +
+            "follow them in GET /v1/webhooks/deliveries.",
+        },
+      },
+    )
+    .get(
+      "/deliveries",
+      async ({ principal, query }) =>
+        ({ ok: true as const, ...(await listDeliveries(platform.db, principal.accountId, { ...query, limit: query.limit ?? DEFAULT_PAGE_SIZE })) }),
+      {
+        scope: "webhooks",
+        query: DeliveryModel.ListQuery,
+        response: { 200: ListReply(DeliveryModel.Delivery), ...errorReplies(400, 401, 403, 429) },
+        detail: {
+          tags,
+          summary: "The delivery log",
+          description:
+            "One entry per (event, subscription), newest first, keyset-paginated. Filters: webhook_id, event, failed=1 (only failed). " +
+            "status: pending, retrying, delivered, failed; attempts (at most 3), last_status (HTTP code of the last attempt), last_error. " +
+            "Delivered entries are kept 7 days; failed ones are kept.",
+        },
+      },
+    );
 }

@@ -1,0 +1,288 @@
+/**
+ * The whole SIP path under load: sipp UAC → Kamailio (deploy/kamailio/kamailio.cfg) → Parley
+ * (PostgreSQL + Redis) → sipp UAS. Every call is challenged (407), authenticated against a device
+ * password (POST /auth), routed to a registered user (POST /route), CDR'd (dialog events), held ~1 s.
+ * The baseline is the same Kamailio config with STATIC_ROUTE (no HTTP: the digest checked against a
+ * fixed password, every INVITE to the UAS), measured in the same run at the same rates.
+ *
+ *   bun bench/sip/run.ts
+ *
+ * BENCH_SIP_RATES (calls/s, default 100,200,400,800), BENCH_SIP_SECONDS (per rate, default 60),
+ * BENCH_SIP_DATABASE_URL (used as is; default: a scratch database on BENCH_PG_URL, default
+ * postgres://postgres@127.0.0.1:5432/postgres, created and dropped), BENCH_REDIS_URL (default
+ * redis://127.0.0.1:6379). Kamailio runs as root in the foreground; its log goes to a scratch file
+ * (BENCH_SIP_KEEP_LOGS=1 keeps it). Parley runs with LOG_LEVEL=warn.
+ */
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync, existsSync, openSync, readSync, closeSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import postgres from "postgres";
+import { KAMAILIO_CFG, freePorts, freeUdpPort, nextMediaPort, runSipp, sipOptionsPing, startParley, startSipp, type Parley, type Proc } from "../../e2e/sip/harness.ts";
+import { addSipUser, createSipTenant, PASSWORD, type SipTenant } from "../../e2e/sip/tenant.ts";
+import { BenchError, createScratchDatabase, databaseUrl, postgresReachable, redisReachable, runBench, children, spawnChild, stopChild, type Child } from "../lib.ts";
+
+const RATES = (process.env.BENCH_SIP_RATES ?? "100,200,400,800").split(",").map((s) => Number(s.trim())).filter((n) => n > 0);
+const SECONDS = Number(process.env.BENCH_SIP_SECONDS ?? 60);
+const HOLD_MS = 1000;
+/** Callees: a user may hold at most 100 calls (max_simultaneous ≤ 100), so the load is spread. */
+const CALLEES = 20;
+const CALLER = "1001";
+const SCENARIO = join(import.meta.dir, "call.xml");
+const scratch = mkdtempSync(join(tmpdir(), "parley-bench-sip-"));
+
+interface Edge {
+  child: Child;
+  port: number;
+  logFile: string;
+}
+
+/** Kamailio with the repository's config, its log to a file (a pipe would hold hundreds of MB). */
+async function startEdge(name: string, controlPort: number, defines: string[]): Promise<Edge> {
+  const port = freePorts(1)[0]!;
+  const logFile = join(scratch, `${name}.log`);
+  const args = [
+    "-DD", "-E", "-m", "1024", "-M", "16", "-f", KAMAILIO_CFG,
+    "-A", `LISTEN=udp:127.0.0.1:${port}`,
+    "-A", `CONTROL_CON="ctl=>http://127.0.0.1:${controlPort}"`,
+    "-A", `NODE="${name}"`,
+    ...defines.flatMap((d) => ["-A", d]),
+  ];
+  // Through sh so that stderr goes straight to the file.
+  const quoted = args.map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(" ");
+  const child = spawnChild(name, ["sh", "-c", `exec kamailio ${quoted} >>'${logFile}' 2>&1`], { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "" });
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    if (child.proc.exitCode !== null) throw new BenchError(`${name} exited:\n${existsSync(logFile) ? readFileSync(logFile, "utf8").slice(-3000) : ""}`);
+    if (await sipOptionsPing(port)) break;
+    if (Date.now() > deadline) throw new BenchError(`${name} did not answer OPTIONS in 20 s`);
+    await Bun.sleep(200);
+  }
+  return { child, port, logFile };
+}
+
+/** The part of a file written since `from` (bytes). */
+function readFrom(file: string, from: number): string {
+  const size = statSync(file).size;
+  if (size <= from) return "";
+  const fd = openSync(file, "r");
+  try {
+    const buf = Buffer.alloc(size - from);
+    readSync(fd, buf, 0, buf.length, from);
+    return buf.toString("utf8");
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function pct(sorted: number[], p: number): number | null {
+  if (!sorted.length) return null;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+interface Latency {
+  n: number;
+  p50: number | null;
+  p99: number | null;
+  errors: number;
+}
+
+/** `ctl <what> rc=… us=…` lines of a log slice: count, p50/p99 (µs) and non-200 answers. */
+function latency(log: string, what: RegExp): Latency {
+  const us: number[] = [];
+  let errors = 0;
+  for (const m of log.matchAll(/ctl (\/\S+)((?: [a-z]+)*) rc=(\d+) us=(\d+)(.*)$/gm)) {
+    if (!what.test(`${m[1]}${m[2]}${m[5]}`)) continue;
+    us.push(Number(m[4]));
+    if (m[3] !== "200") errors++;
+  }
+  us.sort((a, b) => a - b);
+  return { n: us.length, p50: pct(us, 50), p99: pct(us, 99), errors };
+}
+
+interface Step {
+  attempted: number;
+  successful: number;
+  failed: number;
+  retrans: number;
+  setupMs: number | null;
+  wallSec: number;
+  auth?: Latency;
+  routeChallenge?: Latency;
+  routeProxy?: Latency;
+  events?: Latency;
+  cdrs?: { written: number; completed: number; drainSec: number };
+  failures: string;
+}
+
+/** One sipp UAC run at `rate` calls/s for SECONDS, against `port`. */
+async function load(port: number, rate: number, domain: string, csv: string): Promise<Omit<Step, "auth" | "routeChallenge" | "routeProxy" | "events" | "cdrs">> {
+  const total = Math.max(1, Math.round(rate * SECONDS));
+  const t0 = performance.now();
+  const r = await runSippLoad(port, [
+    "-inf", csv, "-au", CALLER, "-ap", PASSWORD, "-key", "from_user", CALLER, "-key", "domain", domain,
+    "-d", String(HOLD_MS), "-r", String(rate), "-rp", "1000", "-m", String(total),
+    "-recv_timeout", "20000", "-timeout", `${SECONDS + 60}s`, "-buff_size", String(8 * 1024 * 1024),
+  ]);
+  const wallSec = (performance.now() - t0) / 1000;
+  const s = r.stats;
+  const failures = Object.entries(s)
+    .filter(([k, v]) => /^Failed.*\(C\)$/.test(k) && k !== "FailedCall(C)" && Number(v) > 0)
+    .map(([k, v]) => `${k.replace("(C)", "")}=${v}`)
+    .join(" ");
+  const setup = s["ResponseTime1(C)"];
+  return {
+    attempted: Number(s["OutgoingCall(C)"] ?? s["TotalCallCreated"] ?? 0),
+    successful: Number(s["SuccessfulCall(C)"] ?? 0),
+    failed: Number(s["FailedCall(C)"] ?? 0),
+    retrans: Number(s["Retransmissions(C)"] ?? 0),
+    setupMs: setup ? hmsToMs(setup) : null,
+    wallSec,
+    failures: failures || (r.code !== 0 && r.code !== 1 ? `sipp exit ${r.code}: ${r.stderr.slice(-300)}` : ""),
+  };
+}
+
+/** sipp's "HH:MM:SS:usec" (or "HH:MM:SS.usec") → ms. */
+function hmsToMs(v: string): number | null {
+  const m = /^(\d+):(\d+):(\d+)[:.](\d+)$/.exec(v.trim());
+  if (!m) return null;
+  return (Number(m[1]) * 3600 + Number(m[2]) * 60 + Number(m[3])) * 1000 + Number(m[4]) / 1000;
+}
+
+/** sipp without -trace_msg (at 800 calls/s it would write GBs): final stats only. */
+async function runSippLoad(port: number, args: string[]): Promise<{ code: number | null; stats: Record<string, string>; stderr: string }> {
+  const dir = mkdtempSync(join(scratch, "sipp-"));
+  const cmd = ["sipp", `127.0.0.1:${port}`, "-sf", SCENARIO, "-i", "127.0.0.1", "-p", String(await freeUdpPort()), "-mp", String(nextMediaPort()), "-nostdin",
+    "-trace_stat", "-stf", join(dir, "stat.csv"), "-fd", "5", "-trace_err", "-error_file", join(dir, "err.log"), ...args];
+  // BENCH_SIP_TRACE=1: keep every message with timestamps (small runs only) for diagnosis.
+  if (process.env.BENCH_SIP_TRACE === "1") cmd.push("-trace_msg", "-message_file", join(scratch, `messages-${port}-${Date.now()}.log`));
+  const proc = Bun.spawn(cmd, { cwd: dir, stdin: "ignore", stdout: "ignore", stderr: "pipe" });
+  const stderr = await new Response(proc.stderr).text();
+  await proc.exited;
+  let stats: Record<string, string> = {};
+  const file = join(dir, "stat.csv");
+  if (existsSync(file)) {
+    const lines = readFileSync(file, "utf8").trim().split("\n");
+    const head = lines[0]!.split(";");
+    const last = lines[lines.length - 1]!.split(";");
+    stats = Object.fromEntries(head.map((h, i) => [h, last[i] ?? ""]));
+  }
+  const err = existsSync(join(dir, "err.log")) ? readFileSync(join(dir, "err.log"), "utf8") : "";
+  rmSync(dir, { recursive: true, force: true });
+  return { code: proc.exitCode, stats, stderr: stderr + err.slice(-2000) };
+}
+
+async function cdrCount(sql: postgres.Sql, accountId: string): Promise<{ written: number; completed: number }> {
+  const [row] = await sql<{ written: string; completed: string }[]>`
+    select count(*) as written, count(*) filter (where status = 'completed') as completed from call_record where account_id = ${accountId}`;
+  return { written: Number(row!.written), completed: Number(row!.completed) };
+}
+
+/** Waits until every answered call's CDR is complete (dialog events drain after the load), up to 120 s. */
+async function drainCdrs(sql: postgres.Sql, accountId: string, base: { written: number; completed: number }, expected: number): Promise<{ written: number; completed: number; drainSec: number }> {
+  const t0 = performance.now();
+  let last = await cdrCount(sql, accountId);
+  let stable = 0;
+  while (performance.now() - t0 < 120_000) {
+    if (last.completed - base.completed >= expected) break;
+    await Bun.sleep(1000);
+    const now = await cdrCount(sql, accountId);
+    stable = now.completed === last.completed ? stable + 1 : 0;
+    last = now;
+    if (stable >= 10) break; // nothing moved for 10 s
+  }
+  return { written: last.written - base.written, completed: last.completed - base.completed, drainSec: (performance.now() - t0) / 1000 };
+}
+
+const fmt = (n: number | null | undefined, digits = 0) => (n === null || n === undefined ? "-" : n.toFixed(digits));
+const lat = (l?: Latency) => (l && l.n ? `${fmt(l.p50 !== null ? l.p50 / 1000 : null, 2)}/${fmt(l.p99 !== null ? l.p99 / 1000 : null, 1)}` : "-");
+
+await runBench(async () => {
+  const pgAdmin = process.env.BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
+  const redisUrl = process.env.BENCH_REDIS_URL ?? "redis://127.0.0.1:6379";
+  let dbUrl = process.env.BENCH_SIP_DATABASE_URL;
+  const problem = (await postgresReachable(dbUrl ?? pgAdmin)) ?? (await redisReachable(redisUrl));
+  if (problem) throw new BenchError(problem);
+  if (!Bun.which("kamailio") || !Bun.which("sipp")) throw new BenchError("kamailio and sipp (sip-tester) are required");
+  dbUrl ??= databaseUrl(pgAdmin, await createScratchDatabase(pgAdmin));
+
+  console.log(`SIP bench: rates ${RATES.join(", ")} calls/s, ${SECONDS} s each, calls held ${HOLD_MS} ms, ${CALLEES} callees; PostgreSQL + Redis`);
+  const parley: Parley = await startParley({ databaseUrl: dbUrl, redisUrl }, { LOG_LEVEL: "warn", RATE_LIMIT_REQUESTS: "100000000" });
+  // Registered so that any exit path stops it (runBench's cleanUp).
+  const parleyChild: Child = { name: "parley", proc: parley.proc, stdout: parley.stdout, stderr: parley.stderr };
+  children.add(parleyChild);
+  const [uasPort, carrierPort] = freePorts(2) as [number, number];
+  const tenant: SipTenant = await createSipTenant(parley, { carrierPort, maxOut: null, users: [{ username: CALLER }] });
+  const callees = Array.from({ length: CALLEES }, (_, i) => String(2000 + i));
+  for (const u of callees) await addSipUser(parley, tenant, u, 100);
+
+  const uas: Proc = startSipp("uas.xml", ["-p", String(uasPort), "-mp", String(nextMediaPort()), "-buff_size", String(8 * 1024 * 1024)]);
+  children.add({ name: "sipp-uas", proc: uas.proc, stdout: uas.stdout, stderr: uas.stderr });
+  const edge = await startEdge("edge-bench", parley.controlPort, []);
+  const baseline = await startEdge("edge-static", parley.controlPort, ["STATIC_ROUTE", `STATIC_PASSWORD="${PASSWORD}"`, `STATIC_ROUTE_URI="sip:127.0.0.1:${uasPort}"`]);
+
+  for (const u of callees) {
+    const r = await runSipp("register.xml", `127.0.0.1:${edge.port}`, ["-s", u, "-au", u, "-ap", PASSWORD, "-key", "domain", tenant.domain, "-key", "contact_port", String(uasPort), "-key", "expires", "3600", "-m", "1", "-timeout", "10s"]);
+    if (r.code !== 0) throw new BenchError(`REGISTER ${u} failed: ${r.stderr.slice(-500)}`);
+  }
+  const csv = join(scratch, "callees.csv");
+  writeFileSync(csv, `SEQUENTIAL\n${callees.map((c) => `${c};`).join("\n")}\n`);
+
+  const sql = postgres(dbUrl, { max: 1, onnotice: () => {} });
+  const rows: Array<{ rate: number; base: Step; real: Step }> = [];
+  try {
+    // Warm-up (JIT, prepared statements, keep-alive connections), not reported.
+    await load(edge.port, 20, tenant.domain, csv).catch(() => undefined);
+    for (const rate of RATES) {
+      const base = { ...(await load(baseline.port, rate, tenant.domain, csv)) } as Step;
+      await Bun.sleep(3000); // UAS timewait
+      const before = await cdrCount(sql, tenant.accountId);
+      const offset = statSync(edge.logFile).size;
+      const real = { ...(await load(edge.port, rate, tenant.domain, csv)) } as Step;
+      real.cdrs = await drainCdrs(sql, tenant.accountId, before, real.successful);
+      const log = readFrom(edge.logFile, offset);
+      real.auth = latency(log, /^\/auth/);
+      real.routeChallenge = latency(log, /^\/route.*action=reject/);
+      real.routeProxy = latency(log, /^\/route.*action=proxy/);
+      real.events = latency(log, /^\/presence\/event dialog/);
+      rows.push({ rate, base, real });
+      console.log(
+        `${String(rate).padStart(4)}/s  static: ${base.successful}/${base.attempted} ok, ${base.failed} failed, ${base.retrans} retrans, setup ${fmt(base.setupMs, 1)} ms` +
+          `  |  parley: ${real.successful}/${real.attempted} ok, ${real.failed} failed, ${real.retrans} retrans, setup ${fmt(real.setupMs, 1)} ms; ` +
+          `CDRs ${real.cdrs.written} (${real.cdrs.completed} completed, drained ${fmt(real.cdrs.drainSec, 0)} s)` +
+          (base.failures || real.failures ? `\n        failures: static [${base.failures}] parley [${real.failures}]` : ""),
+      );
+      await Bun.sleep(3000);
+    }
+  } finally {
+    await sql.end({ timeout: 2 });
+  }
+
+  console.log("\nms (p50/p99) as Kamailio saw the control calls; ratio = Parley's successful calls / the static baseline's.");
+  console.log("rate | attempted | ok static | ok parley | failed | retrans | /auth | /route 407 | /route proxy | dialog events | CDRs (completed) | ratio | setup ms static/parley");
+  for (const { rate, base, real } of rows) {
+    console.log(
+      [
+        rate,
+        real.attempted,
+        base.successful,
+        real.successful,
+        `${base.failed}/${real.failed}`,
+        `${base.retrans}/${real.retrans}`,
+        lat(real.auth),
+        lat(real.routeChallenge),
+        lat(real.routeProxy),
+        lat(real.events),
+        `${real.cdrs?.written} (${real.cdrs?.completed})`,
+        base.successful ? (real.successful / base.successful).toFixed(3) : "-",
+        `${fmt(base.setupMs, 1)}/${fmt(real.setupMs, 1)}`,
+      ].join(" | "),
+    );
+  }
+  const errs = rows.map((r) => (r.real.auth?.errors ?? 0) + (r.real.routeProxy?.errors ?? 0) + (r.real.routeChallenge?.errors ?? 0)).reduce((a, b) => a + b, 0);
+  if (errs) console.log(`control calls answered with something other than 200: ${errs}`);
+  if (process.env.BENCH_SIP_KEEP_LOGS === "1") console.log(`logs kept in ${scratch}`);
+  children.delete(parleyChild);
+  await parley.stop(); // also removes its DATA_DIR
+  for (const c of [...children]) await stopChild(c);
+  if (process.env.BENCH_SIP_KEEP_LOGS !== "1") rmSync(scratch, { recursive: true, force: true });
+});

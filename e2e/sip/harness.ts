@@ -1,0 +1,273 @@
+/**
+ * The real SIP path for e2e tests and the benchmark: Parley (`bun src/main.ts serve --hosts
+ * public,control`), Kamailio with deploy/kamailio/kamailio.cfg, sipp scenarios. Nothing mocked.
+ * Kamailio runs as root in the foreground (-DD -E); sipp writes its stats where we ask.
+ */
+import { mkdtempSync, readFileSync, existsSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+
+export const ROOT = resolve(import.meta.dir, "..", "..");
+export const KAMAILIO_CFG = join(ROOT, "deploy", "kamailio", "kamailio.cfg");
+export const SCENARIOS = join(import.meta.dir, "scenarios");
+export const ADMIN_TOKEN = "e2e-sip-admin-token-0123456789";
+export const JWT_SECRET = "e2e-sip-jwt-secret-0123456789abcdef0123456789";
+export const MASTER_KEY = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+
+/** True when kamailio and sipp are installed (the tests skip otherwise, except under CI). */
+export const HAVE_SIP_TOOLS = Bun.which("kamailio") !== null && Bun.which("sipp") !== null;
+export const IN_CI = !["", "0", "false"].includes((process.env.CI ?? "").toLowerCase());
+
+/** Free UDP/TCP ports, all held at once so that they differ. */
+export function freePorts(count: number): number[] {
+  const held = Array.from({ length: count }, () => Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } }));
+  const udp = held.map((h) => h.port);
+  for (const h of held) h.stop(true);
+  return udp;
+}
+
+function collect(stream: ReadableStream<Uint8Array>): () => string {
+  let text = "";
+  const decoder = new TextDecoder();
+  const reader = stream.getReader();
+  void (async () => {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      text += decoder.decode(value, { stream: true });
+      // Keep memory bounded under a benchmark: only the tail matters for diagnosis, the bench reads lines as they come.
+      if (text.length > 64_000_000) text = text.slice(-32_000_000);
+    }
+  })();
+  return () => text;
+}
+
+/** A UDP port nothing is bound to right now. */
+export async function freeUdpPort(): Promise<number> {
+  const sock = await Bun.udpSocket({ hostname: "127.0.0.1", port: 0 });
+  const port = sock.port;
+  sock.close();
+  return port;
+}
+
+let mediaPort = 20_000 + (process.pid % 500) * 40;
+/** Media ports for sipp (-mp), 4 apart (RTP, RTCP, and video's pair), never reused within a run. */
+export function nextMediaPort(): number {
+  mediaPort += 4;
+  if (mediaPort > 60_000) mediaPort = 20_000;
+  return mediaPort;
+}
+
+export interface Proc {
+  proc: Bun.Subprocess<"ignore", "pipe", "pipe">;
+  stdout(): string;
+  stderr(): string;
+  stop(): Promise<void>;
+}
+
+function spawn(cmd: string[], env: Record<string, string | undefined>, cwd = ROOT): Proc {
+  const proc = Bun.spawn(cmd, { cwd, env: env as Record<string, string>, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  const stdout = collect(proc.stdout);
+  const stderr = collect(proc.stderr);
+  return {
+    proc,
+    stdout,
+    stderr,
+    async stop() {
+      if (proc.exitCode !== null || proc.signalCode !== null) return;
+      proc.kill("SIGTERM");
+      const done = await Promise.race([proc.exited.then(() => true), Bun.sleep(8000).then(() => false)]);
+      if (!done) {
+        proc.kill("SIGKILL");
+        await proc.exited;
+      }
+    },
+  };
+}
+
+async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs: number, diag: () => string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await check().catch(() => false)) return;
+    await Bun.sleep(200);
+  }
+  throw new Error(`${what} did not come up in ${timeoutMs} ms:\n${diag().slice(-4000)}`);
+}
+
+export interface Parley extends Proc {
+  publicUrl: string;
+  controlUrl: string;
+  controlPort: number;
+  dataDir: string;
+}
+
+/** Stores of a Parley instance: PGlite in its own DATA_DIR, or PostgreSQL + Redis. */
+export interface ParleyStores {
+  databaseUrl?: string;
+  redisUrl?: string;
+}
+
+/** Starts `parley serve --hosts public,control` on free ports and waits for /readyz of both. */
+export async function startParley(stores: ParleyStores = {}, extraEnv: Record<string, string> = {}): Promise<Parley> {
+  const [pub, ctl] = freePorts(2) as [number, number];
+  const dataDir = mkdtempSync(join(tmpdir(), "parley-sip-"));
+  const env: Record<string, string | undefined> = {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    HOST: "127.0.0.1",
+    PORT_PUBLIC: String(pub),
+    PORT_CONTROL: String(ctl),
+    DATA_DIR: dataDir,
+    ADMIN_TOKEN,
+    JWT_SECRET,
+    PARLEY_MASTER_KEY: MASTER_KEY,
+    LOG_LEVEL: process.env.E2E_LOG_LEVEL ?? "warn",
+    RATE_LIMIT_REQUESTS: "100000",
+    DATABASE_URL: stores.databaseUrl,
+    REDIS_URL: stores.redisUrl,
+    ...extraEnv,
+  };
+  const p = spawn(["bun", "src/main.ts", "serve", "--hosts", "public,control"], env);
+  const parley: Parley = { ...p, publicUrl: `http://127.0.0.1:${pub}`, controlUrl: `http://127.0.0.1:${ctl}`, controlPort: ctl, dataDir };
+  const stop = p.stop;
+  parley.stop = async () => {
+    await stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  };
+  await waitFor(
+    "parley",
+    async () => (await fetch(`${parley.publicUrl}/readyz`)).ok && (await fetch(`${parley.controlUrl}/readyz`)).ok,
+    120_000,
+    () => p.stdout() + p.stderr(),
+  );
+  return parley;
+}
+
+export interface Kamailio extends Proc {
+  port: number;
+  /** Log lines so far. */
+  log(): string;
+}
+
+/**
+ * Starts Kamailio with the repository's config, pointed at `controlPort`. `defines` are extra -A
+ * flags (e.g. `REPORT_TIMER="name=secreport;mode=1;interval=2"`).
+ */
+export async function startKamailio(options: { port?: number; controlPort: number; control2Port?: number; node?: string; defines?: string[]; children?: number }): Promise<Kamailio> {
+  const port = options.port ?? freePorts(1)[0]!;
+  const args = [
+    "kamailio", "-DD", "-E", "-m", "256", "-M", "16", "-f", KAMAILIO_CFG,
+    "-A", `LISTEN=udp:127.0.0.1:${port}`,
+    "-A", `CONTROL_CON="ctl=>http://127.0.0.1:${options.controlPort}"`,
+    ...(options.control2Port ? ["-A", `CONTROL_CON2="ctl2=>http://127.0.0.1:${options.control2Port}"`] : []),
+    "-A", `NODE="${options.node ?? "edge-e2e"}"`,
+    "-A", `UDP_CHILDREN=${options.children ?? 4}`,
+    ...(options.defines ?? []).flatMap((d) => ["-A", d]),
+  ];
+  const p = spawn(args, { PATH: process.env.PATH, HOME: process.env.HOME });
+  const k: Kamailio = { ...p, port, log: () => p.stderr() + p.stdout() };
+  await waitFor(
+    "kamailio",
+    async () => {
+      if (p.proc.exitCode !== null) throw new Error(`kamailio exited ${p.proc.exitCode}:\n${k.log().slice(-4000)}`);
+      return /INFO: .*(async|rtimer|ctl).*|main\.c.*main\(\)/.test(k.log()) && (await sipOptionsPing(port));
+    },
+    20_000,
+    k.log,
+  );
+  return k;
+}
+
+/** Sends an OPTIONS to the edge and waits up to 500 ms for any reply. */
+export async function sipOptionsPing(port: number): Promise<boolean> {
+  let answered = false;
+  let done: () => void = () => {};
+  const got = new Promise<void>((res) => {
+    done = res;
+  });
+  // error: the ICMP "port unreachable" of a Kamailio not up yet; the next try will tell.
+  const sock = await Bun.udpSocket({ hostname: "127.0.0.1", port: 0, socket: { data() { answered = true; done(); }, error() {} } });
+  try {
+    const branch = `z9hG4bK${crypto.randomUUID().slice(0, 12)}`;
+    const msg =
+      `OPTIONS sip:127.0.0.1:${port} SIP/2.0\r\nVia: SIP/2.0/UDP 127.0.0.1:${sock.port};branch=${branch}\r\nMax-Forwards: 70\r\n` +
+      `From: <sip:ping@127.0.0.1>;tag=p1\r\nTo: <sip:127.0.0.1:${port}>\r\nCall-ID: ${branch}@ping\r\nCSeq: 1 OPTIONS\r\nContent-Length: 0\r\n\r\n`;
+    sock.send(msg, port, "127.0.0.1");
+    await Promise.race([got, Bun.sleep(500)]);
+    return answered;
+  } finally {
+    sock.close();
+  }
+}
+
+export interface SippResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  /** The last line of the -trace_stat CSV as a record (Successful/Failed call counts, …). */
+  stats: Record<string, string>;
+  /** Status codes of every response sipp received, in order (from -trace_msg). */
+  statuses: number[];
+  /** Call-IDs of the calls sipp made (from -trace_msg), to find them in Kamailio's log. */
+  callIds: string[];
+}
+
+/**
+ * Runs one sipp scenario against `target` and waits for it. `args` are extra sipp flags. Returns the
+ * exit code (0: every call succeeded, 1: at least one failed) and the final statistics.
+ */
+export async function runSipp(scenario: string, target: string, args: string[], timeoutMs = 60_000): Promise<SippResult> {
+  const dir = mkdtempSync(join(tmpdir(), "sipp-"));
+  const file = scenario.includes("/") ? scenario : join(SCENARIOS, scenario);
+  // Ports of its own: two sipp UACs at once must not both take 5060 (SIP) or 6000 (media).
+  if (!args.includes("-p")) args = [...args, "-p", String(await freeUdpPort())];
+  if (!args.includes("-mp")) args = [...args, "-mp", String(nextMediaPort())];
+  // sipp's -timeout stops new calls but lets a call in progress retransmit to its end (Timer F: 32 s
+  // with retrans=500); -recv_timeout aborts a call whose expected reply does not come in time.
+  const t = args.indexOf("-timeout");
+  if (t >= 0 && !args.includes("-recv_timeout")) args = [...args, "-recv_timeout", args[t + 1]!];
+  const cmd = ["sipp", target, "-sf", file, "-i", "127.0.0.1", "-bg", "-nostdin", "-trace_stat", "-stf", join(dir, "stat.csv"), "-fd", "1", "-trace_err", "-error_file", join(dir, "err.log"), "-trace_msg", "-message_file", join(dir, "messages.log"), ...args];
+  cmd.splice(cmd.indexOf("-bg"), 1); // foreground: we wait for the exit code
+  const proc = Bun.spawn(cmd, { cwd: dir, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  const timer = setTimeout(() => proc.kill("SIGKILL"), timeoutMs);
+  const [stdout, stderr] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
+  await proc.exited;
+  clearTimeout(timer);
+  const statsFile = join(dir, "stat.csv");
+  let stats: Record<string, string> = {};
+  if (existsSync(statsFile)) {
+    const lines = readFileSync(statsFile, "utf8").trim().split("\n");
+    const head = lines[0]!.split(";");
+    const last = lines[lines.length - 1]!.split(";");
+    stats = Object.fromEntries(head.map((h, i) => [h, last[i] ?? ""]));
+  }
+  const err = existsSync(join(dir, "err.log")) ? readFileSync(join(dir, "err.log"), "utf8") : "";
+  const messages = existsSync(join(dir, "messages.log")) ? readFileSync(join(dir, "messages.log"), "utf8") : "";
+  const statuses = [...messages.matchAll(/^SIP\/2\.0 (\d{3})/gm)].map((m) => Number(m[1]));
+  const callIds = [...new Set([...messages.matchAll(/^Call-ID:\s*(\S+)/gim)].map((m) => m[1]!))];
+  rmSync(dir, { recursive: true, force: true });
+  return { code: proc.exitCode, stdout, stderr: stderr + err, stats, statuses, callIds };
+}
+
+/** A sipp process left running (a UAS). */
+export function startSipp(scenario: string, args: string[]): Proc {
+  const file = scenario.includes("/") ? scenario : join(SCENARIOS, scenario);
+  return spawn(["sipp", "-sf", file, "-i", "127.0.0.1", "-nostdin", ...args], { PATH: process.env.PATH, HOME: process.env.HOME }, tmpdir());
+}
+
+/** JSON over HTTP with an optional API key or admin token. */
+export async function api<T = any>(method: string, url: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: T }> {
+  const r = await fetch(url, {
+    method,
+    headers: { ...(body !== undefined ? { "content-type": "application/json" } : {}), ...headers },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await r.text();
+  let parsed: unknown = null;
+  try {
+    parsed = text ? JSON.parse(text) : null;
+  } catch {
+    parsed = text;
+  }
+  return { status: r.status, body: parsed as T };
+}

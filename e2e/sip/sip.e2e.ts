@@ -1,0 +1,338 @@
+/**
+ * The SIP path for real: Parley (public + control hosts) ← Kamailio (deploy/kamailio/kamailio.cfg) ←
+ * sipp. Run with `bun run test:sip` (root: Kamailio runs in the foreground). Stores: PGlite by
+ * default; PostgreSQL + Redis when SIP_E2E_DATABASE_URL and SIP_E2E_REDIS_URL are set.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { createHash } from "node:crypto";
+import { api, freePorts, nextMediaPort, HAVE_SIP_TOOLS, IN_CI, runSipp, startKamailio, startParley, startSipp, type Kamailio, type Parley, type Proc } from "./harness.ts";
+import { addSipUser, createSipTenant, PASSWORD, type SipTenant } from "./tenant.ts";
+
+const RUN = HAVE_SIP_TOOLS || IN_CI;
+const stores = process.env.SIP_E2E_DATABASE_URL ? { databaseUrl: process.env.SIP_E2E_DATABASE_URL, redisUrl: process.env.SIP_E2E_REDIS_URL } : {};
+const storeKind = stores.databaseUrl ? "postgres+redis" : "pglite+memory";
+
+/** The IP-authenticated trunk's source address (its ACL); another loopback address is a stranger. */
+const TRUNK_IP = "127.0.0.3";
+const STRANGER_IP = "127.0.0.4";
+
+let parley: Parley;
+let kamailio: Kamailio;
+let tenant: SipTenant;
+let deviceUas: Proc;
+let carrierUas: Proc;
+let devicePort: number;
+let carrierPort: number;
+
+beforeAll(async () => {
+  if (!RUN) return;
+  [devicePort, carrierPort] = freePorts(2) as [number, number];
+  parley = await startParley(stores);
+  tenant = await createSipTenant(parley, { carrierPort, maxOut: null, users: [{ username: "1001" }, { username: "1002" }, { username: "1003", max: 1 }], inboundAcl: [TRUNK_IP] });
+  kamailio = await startKamailio({
+    controlPort: parley.controlPort,
+    node: "edge-e2e",
+    // Report bans every 2 s; ban after 3 failed digests.
+    defines: ['REPORT_TIMER="name=secreport;mode=1;interval=2"', "AUTH_FAILS_TO_BAN=3"],
+  });
+  deviceUas = startSipp("uas.xml", ["-p", String(devicePort), "-mp", String(nextMediaPort())]);
+  carrierUas = startSipp("uas.xml", ["-p", String(carrierPort), "-mp", String(nextMediaPort())]);
+  await Bun.sleep(300);
+}, 180_000);
+
+afterAll(async () => {
+  // SIP_E2E_LOG=<file>: keep Kamailio's log for diagnosis.
+  if (process.env.SIP_E2E_LOG && kamailio) await Bun.write(process.env.SIP_E2E_LOG, kamailio.log());
+  for (const p of [deviceUas, carrierUas, kamailio, parley]) await p?.stop();
+});
+
+const edge = () => `127.0.0.1:${kamailio.port}`;
+
+function register(user: string, contactPort: number, password = PASSWORD) {
+  return runSipp("register.xml", edge(), ["-s", user, "-au", user, "-ap", password, "-key", "domain", tenant.domain, "-key", "contact_port", String(contactPort), "-key", "expires", "300", "-m", "1", "-timeout", "15s"]);
+}
+
+function invite(from: string, to: string, scenario = "invite.xml", extra: string[] = []) {
+  return runSipp(scenario, edge(), ["-s", to, "-au", from, "-ap", PASSWORD, "-key", "from_user", from, "-key", "domain", tenant.domain, ...(extra.includes("-d") ? [] : ["-d", "500"]), "-m", "1", "-timeout", "20s", ...extra]);
+}
+
+async function calls(): Promise<any[]> {
+  const r = await api("GET", `${parley.publicUrl}/v1/calls?limit=100`, undefined, { "x-api-key": tenant.key });
+  expect(r.status).toBe(200);
+  return r.body.data;
+}
+
+async function cac(): Promise<any> {
+  const r = await api("GET", `${parley.controlUrl}/cac?accountId=${tenant.accountId}`);
+  expect(r.status).toBe(200);
+  return r.body;
+}
+
+/** Waits until `check` passes (events reach Parley asynchronously). */
+async function eventually<T>(check: () => Promise<T>, timeoutMs = 5000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return await check();
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await Bun.sleep(200);
+    }
+  }
+}
+
+describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
+  test("REGISTER: 401 challenge, then 200 with digest; Parley's presence shows the binding", async () => {
+    const r = await register("1002", devicePort);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.statuses).toEqual([401, 200]);
+    const roster = await api("GET", `${parley.controlUrl}/presence/users?accountId=${tenant.accountId}`);
+    expect(roster.body.data.find((u: any) => u.extension === "1002")).toMatchObject({ registered: 1, contacts: 1 });
+    expect(kamailio.log()).toMatch(/ctl \/presence\/event register rc=200/);
+  });
+
+  test("a wrong password is refused (403) and never registers", async () => {
+    const r = await register("1001", devicePort, "wrong-password");
+    expect(r.code).not.toBe(0);
+    expect(r.statuses).toContain(403);
+    const roster = await api("GET", `${parley.controlUrl}/presence/users?accountId=${tenant.accountId}`);
+    expect(roster.body.data.find((u: any) => u.extension === "1001")).toMatchObject({ registered: 0 });
+  });
+
+  test("a replayed Authorization header is refused at the edge", async () => {
+    const replay = await replayRegister(kamailio.port, tenant.domain, "1001", PASSWORD);
+    expect(replay.first).toBe(200);
+    expect(replay.replayed).toBe(401);
+  });
+
+  test("INVITE: 407, then authenticated to a registered device; call completes, BYE; CDR written, CAC back to zero", async () => {
+    const before = (await calls()).length;
+    const r = await invite("1001", "1002");
+    expect(r.code, r.stderr).toBe(0);
+    // No credentials: 100 Trying, /route asked first (not a trunk, not the carrier) → 407; then the digest.
+    expect(r.statuses.slice(0, 3)).toEqual([100, 407, 100]);
+    expect(r.statuses).toContain(200);
+    const cdrs = await eventually(async () => {
+      const list = await calls();
+      expect(list.length).toBe(before + 1);
+      return list;
+    });
+    expect(JSON.stringify(cdrs[0])).toContain("1002");
+    await eventually(async () => expect(JSON.stringify(await cac())).not.toMatch(/"(current|active|count)":[1-9]/));
+  });
+
+  test("INVITE to a number routed to the carrier trunk reaches the carrier's UAS", async () => {
+    const r = await invite("1001", tenant.trunkNumber);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.statuses).toContain(200);
+    expect(kamailio.log()).toMatch(/ctl \/route rc=200 us=\d+ action=outbound to=14155550123/);
+  });
+
+  test("INVITE to a DNC number is refused with 403/603", async () => {
+    const r = await invite("1001", tenant.dnc, "invite-refused.xml");
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.statuses.at(-1)).toBeOneOf([403, 603]);
+  });
+
+  test("CAC: a user with max_simultaneous 1 gets 486/503 for a second call while the first lasts", async () => {
+    // Outbound calls hold the caller's `user` slot (internal calls hold the callee's), so 1003 calls out.
+    const first = invite("1003", tenant.trunkNumber, "invite.xml", ["-d", "4000"]);
+    await eventually(async () => expect(JSON.stringify(await cac())).toMatch(/"active":1/), 3000);
+    const second = await invite("1003", tenant.trunkNumber, "invite-refused.xml");
+    expect(second.code, second.stderr + second.stdout.slice(-800)).toBe(0);
+    expect(second.statuses.at(-1)).toBeOneOf([486, 503]);
+    expect((await first).code).toBe(0);
+  });
+
+  test("inbound from an IP-authenticated trunk to a DID → registered user: no challenge; CDR inbound with number and trunk", async () => {
+    expect((await register("1002", devicePort)).code).toBe(0);
+    const did = `1628${String(Math.floor(Math.random() * 1e7)).padStart(7, "0")}`;
+    const num = await api("POST", `${parley.publicUrl}/v1/numbers`, { e164: did, dest_kind: "user", dest_id: tenant.users["1002"]!.userId }, { "x-api-key": tenant.key });
+    expect(num.status, JSON.stringify(num.body)).toBe(201);
+    const r = await runSipp("invite-noauth.xml", edge(), ["-i", TRUNK_IP, "-s", did, "-key", "from_user", "14155559876", "-key", "domain", "127.0.0.1", "-d", "500", "-m", "1", "-timeout", "20s"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.statuses).not.toContain(407);
+    expect(r.statuses).toContain(200);
+    const cdr = await eventually(async () => {
+      const list = (await api("GET", `${parley.publicUrl}/v1/calls?direction=inbound&limit=100`, undefined, { "x-api-key": tenant.key })).body.data as any[];
+      const c = list.find((x) => x.number_id === num.body.data.id);
+      expect(c).toMatchObject({ direction: "inbound", status: "completed" });
+      return c;
+    });
+    expect(cdr.trunk_id).toMatch(/^trk_/);
+    expect(cdr.ended_at).toBeGreaterThan(0);
+    expect(kamailio.log()).toMatch(new RegExp(`ctl /route rc=200 us=\\d+ action=proxy to=${did}`));
+  });
+
+  test("a call without credentials from an address no trunk knows is challenged (407)", async () => {
+    const r = await runSipp("invite-noauth.xml", edge(), ["-i", STRANGER_IP, "-s", tenant.trunkNumber, "-key", "from_user", "14155559876", "-key", "domain", "127.0.0.1", "-m", "1", "-timeout", "10s"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.statuses.filter((c) => c >= 200)).toEqual([407]);
+    expect(r.statuses).not.toContain(200);
+  });
+
+  test("failed digests ban the address; the ban reaches /security/bans; allow-listing lifts it at the edge", async () => {
+    // From 127.0.0.2, so the other tests' address stays unbanned.
+    for (let i = 0; i < 3; i++) {
+      const r = await runSipp("register.xml", edge(), ["-i", "127.0.0.2", "-s", "1001", "-au", "1001", "-ap", "bad-password", "-key", "domain", tenant.domain, "-key", "contact_port", "5999", "-key", "expires", "300", "-m", "1", "-timeout", "5s"]);
+      expect(r.code).not.toBe(0);
+    }
+    const bans = await eventually(async () => {
+      const r = await api("GET", `${parley.controlUrl}/security/bans?q=127.0.0.2&status=active`);
+      expect(r.body.data.length).toBe(1);
+      return r.body.data;
+    }, 8000);
+    expect(bans[0]).toMatchObject({ ip: "127.0.0.2", node: "edge-e2e", reason: "auth" });
+    // Banned: silence.
+    const silent = await runSipp("register.xml", edge(), ["-i", "127.0.0.2", "-s", "1001", "-au", "1001", "-ap", PASSWORD, "-key", "domain", tenant.domain, "-key", "contact_port", "5999", "-key", "expires", "300", "-m", "1", "-timeout", "3s"]);
+    expect(silent.statuses).toEqual([]);
+    expect((await api("POST", `${parley.controlUrl}/security/allow`, { address: "127.0.0.2", note: "e2e" })).status).toBe(201);
+    await eventually(async () => expect(kamailio.log()).toContain("ban lifted by the control plane: 127.0.0.2"), 8000);
+    const after = await runSipp("register.xml", edge(), ["-i", "127.0.0.2", "-s", "1001", "-au", "1001", "-ap", PASSWORD, "-key", "domain", tenant.domain, "-key", "contact_port", "5999", "-key", "expires", "300", "-m", "1", "-timeout", "5s"]);
+    expect(after.code, after.stderr).toBe(0);
+    await api("DELETE", `${parley.controlUrl}/security/allow/127.0.0.2`);
+  });
+});
+
+/**
+ * Two Parley instances (same PostgreSQL + Redis) behind one Kamailio with CONTROL_CON and CONTROL_CON2:
+ * each control call goes to one instance by a hash of its Call-ID, and to the other when that one is down.
+ */
+describe.skipIf(!RUN || !stores.databaseUrl)(`two Parley instances behind one Kamailio [${storeKind}]`, () => {
+  let parley2: Parley;
+  let edge2: Kamailio;
+
+  beforeAll(async () => {
+    parley2 = await startParley(stores);
+    edge2 = await startKamailio({ controlPort: parley.controlPort, control2Port: parley2.controlPort, node: "edge-e2e-2" });
+    // A user only this edge registers, so its one contact can only come from there.
+    await addSipUser(parley, tenant, "2001");
+  }, 180_000);
+
+  afterAll(async () => {
+    if (process.env.SIP_E2E_LOG && edge2) await Bun.write(`${process.env.SIP_E2E_LOG}.2`, edge2.log());
+    for (const p of [edge2, parley2]) await p?.stop();
+  });
+
+  const target = () => `127.0.0.1:${edge2.port}`;
+  const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  /** The connection (ctl: the first instance, ctl2: the second) that answered `what` for a Call-ID. */
+  const via = (callId: string | undefined, what: string) =>
+    callId ? new RegExp(`ctl ${escapeRe(what)} rc=200 .*call=${escapeRe(callId)} via=(ctl2?)\\b`).exec(edge2.log())?.[1] : undefined;
+  const register2 = (user: string) =>
+    runSipp("register.xml", target(), ["-s", user, "-au", user, "-ap", PASSWORD, "-key", "domain", tenant.domain, "-key", "contact_port", String(devicePort), "-key", "expires", "300", "-m", "1", "-timeout", "15s"]);
+  const invite2 = (from: string, to: string, scenario = "invite.xml", extra: string[] = []) =>
+    runSipp(scenario, target(), ["-s", to, "-au", from, "-ap", PASSWORD, "-key", "from_user", from, "-key", "domain", tenant.domain, ...(extra.includes("-d") ? [] : ["-d", "300"]), "-m", "1", "-timeout", "20s", ...extra]);
+
+  test("registered through one instance, the call routed by the other finds the contact", async () => {
+    const reg = await register2("2001");
+    expect(reg.code, reg.stderr).toBe(0);
+    const registeredVia = via(reg.callIds[0], "/presence/event register");
+    expect(registeredVia).toBeOneOf(["ctl", "ctl2"]);
+    // The Call-ID hash picks the instance: call until one is routed by the other (1/2 per call).
+    const seen: string[] = [];
+    for (let i = 0; i < 12 && !seen.some((v) => v !== registeredVia); i++) {
+      const r = await invite2("1001", "2001");
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.statuses).toContain(200);
+      seen.push(via(r.callIds[0], "/route") ?? "none");
+    }
+    expect(seen.filter((v) => v !== registeredVia && v !== "none").length).toBe(1);
+  });
+
+  test("a CAC limit holds across both instances; the held call's CDR ends completed", async () => {
+    const first = invite2("1003", tenant.trunkNumber, "invite.xml", ["-d", "5000"]);
+    await eventually(async () => expect(JSON.stringify(await cac())).toMatch(/"active":1/), 3000);
+    const seen = new Set<string>();
+    for (let i = 0; i < 8 && seen.size < 2; i++) {
+      const second = await invite2("1003", tenant.trunkNumber, "invite-refused.xml");
+      expect(second.code, second.stderr).toBe(0);
+      expect(second.statuses.at(-1)).toBeOneOf([486, 503]);
+      seen.add(via(second.callIds[0], "/route") ?? "none");
+    }
+    // Refused by both instances: the counter is shared (Redis), not per process.
+    expect([...seen].sort()).toEqual(["ctl", "ctl2"]);
+    const done = await first;
+    expect(done.code, done.stderr).toBe(0);
+    const cdr = await eventually(async () => {
+      const list = (await api("GET", `${parley2.publicUrl}/v1/calls?limit=100`, undefined, { "x-api-key": tenant.key })).body.data as any[];
+      const c = list.find((x) => x.sip_call_id === done.callIds[0]);
+      expect(c).toMatchObject({ status: "completed", hangup_cause: "NORMAL_CLEARING" });
+      return c;
+    });
+    expect(cdr.billsec).toBeGreaterThan(0);
+    await eventually(async () => expect(JSON.stringify(await cac())).not.toMatch(/"active":[1-9]/));
+  });
+
+  test("failover: with one instance down, registrations and calls still go through the other", async () => {
+    await parley2.stop();
+    const reg = await register2("2001");
+    expect(reg.code, reg.stderr).toBe(0);
+    let retried = 0;
+    for (let i = 0; i < 12 && retried === 0; i++) {
+      const r = await invite2("1001", "2001");
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.statuses).toContain(200);
+      expect(via(r.callIds[0], "/route")).toBe("ctl");
+      if (new RegExp(`ctl /route rc=\\d+ via=ctl2 key=${escapeRe(r.callIds[0]!)}: connection failed`).test(edge2.log())) retried++;
+    }
+    // At least one call hashed to the dead instance and was retried on the live one.
+    expect(retried).toBe(1);
+  });
+});
+
+/** REGISTER by hand: answer the challenge once, then send the very same Authorization again. */
+async function replayRegister(port: number, domain: string, user: string, password: string): Promise<{ first: number; replayed: number }> {
+  const replies: string[] = [];
+  let wake: () => void = () => {};
+  const sock = await Bun.udpSocket({ hostname: "127.0.0.1", port: 0, socket: { data(_s, buf) { replies.push(Buffer.from(buf).toString()); wake(); }, error() {} } });
+  const next = async () => {
+    const deadline = Date.now() + 3000;
+    while (Date.now() < deadline) {
+      const final = replies.findIndex((r) => !/^SIP\/2\.0 1\d\d/.test(r));
+      if (final >= 0) return replies.splice(0, final + 1).at(-1)!;
+      await new Promise<void>((res) => {
+        wake = res;
+        setTimeout(res, 100);
+      });
+    }
+    throw new Error("no reply");
+  };
+  const callId = `${crypto.randomUUID()}@replay`;
+  const send = (cseq: number, auth?: string) => {
+    const msg = [
+      `REGISTER sip:${domain} SIP/2.0`,
+      `Via: SIP/2.0/UDP 127.0.0.1:${sock.port};branch=z9hG4bK${crypto.randomUUID().slice(0, 12)};rport`,
+      "Max-Forwards: 70",
+      `From: <sip:${user}@${domain}>;tag=rp1`,
+      `To: <sip:${user}@${domain}>`,
+      `Call-ID: ${callId}`,
+      `CSeq: ${cseq} REGISTER`,
+      `Contact: <sip:${user}@127.0.0.1:${sock.port}>`,
+      "Expires: 300",
+      ...(auth ? [`Authorization: ${auth}`] : []),
+      "Content-Length: 0",
+      "",
+      "",
+    ].join("\r\n");
+    sock.send(msg, port, "127.0.0.1");
+  };
+  try {
+    send(1);
+    const challenge = await next();
+    const nonce = /nonce="([^"]+)"/.exec(challenge)![1]!;
+    const md5 = (s: string) => createHash("md5").update(s).digest("hex");
+    const uri = `sip:${domain}`;
+    const cnonce = "0a4f113b";
+    const nc = "00000001";
+    const response = md5(`${md5(`${user}:${domain}:${password}`)}:${nonce}:${nc}:${cnonce}:auth:${md5(`REGISTER:${uri}`)}`);
+    const auth = `Digest username="${user}", realm="${domain}", nonce="${nonce}", uri="${uri}", response="${response}", algorithm=MD5, qop=auth, nc=${nc}, cnonce="${cnonce}"`;
+    send(2, auth);
+    const first = Number((await next()).slice(8, 11));
+    send(3, auth);
+    const replayed = Number((await next()).slice(8, 11));
+    return { first, replayed };
+  } finally {
+    sock.close();
+  }
+}

@@ -1,0 +1,250 @@
+/** POST /presence/event and GET /presence/users over a real socket (address-gated paths). */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { randomUUID } from "node:crypto";
+import type { Platform } from "../../core/platform.ts";
+import { seedTenant, storeKind, testPlatform } from "../../../test/support/platform.ts";
+import { createUser } from "../../core/users/users.service.ts";
+import { createDevice, updateDevice } from "../../core/devices/devices.service.ts";
+import { createQueue } from "../../core/queues/queues.service.ts";
+import { newId } from "../../core/ids/ids.ts";
+import { userCallCount, userContacts } from "../../core/presence/presence.service.ts";
+import { presenceRoutes } from "./presence.ts";
+import { listenControl, type ControlClient } from "./control-listener.fixture.ts";
+
+let platform: Platform;
+let client: ControlClient;
+
+beforeAll(async () => {
+  platform = await testPlatform();
+  client = listenControl(platform, [presenceRoutes]);
+});
+afterAll(async () => {
+  await client.stop();
+  await platform.close();
+});
+
+let ext = 100;
+async function seedUser(accountId: string, options: { agent?: boolean; webrtc?: boolean } = {}) {
+  const user = await createUser(platform.db, accountId, { username: String(++ext), display_name: `User ${ext}`, ...(options.agent ? { is_agent: 1 as const } : {}) });
+  const device = await createDevice(platform.db, accountId, { user_id: user.id, password: "s3cret-pass", ...(options.webrtc ? { transport: "wss" as const } : {}) });
+  return { userId: user.id, deviceId: device.id };
+}
+
+const register = (accountId: string, deviceId: string, extra: Record<string, unknown> = {}) => ({
+  type: "register",
+  account_id: accountId,
+  device_id: deviceId,
+  contact: `sip:${deviceId}@192.0.2.7:5060`,
+  expires: 300,
+  ...extra,
+});
+
+async function agentEvents(accountId: string) {
+  return (await platform.events.since(accountId, 0, 500, ["agent.state"])).map((e) => e.data as { user_id: string; state: string; previous_state: string; reason: string | null });
+}
+
+describe(`POST /presence/event register [${storeKind}]`, () => {
+  test("register (JSON and form) makes the user reachable; expires 0 removes the binding", async () => {
+    const t = await seedTenant(platform);
+    const u = await seedUser(t.accountId, { webrtc: true });
+    const r = await client.post("/presence/event", register(t.accountId, u.deviceId, { user_id: u.userId, received: "sip:198.51.100.4:61000", socket: "udp:10.0.0.1:5060", transport: "WSS", source_ip: "198.51.100.4", source_port: 61000, user_agent: "JsSIP", path: "", instance: "<urn:uuid:1>", call_id: "abc" }));
+    expect(r).toEqual({ status: 200, body: { ok: true } });
+    const contacts = await userContacts(platform.live, t.accountId, u.userId);
+    expect(contacts).toHaveLength(1);
+    expect(contacts[0]).toMatchObject({ device_id: u.deviceId, user_id: u.userId, received: "sip:198.51.100.4:61000", socket: "udp:10.0.0.1:5060", transport: "wss", path: null, webrtc: 1 });
+    expect(contacts[0]!.expires_at).toBeGreaterThan(Date.now() + 290_000);
+    expect(contacts[0]!.expires_at).toBeLessThanOrEqual(Date.now() + 300_000);
+
+    const form = await client.post("/presence/event", register(t.accountId, u.deviceId, { contact: "sip:second@192.0.2.8", expires: "120" }), "form");
+    expect(form.status).toBe(200);
+    expect(await userContacts(platform.live, t.accountId, u.userId)).toHaveLength(2);
+
+    expect((await client.post("/presence/event", register(t.accountId, u.deviceId, { expires: 0 }))).status).toBe(200);
+    expect((await userContacts(platform.live, t.accountId, u.userId)).map((c) => c.contact)).toEqual(["sip:second@192.0.2.8"]);
+  });
+
+  test("a short registration expires on its own (real clock)", async () => {
+    const t = await seedTenant(platform);
+    const u = await seedUser(t.accountId);
+    expect((await client.post("/presence/event", register(t.accountId, u.deviceId, { expires: 1 }))).status).toBe(200);
+    expect((await client.get(`/presence/users?accountId=${t.accountId}`)).body.data[0].registered).toBe(1);
+    await Bun.sleep(1100);
+    expect(await userContacts(platform.live, t.accountId, u.userId)).toEqual([]);
+    const roster = await client.get(`/presence/users?accountId=${t.accountId}`);
+    expect(roster.body.data[0]).toMatchObject({ registered: 0, contacts: 0, status: "offline" });
+  });
+
+  test("unknown or foreign account/device: 404; disabled device: 403; wrong user: 400", async () => {
+    const a = await seedTenant(platform);
+    const b = await seedTenant(platform);
+    const ua = await seedUser(a.accountId);
+    const ub = await seedUser(b.accountId);
+    for (const body of [register(b.accountId, ua.deviceId), register(newId("acc"), ua.deviceId), register(a.accountId, newId("dev"))]) {
+      const r = await client.post("/presence/event", body);
+      expect(r.status, JSON.stringify(body)).toBe(404);
+      expect(r.body.error).toBe("not_found");
+    }
+    expect(await userContacts(platform.live, b.accountId, ua.userId)).toEqual([]);
+    const wrongUser = await client.post("/presence/event", register(a.accountId, ua.deviceId, { user_id: ub.userId }));
+    expect(wrongUser.status).toBe(400);
+    expect(wrongUser.body.details[0].path).toBe("/user_id");
+    await updateDevice(platform.db, a.accountId, ua.deviceId, { status: "disabled" });
+    expect((await client.post("/presence/event", register(a.accountId, ua.deviceId))).status).toBe(403);
+    expect(await userContacts(platform.live, a.accountId, ua.userId)).toEqual([]);
+    // Unregistering is always accepted.
+    expect((await client.post("/presence/event", register(a.accountId, ua.deviceId, { expires: 0 }))).status).toBe(200);
+  });
+
+  test("malformed events: 400 naming the field, nothing stored", async () => {
+    const t = await seedTenant(platform);
+    const u = await seedUser(t.accountId);
+    const cases: Array<[unknown, string, "json" | "form"]> = [
+      [register(t.accountId, u.deviceId, { expires: -1 }), "/expires", "json"],
+      [register(t.accountId, u.deviceId, { expires: "60" }), "/expires", "json"],
+      [register(t.accountId, u.deviceId, { expires: "soon" }), "/expires", "form"],
+      [register(t.accountId, u.deviceId, { expires: 86_401 }), "/expires", "json"],
+      [register(t.accountId, u.deviceId, { contact: "sip:a b@x" }), "/contact", "json"],
+      [register(t.accountId, u.deviceId, { transport: "carrier-pigeon" }), "/transport", "json"],
+      [register(t.accountId, u.deviceId, { source_ip: "300.1.1.1" }), "/source_ip", "json"],
+      [register(t.accountId, u.deviceId, { surprise: 1 }), "/surprise", "json"],
+      [register(t.accountId, "dev_nope"), "/device_id", "json"],
+      [{ type: "agent", account_id: t.accountId, user_id: u.userId, event: "dance" }, "/event", "json"],
+      [{ type: "dialog", callId: "x", state: "ringing" }, "/state", "json"],
+    ];
+    for (const [body, path, as] of cases) {
+      const r = await client.post("/presence/event", body, as);
+      expect(r.status, JSON.stringify(body)).toBe(400);
+      expect(r.body.error).toBe("validation_failed");
+      expect(r.body.details.map((d: { path: string }) => d.path), JSON.stringify(body)).toContain(path);
+    }
+    const noType = await client.post("/presence/event", { account_id: t.accountId });
+    expect(noType.status).toBe(400);
+    expect((await client.post("/presence/event", { type: "presence" })).status).toBe(400);
+    expect(await userContacts(platform.live, t.accountId, u.userId)).toEqual([]);
+  });
+});
+
+describe(`agents and dialogs [${storeKind}]`, () => {
+  test("agent state machine emits agent.state on each change, on_call follows confirmed dialogs", async () => {
+    const t = await seedTenant(platform);
+    const agent = await seedUser(t.accountId, { agent: true });
+    const q = await createQueue(platform.db, t.accountId, { name: "Support" });
+    const ev = (event: string, extra: Record<string, unknown> = {}, as: "json" | "form" = "json") =>
+      client.post("/presence/event", { type: "agent", account_id: t.accountId, user_id: agent.userId, event, ...extra }, as);
+
+    expect((await ev("pause")).status).toBe(409); // logged out: log in first
+    expect((await ev("login", { queues: q.id }, "form")).status).toBe(200);
+    expect((await ev("login")).status).toBe(200); // no change, no event
+    expect((await ev("pause", { reason: "lunch" })).status).toBe(200);
+    const callId = randomUUID();
+    const dialog = (state: string) => client.post("/presence/event", { type: "dialog", callId, state, account_id: t.accountId, legs: [{ role: "callee", user_id: agent.userId }] });
+    expect((await dialog("early")).status).toBe(200);
+    expect((await dialog("confirmed")).status).toBe(200);
+    expect(await userCallCount(platform.live, t.accountId, agent.userId)).toBe(1);
+    const during = await client.get(`/presence/users?accountId=${t.accountId}`);
+    expect(during.body.data[0]).toMatchObject({ status: "on_call", on_call: 1, agent_state: "on_call" });
+    // A terminated event without legs still ends the call for the agent.
+    expect((await client.post("/presence/event", { type: "dialog", callId, state: "terminated", account_id: t.accountId, sip_code: 200, hangup_cause: "NORMAL_CLEARING" })).status).toBe(200);
+    expect(await userCallCount(platform.live, t.accountId, agent.userId)).toBe(0);
+    expect((await ev("unpause")).status).toBe(200);
+    expect((await ev("logout")).status).toBe(200);
+
+    expect((await agentEvents(t.accountId)).map((e) => [e.previous_state, e.state, e.reason])).toEqual([
+      ["logged_out", "ready", null],
+      ["ready", "paused", "lunch"],
+      ["paused", "on_call", null],
+      ["on_call", "paused", "lunch"],
+      ["paused", "ready", null],
+      ["ready", "logged_out", null],
+    ]);
+    expect((await agentEvents(t.accountId)).every((e) => e.user_id === agent.userId)).toBe(true);
+  });
+
+  test("agent events: 404 unknown user or queue, 400 for a non-agent or a misplaced field", async () => {
+    const t = await seedTenant(platform);
+    const other = await seedTenant(platform);
+    const agent = await seedUser(t.accountId, { agent: true });
+    const plain = await seedUser(t.accountId);
+    const foreignQueue = await createQueue(platform.db, other.accountId, { name: "Theirs" });
+    const post = (body: Record<string, unknown>) => client.post("/presence/event", { type: "agent", account_id: t.accountId, user_id: agent.userId, event: "login", ...body });
+    expect((await post({ user_id: newId("us") })).status).toBe(404);
+    expect((await post({ account_id: other.accountId })).status).toBe(404);
+    expect((await post({ queues: [foreignQueue.id] })).status).toBe(404);
+    const nonAgent = await post({ user_id: plain.userId });
+    expect(nonAgent.status).toBe(400);
+    expect(nonAgent.body.details[0].path).toBe("/user_id");
+    expect((await post({ reason: "why" })).body.details[0].path).toBe("/reason");
+    expect(await agentEvents(t.accountId)).toEqual([]);
+  });
+
+  test("dialog for an unknown account is 404; legs naming unknown users are skipped", async () => {
+    const t = await seedTenant(platform);
+    const u = await seedUser(t.accountId);
+    expect((await client.post("/presence/event", { type: "dialog", callId: "c1", state: "confirmed", account_id: newId("acc") })).status).toBe(404);
+    const r = await client.post("/presence/event", { type: "dialog", callId: randomUUID(), state: "confirmed", account_id: t.accountId, legs: [{ user_id: newId("us") }, { device_id: u.deviceId }] });
+    expect(r.status).toBe(200);
+    // The leg with only a device id counts for the device's user.
+    expect(await userCallCount(platform.live, t.accountId, u.userId)).toBe(1);
+  });
+});
+
+describe(`GET /presence/users [${storeKind}]`, () => {
+  test("roster rows and tiles; another account's users never appear", async () => {
+    const t = await seedTenant(platform);
+    const other = await seedTenant(platform);
+    const ready = await seedUser(t.accountId, { agent: true });
+    const paused = await seedUser(t.accountId, { agent: true });
+    const out = await seedUser(t.accountId, { agent: true });
+    const plainOnCall = await seedUser(t.accountId);
+    const offline = await seedUser(t.accountId);
+    const foreign = await seedUser(other.accountId);
+    const agentEvent = (userId: string, event: string, extra = {}) => client.post("/presence/event", { type: "agent", account_id: t.accountId, user_id: userId, event, ...extra });
+    await client.post("/presence/event", register(t.accountId, ready.deviceId));
+    await client.post("/presence/event", register(t.accountId, ready.deviceId, { contact: "sip:other@192.0.2.9" }));
+    await client.post("/presence/event", register(t.accountId, paused.deviceId));
+    await client.post("/presence/event", register(t.accountId, plainOnCall.deviceId));
+    await client.post("/presence/event", register(other.accountId, foreign.deviceId));
+    await agentEvent(ready.userId, "login");
+    await agentEvent(paused.userId, "login");
+    await agentEvent(paused.userId, "pause", { reason: "training" });
+    await client.post("/presence/event", { type: "dialog", callId: randomUUID(), state: "confirmed", account_id: t.accountId, legs: [{ user_id: plainOnCall.userId }] });
+
+    const r = await client.get(`/presence/users?accountId=${t.accountId}`);
+    expect(r.status).toBe(200);
+    expect(r.body.tiles).toEqual({ total: 5, registered: 3, offline: 2, on_call: 1, ready: 1, paused: 1, logged_out: 1 });
+    const byId = new Map((r.body.data as Array<{ id: string; since: number | null }>).map((u) => [u.id, u]));
+    expect(byId.has(foreign.userId)).toBe(false);
+    expect(byId.get(ready.userId)).toMatchObject({ registered: 1, contacts: 2, devices_registered: 1, status: "available", agent_state: "ready", on_call: 0, is_agent: 1 });
+    expect(byId.get(ready.userId)!.since).toBeGreaterThan(Date.now() - 60_000);
+    expect(byId.get(paused.userId)).toMatchObject({ agent_state: "paused", reason: "training" });
+    expect(byId.get(out.userId)).toMatchObject({ agent_state: "logged_out", registered: 0, status: "offline", since: null });
+    expect(byId.get(plainOnCall.userId)).toMatchObject({ status: "on_call", on_call: 1, calls: 1, agent_state: null, since: null });
+    expect(byId.get(offline.userId)).toMatchObject({ status: "offline", registered: 0, contacts: 0, devices_registered: 0, extension: expect.any(String), name: expect.stringContaining("User") });
+
+    const theirs = await client.get(`/presence/users?accountId=${other.accountId}`);
+    expect(theirs.body.data.map((u: { id: string }) => u.id)).toEqual([foreign.userId]);
+    expect(theirs.body.tiles).toMatchObject({ total: 1, registered: 1, on_call: 0 });
+  });
+
+  test("400 without a valid accountId, 404 for an unknown account", async () => {
+    expect((await client.get("/presence/users")).status).toBe(400);
+    expect((await client.get("/presence/users?accountId=nope")).status).toBe(400);
+    const unknown = await client.get(`/presence/users?accountId=${newId("acc")}`);
+    expect(unknown.status).toBe(404);
+  });
+
+  test("the gate: 403 from an address outside CONTROL_ALLOW", async () => {
+    const t = await seedTenant(platform);
+    const u = await seedUser(t.accountId);
+    const closed = await testPlatform({ env: { CONTROL_ALLOW: "10.255.0.0/16" } });
+    const gated = listenControl(closed, [presenceRoutes]);
+    try {
+      expect((await gated.post("/presence/event", register(t.accountId, u.deviceId))).status).toBe(403);
+      expect((await gated.get(`/presence/users?accountId=${t.accountId}`)).status).toBe(403);
+      expect(await userContacts(platform.live, t.accountId, u.userId)).toEqual([]);
+    } finally {
+      await gated.stop();
+      await closed.close();
+    }
+  });
+});

@@ -1,0 +1,108 @@
+/** /security/* on the control host over a real listener (the CONTROL_ALLOW gate needs a client address). */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import type { Platform } from "../../core/platform.ts";
+import { createControlApp } from "../app.ts";
+import { securityRoutes } from "./security.ts";
+import { storeKind, testPlatform } from "../../../test/support/platform.ts";
+import type { Json } from "../../../test/support/http.ts";
+
+let platform: Platform;
+let closed: Platform;
+let server: ReturnType<ReturnType<typeof createControlApp>["listen"]>;
+let gated: ReturnType<ReturnType<typeof createControlApp>["listen"]>;
+let base: string;
+
+beforeAll(async () => {
+  platform = await testPlatform();
+  closed = await testPlatform({ env: { CONTROL_ALLOW: "10.255.0.0/16" } });
+  server = createControlApp(platform, [securityRoutes]).listen({ hostname: "127.0.0.1", port: 0 });
+  gated = createControlApp(closed, [securityRoutes]).listen({ hostname: "127.0.0.1", port: 0 });
+  base = `http://127.0.0.1:${server.server!.port}`;
+});
+afterAll(async () => {
+  await server.stop();
+  await gated.stop();
+  await platform.close();
+  await closed.close();
+});
+
+async function send(method: string, path: string, body?: unknown, form = false): Promise<{ status: number; body: Json }> {
+  const init: RequestInit = { method };
+  if (body !== undefined) {
+    init.headers = { "content-type": form ? "application/x-www-form-urlencoded" : "application/json" };
+    init.body = form ? new URLSearchParams(body as Record<string, string>).toString() : JSON.stringify(body);
+  }
+  const r = await fetch(`${base}${path}`, init);
+  return { status: r.status, body: (await r.json()) as Json };
+}
+
+const net = `10.${Math.floor(Math.random() * 200) + 20}.${Math.floor(Math.random() * 256)}.`;
+const node = `edge-${crypto.randomUUID().slice(0, 8)}`;
+
+describe(`/security endpoints: happy [${storeKind}]`, () => {
+  test("report, list, allow (lifts), report again (told to lift), remove from the allowlist", async () => {
+    const report = await send("POST", "/security/report", { node, bans: [{ ip: `${net}5`, reason: "pike", hits: 12 }, { ip: `${net}6`, reason: "auth" }], ts: 1 });
+    expect(report).toEqual({ status: 200, body: { ok: true, lift: [] } });
+
+    const listed = await send("GET", `/security/bans?q=${net}&status=active&limit=10`);
+    expect(listed.status).toBe(200);
+    expect(listed.body.data.map((b: Json) => [b.ip, b.node, b.status, b.reason, b.hits]).sort()).toEqual([
+      [`${net}5`, node, "active", "pike", 12],
+      [`${net}6`, node, "active", "auth", 0],
+    ]);
+    expect((await send("GET", `/security/bans?q=${net}&limit=1`)).body.data).toHaveLength(1);
+
+    const allow = await send("POST", "/security/allow", { address: `${net}5`, note: "our office" });
+    expect(allow.status).toBe(201);
+    expect(allow.body.data).toMatchObject({ entry: { address: `${net}5`, note: "our office" }, lifted: 1 });
+    expect((await send("POST", "/security/allow", { address: `${net}5` })).status).toBe(200);
+    expect((await send("GET", "/security/allow")).body.data).toContainEqual(expect.objectContaining({ address: `${net}5`, note: "our office" }));
+    expect((await send("GET", `/security/bans?q=${net}5`)).body.data[0].status).toBe("lifted");
+
+    // A form body: bans as JSON text.
+    const again = await send("POST", "/security/report", { node, bans: JSON.stringify([{ ip: `${net}5` }, { ip: `${net}6` }]) }, true);
+    expect(again).toEqual({ status: 200, body: { ok: true, lift: [`${net}5`] } });
+
+    const cidr = await send("POST", "/security/allow", { address: `${net}0/24` }, true);
+    expect(cidr.status).toBe(201);
+    expect(cidr.body.data.lifted).toBe(1);
+    expect((await send("DELETE", `/security/allow/${net}0/24`)).body).toEqual({ ok: true });
+    expect((await send("DELETE", `/security/allow/${encodeURIComponent(`${net}5`)}`)).body).toEqual({ ok: true });
+    expect((await send("GET", "/security/allow")).body.data.map((a: Json) => a.address)).not.toContain(`${net}5`);
+  });
+});
+
+describe(`/security endpoints: errors [${storeKind}]`, () => {
+  test("bad input is a 400 naming the field, and records nothing", async () => {
+    const cases: Array<[string, string, unknown, string]> = [
+      ["POST", "/security/report", { node, bans: [{ ip: "999.1.1.1" }] }, "/bans/0/ip"],
+      ["POST", "/security/report", { bans: [] }, "/node"],
+      ["POST", "/security/report", { node, bans: [{ ip: `${net}9`, hits: "x" }] }, "/bans/0/hits"],
+      ["POST", "/security/allow", { address: "10.0.0.0/99" }, "/address"],
+      ["POST", "/security/allow", { address: "not an address" }, "/address"],
+      ["POST", "/security/allow", { address: `${net}1`, extra: 1 }, "/extra"],
+      ["GET", "/security/bans?status=gone", undefined, "/query/status"],
+      ["GET", "/security/bans?q=x'--", undefined, "/query/q"],
+      ["GET", "/security/bans?limit=0", undefined, "/query/limit"],
+    ];
+    for (const [method, path, body, field] of cases) {
+      const r = await send(method, path, body);
+      expect(r.status, `${method} ${path}`).toBe(400);
+      expect(r.body.details.map((d: Json) => d.path), `${method} ${path}`).toContain(field);
+    }
+    expect((await send("GET", `/security/bans?q=${net}9`)).body.data).toEqual([]);
+    expect((await send("DELETE", "/security/allow/not-an-ip")).status).toBe(400);
+    expect((await send("DELETE", `/security/allow/${net}77`)).status).toBe(404);
+  });
+});
+
+describe(`/security endpoints: security [${storeKind}]`, () => {
+  test("an address outside CONTROL_ALLOW gets 403 on every endpoint", async () => {
+    const url = `http://127.0.0.1:${gated.server!.port}`;
+    for (const [method, path] of [["POST", "/security/report"], ["GET", "/security/bans"], ["GET", "/security/allow"], ["POST", "/security/allow"], ["DELETE", "/security/allow/10.0.0.1"]]) {
+      const r = await fetch(`${url}${path}`, { method, headers: { "content-type": "application/json" }, body: method === "GET" ? undefined : JSON.stringify({ node, address: "10.0.0.1", bans: [] }) });
+      expect(r.status, `${method} ${path}`).toBe(403);
+    }
+    expect((await send("GET", "/security/allow")).body.data.map((a: Json) => a.address)).not.toContain("10.0.0.1");
+  });
+});

@@ -1,0 +1,123 @@
+/**
+ * Call admission control: concurrency counters in the live store, one per slot (an account's
+ * inbound / outbound / dialer ceiling, a number's or trunk's channels, a user's simultaneous calls).
+ *
+ * Each slot is a sorted set of the call ids holding it, scored by a deadline: release removes exactly
+ * the call's member (idempotent), and a member whose deadline passed stops counting, so a lost BYE
+ * cannot hold a slot longer than CAC_MAX_CALL_SEC. A confirmed call renews its deadline.
+ *
+ * Acquisition is all or nothing: slots are taken one by one (`zaddExpiring` adds and counts in one
+ * atomic step) and a refusal removes the ones already taken. Two calls racing for the last place may
+ * both be refused for an instant, but a slot never holds more calls than its limit. Every key is under
+ * the account's hash tag, so this works unchanged on Redis Cluster and across instances.
+ */
+import { accountKey, type LiveStore } from "../live/live-store.ts";
+import type { CacSlot } from "../routing/route-types.ts";
+
+/** Levels in the order snapshots list them. */
+export const CAC_LEVELS = ["account_in", "account_out", "account_dialer", "number", "trunk", "user"] as const satisfies ReadonlyArray<CacSlot["level"]>;
+
+const slotName = (slot: Pick<CacSlot, "level" | "id">) => `${slot.level}|${slot.id}`;
+const slotKey = (accountId: string, slot: Pick<CacSlot, "level" | "id">) => accountKey(accountId, "cac", "slot", slot.level, slot.id);
+/** Every slot the account has used, so snapshots and resets can find them. */
+const registryKey = (accountId: string) => accountKey(accountId, "cac", "slots");
+/** The last limit each slot was taken with (what the snapshot shows). */
+const limitsKey = (accountId: string) => accountKey(accountId, "cac", "limits");
+
+/** Outcome of `acquireSlots`. */
+export type Acquired = { ok: true } | { ok: false; refused: CacSlot; active: number };
+
+/**
+ * Takes every slot for `member` (a call id) or none. Re-taking slots the member already holds only
+ * renews them (a retransmitted request counts once).
+ * @example const got = await acquireSlots(live, acc, "call_…", decision.slots, 14_400_000); if (!got.ok) reject(got.refused)
+ */
+export async function acquireSlots(live: LiveStore, accountId: string, member: string, slots: readonly CacSlot[], ttlMs: number): Promise<Acquired> {
+  if (!slots.length) return { ok: true };
+  await live.sadd(registryKey(accountId), ...slots.map(slotName));
+  await live.hset(limitsKey(accountId), Object.fromEntries(slots.map((s) => [slotName(s), String(s.limit)])));
+  // The bookkeeping keys outlive every member that could still be counted.
+  await live.expire(registryKey(accountId), ttlMs + 60_000);
+  await live.expire(limitsKey(accountId), ttlMs + 60_000);
+  const taken: CacSlot[] = [];
+  for (const slot of slots) {
+    const count = await live.zaddExpiring(slotKey(accountId, slot), member, ttlMs);
+    if (count > slot.limit) {
+      await live.zrem(slotKey(accountId, slot), member);
+      await releaseSlots(live, accountId, member, taken);
+      return { ok: false, refused: slot, active: count - 1 };
+    }
+    taken.push(slot);
+  }
+  return { ok: true };
+}
+
+/** Gives back `member`'s place in each slot. Safe to repeat, and for slots it does not hold. */
+export async function releaseSlots(live: LiveStore, accountId: string, member: string, slots: readonly CacSlot[]): Promise<void> {
+  for (const slot of slots) await live.zrem(slotKey(accountId, slot), member);
+}
+
+/**
+ * Renews the deadline of slots `member` holds (a confirmed call: counted until it ends or for
+ * another `ttlMs`). Slots it no longer holds (released, or cleared by a reset) are not taken again.
+ */
+export async function renewSlots(live: LiveStore, accountId: string, member: string, slots: readonly CacSlot[], ttlMs: number): Promise<void> {
+  for (const slot of slots) {
+    const key = slotKey(accountId, slot);
+    if ((await live.zscore(key, member)) === null) continue;
+    await live.zadd(key, [{ member, score: Date.now() + ttlMs }]);
+    await live.expire(key, ttlMs + 1000);
+  }
+  await live.expire(registryKey(accountId), ttlMs + 60_000);
+  await live.expire(limitsKey(accountId), ttlMs + 60_000);
+}
+
+/** One counter of a snapshot. */
+export interface CacCounter {
+  level: CacSlot["level"];
+  /** The account id for account_* levels, else the num_/trk_/us_ id. */
+  id: string;
+  /** The ceiling the last admission used. */
+  limit: number;
+  /** Calls holding the slot now. */
+  active: number;
+  /** Their call ids, soonest deadline first. */
+  call_ids: string[];
+}
+
+/** The account's counters that hold at least one call, by level then id. */
+export async function cacSnapshot(live: LiveStore, accountId: string): Promise<CacCounter[]> {
+  const names = await live.smembers(registryKey(accountId));
+  const limits = await live.hgetall(limitsKey(accountId));
+  const out: CacCounter[] = [];
+  for (const name of names) {
+    const [level, id] = name.split("|") as [CacSlot["level"], string];
+    const members = await live.zliveMembers(slotKey(accountId, { level, id }));
+    if (!members.length) continue;
+    out.push({ level, id, limit: Number(limits[name] ?? 0), active: members.length, call_ids: members });
+  }
+  return out.sort((a, b) => CAC_LEVELS.indexOf(a.level) - CAC_LEVELS.indexOf(b.level) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+}
+
+/**
+ * Clears every counter of the account (leaked slots after a crash or a lost BYE). Calls still up
+ * stop counting until their next admission or confirmation. Returns the counters that were cleared
+ * and how many calls they held.
+ */
+export async function resetCac(live: LiveStore, accountId: string): Promise<{ counters: number; calls: number }> {
+  const names = await live.smembers(registryKey(accountId));
+  let counters = 0;
+  let calls = 0;
+  for (const name of names) {
+    const [level, id] = name.split("|") as [CacSlot["level"], string];
+    const key = slotKey(accountId, { level, id });
+    const members = await live.zliveMembers(key);
+    if (members.length) {
+      counters += 1;
+      calls += members.length;
+    }
+    await live.del(key);
+  }
+  await live.del(registryKey(accountId), limitsKey(accountId));
+  return { counters, calls };
+}

@@ -1,0 +1,149 @@
+/**
+ * Call admission, the last step of POST /route: take the decision's CAC slots (all or nothing), write
+ * the call record with its trace, and emit call.started, in one transaction. Retransmissions of the
+ * same INVITE (same SIP Call-ID) get the first reply again and take nothing twice.
+ */
+import { accountKey } from "../live/live-store.ts";
+import { newId } from "../ids/ids.ts";
+import type { Platform } from "../platform.ts";
+import type { CacSlot, RouteDecision, RouteReply, RouteRequest, TraceStep } from "../routing/route-types.ts";
+import { acquireSlots, releaseSlots } from "../cac/cac.service.ts";
+import { findCallBySipId, insertCall, insertTrace, type NewTraceStep } from "./calls.store.ts";
+import { cacTtlMs } from "./cac-config.ts";
+
+/** How long a concurrent retransmission waits for the first one's record before answering 503. */
+const RETRANSMIT_WAIT_MS = 3000;
+/** How long the per-call admission claim lives (a crashed instance frees it after this). */
+const CLAIM_TTL_MS = 10_000;
+
+/**
+ * The reply to a call CAC refuses: 486 Busy Here when the user's own simultaneous-call ceiling is
+ * reached (the person is busy, the caller may try later or go to voicemail on busy), 503 Service
+ * Unavailable for every capacity ceiling (account, number, trunk), which tells an upstream carrier to
+ * try another route.
+ */
+export function cacRejectReply(decision: RouteDecision, refused: CacSlot): RouteReply {
+  const busy = refused.level === "user";
+  return {
+    rtjson: {
+      action: "reject",
+      account_id: decision.accountId,
+      flow_id: null,
+      vars: { ...decision.reply.rtjson.vars, reject_reason: "cac", cac_level: refused.level, cac_id: refused.id },
+      code: busy ? 486 : 503,
+      reason: busy ? "Busy Here" : "Service Unavailable",
+    },
+  };
+}
+
+function traceRows(accountId: string, callId: string, steps: readonly TraceStep[]): NewTraceStep[] {
+  return steps.map((s) => ({ account_id: accountId, call_id: callId, at_ms: s.at, step: s.step, result: s.result, data: s.data ?? null }));
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Admits a call: when `decision.accountId` is set, takes `decision.slots` (CAC, all or nothing), writes
+ * the call record (status routed, or rejected with the reject's SIP code, for the router's rejects
+ * and CAC refusals alike) with its trace steps, and emits call.started for routed calls, all in one
+ * transaction. Returns the reply to send. Idempotent per SIP Call-ID.
+ * @example const reply = await admitCall(platform, await decideRoute(platform, req), req)
+ */
+export async function admitCall(platform: Platform, decision: RouteDecision, req: RouteRequest): Promise<RouteReply> {
+  const accountId = decision.accountId;
+  if (!accountId) return decision.reply;
+  const sipCallId = req.callId;
+
+  // One admission per Call-ID at a time, on every instance: a retransmission arriving while the first
+  // is still being admitted waits for its record instead of racing it for the same slots.
+  const claimKey = accountKey(accountId, "admit", sipCallId);
+  const claim = newId("req");
+  if (!(await platform.live.setIfAbsent(claimKey, claim, CLAIM_TTL_MS))) {
+    for (let waited = 0; waited < RETRANSMIT_WAIT_MS; waited += 50) {
+      const existing = await findCallBySipId(platform.db, accountId, sipCallId);
+      if (existing) return existing.reply;
+      await sleep(50);
+    }
+    platform.log.warn("route retransmission timed out waiting for the first admission", { account_id: accountId });
+    return { rtjson: { action: "reject", account_id: accountId, flow_id: null, vars: {}, code: 503, reason: "Service Unavailable" } };
+  }
+  try {
+    const existing = await findCallBySipId(platform.db, accountId, sipCallId);
+    if (existing) return existing.reply;
+    return await admitNew(platform, decision, accountId, sipCallId);
+  } finally {
+    await platform.live.compareAndDelete(claimKey, claim);
+  }
+}
+
+async function admitNew(platform: Platform, decision: RouteDecision, accountId: string, sipCallId: string): Promise<RouteReply> {
+  const id = newId("call");
+  const startedMs = Date.now();
+  const steps: TraceStep[] = [...decision.trace];
+  let reply = decision.reply;
+  let slots: CacSlot[] = [];
+  const routed = reply.rtjson.action !== "reject";
+
+  if (routed && decision.slots.length) {
+    const got = await acquireSlots(platform.live, accountId, id, decision.slots, cacTtlMs(platform));
+    if (got.ok) {
+      slots = decision.slots;
+      steps.push({ at: Date.now(), step: "cac", result: `admitted (${slots.map((s) => `${s.level} ${s.id} ≤ ${s.limit}`).join(", ")})` });
+    } else {
+      reply = cacRejectReply(decision, got.refused);
+      steps.push({
+        at: Date.now(),
+        step: "cac",
+        result: `refused: ${got.refused.level} ${got.refused.id} at its limit of ${got.refused.limit}`,
+        data: { level: got.refused.level, id: got.refused.id, limit: got.refused.limit, active: got.active },
+      });
+    }
+  }
+  const admitted = reply.rtjson.action !== "reject";
+  if (!admitted) steps.push({ at: Date.now(), step: "reject", result: `${reply.rtjson.code ?? 0} ${reply.rtjson.reason ?? ""}`.trim() });
+  const withCallId: RouteReply = { rtjson: { ...reply.rtjson, vars: { ...reply.rtjson.vars, call_id: id } } };
+
+  try {
+    await platform.events.transaction(async (tx, emit) => {
+      const inserted = await insertCall(tx, {
+        account_id: accountId,
+        id,
+        sip_call_id: sipCallId,
+        direction: decision.direction,
+        from: decision.from,
+        to: decision.to,
+        user_id: decision.userId,
+        device_id: decision.deviceId,
+        number_id: decision.numberId,
+        trunk_id: decision.trunkId,
+        queue_id: decision.queueId,
+        flow_id: reply.rtjson.flow_id,
+        status: admitted ? "routed" : "rejected",
+        sip_code: admitted ? null : (reply.rtjson.code ?? null),
+        reject_reason: admitted ? null : (reply.rtjson.reason ?? null),
+        started_ms: startedMs,
+        ended_ms: admitted ? null : startedMs,
+        hangup_cause: admitted ? null : "CALL_REJECTED",
+        slots,
+        reply: withCallId,
+      });
+      if (!inserted) throw new DuplicateAdmission();
+      await insertTrace(tx, traceRows(accountId, id, steps));
+      if (admitted) {
+        await emit(accountId, "call.started", { callId: id, direction: decision.direction, from: decision.from, to: decision.to, number_id: decision.numberId, ts: startedMs }, startedMs);
+      }
+    });
+  } catch (error) {
+    // Nothing was recorded: give the slots back so a failed write cannot leak them.
+    await releaseSlots(platform.live, accountId, id, slots);
+    if (error instanceof DuplicateAdmission) {
+      const existing = await findCallBySipId(platform.db, accountId, sipCallId);
+      if (existing) return existing.reply;
+    }
+    throw error;
+  }
+  return withCallId;
+}
+
+/** Another instance recorded this Call-ID first (its claim had expired): its reply wins. */
+class DuplicateAdmission extends Error {}

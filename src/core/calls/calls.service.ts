@@ -1,0 +1,270 @@
+/** Use cases on call records: listing and CSV export, detail, trace, usage, balance, live snapshot, CAC. */
+import { findAccount } from "../accounts/accounts.store.ts";
+import { notFound, validationFailed } from "../errors/app-error.ts";
+import type { DbOrTx } from "../db/db.ts";
+import type { LiveStore } from "../live/live-store.ts";
+import { cacSnapshot, resetCac } from "../cac/cac.service.ts";
+import { defaultRatePlan } from "../rates/rates.service.ts";
+import type { Static } from "@sinclair/typebox";
+import type { CallModel, CallStatus } from "./calls.model.ts";
+import type { CallRecordRow } from "./calls.schema.ts";
+import {
+  findCall,
+  findCallBySipIdAnyAccount,
+  listActiveCalls,
+  listCalls,
+  listCallCsvLines,
+  listTrace,
+  monthStartMs,
+  usageByDay,
+  usageTotals,
+  type CallFilter,
+  type CallKey,
+  type UsageTotals,
+} from "./calls.store.ts";
+
+const sec = (ms: number | null): number | null => (ms === null ? null : Math.floor(ms / 1000));
+
+/** The public shape of a call record. */
+export function toCall(row: CallRecordRow): CallModel.Call {
+  return {
+    id: row.id,
+    sip_call_id: row.sip_call_id,
+    direction: row.direction as CallModel.Call["direction"],
+    from: row.from,
+    to: row.to,
+    status: row.status as CallStatus,
+    answered: row.answered as 0 | 1,
+    started_at: sec(row.started_ms)!,
+    answered_at: sec(row.answered_ms),
+    ended_at: sec(row.ended_ms),
+    billsec: row.billsec,
+    duration_sec: row.ended_ms === null ? null : Math.max(0, Math.round((row.ended_ms - row.started_ms) / 1000)),
+    hangup_cause: row.hangup_cause,
+    sip_code: row.sip_code,
+    cost_micro: row.cost_micro,
+    currency: row.currency,
+    rate_plan_id: row.rate_plan_id,
+    user_id: row.user_id,
+    device_id: row.device_id,
+    number_id: row.number_id,
+    trunk_id: row.trunk_id,
+    queue_id: row.queue_id,
+    agent_id: row.agent_id,
+    flow_id: row.flow_id,
+    recording_ids: row.recording_ids,
+    legs: row.legs,
+  };
+}
+
+function encodeCallCursor(row: CallRecordRow): string {
+  return Buffer.from(`k1:${row.started_ms}:${row.id}`).toString("base64url");
+}
+
+function decodeCallCursor(cursor: string | undefined): CallKey | null {
+  if (!cursor) return null;
+  const match = /^k1:(\d{1,16}):(call_[0-9A-Z]{26})$/.exec(Buffer.from(cursor, "base64url").toString());
+  if (!match) throw validationFailed([{ path: "/cursor", message: "Not a cursor this API issued." }]);
+  return { startedMs: Number(match[1]), id: match[2]! };
+}
+
+/** The listing's filter from the query; 400 when the range is empty or reversed. */
+function filterOf(query: Pick<CallModel.ListQuery, "since" | "until" | "direction" | "user_id" | "number_id">): CallFilter {
+  const sinceMs = (query.since ?? 0) * 1000;
+  const untilMs = query.until === undefined ? Number.MAX_SAFE_INTEGER : query.until * 1000;
+  if (untilMs <= sinceMs) throw validationFailed([{ path: "/query/until", message: "until must be after since." }]);
+  return { sinceMs, untilMs, direction: query.direction, userId: query.user_id, numberId: query.number_id };
+}
+
+/** Calls started in the range, newest first, keyset-paginated. */
+export async function listCallsPage(db: DbOrTx, accountId: string, query: CallModel.ListQuery & { limit: number }): Promise<{ data: CallModel.Call[]; next_cursor?: string }> {
+  const rows = await listCalls(db, accountId, filterOf(query), decodeCallCursor(query.cursor), query.limit + 1);
+  const more = rows.length > query.limit;
+  const page = more ? rows.slice(0, query.limit) : rows;
+  const last = page[page.length - 1];
+  return more && last ? { data: page.map(toCall), next_cursor: encodeCallCursor(last) } : { data: page.map(toCall) };
+}
+
+/** Columns of the CSV export, in order. */
+export const CSV_COLUMNS = [
+  "id",
+  "sip_call_id",
+  "direction",
+  "from",
+  "to",
+  "status",
+  "answered",
+  "started_at",
+  "answered_at",
+  "ended_at",
+  "billsec",
+  "duration_sec",
+  "hangup_cause",
+  "sip_code",
+  "cost_micro",
+  "currency",
+  "user_id",
+  "device_id",
+  "number_id",
+  "trunk_id",
+  "queue_id",
+  "agent_id",
+] as const satisfies ReadonlyArray<keyof CallModel.Call>;
+
+/** Rows fetched per query while streaming the export. */
+export const CSV_PAGE = 5_000;
+
+/**
+ * Every call of the range as CSV (header line first, CRLF line ends), newest first, read page by page
+ * as the client consumes the stream: the export holds at most two pages in memory (the one being
+ * written and the next one, fetched meanwhile).
+ */
+export function streamCallsCsv(db: DbOrTx, accountId: string, query: CallModel.ListQuery): ReadableStream<Uint8Array> {
+  const filter = filterOf(query);
+  const encoder = new TextEncoder();
+  type Page = Awaited<ReturnType<typeof listCallCsvLines>>;
+  let next: Promise<Page> | null = listCallCsvLines(db, accountId, filter, null, CSV_PAGE);
+  let headerSent = false;
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      if (!headerSent) {
+        headerSent = true;
+        controller.enqueue(encoder.encode(`${CSV_COLUMNS.join(",")}\r\n`));
+        return;
+      }
+      if (!next) return controller.close();
+      const rows = await next;
+      const last = rows[rows.length - 1];
+      next = rows.length === CSV_PAGE && last ? listCallCsvLines(db, accountId, filter, { startedMs: last.started_ms, id: last.id }, CSV_PAGE) : null;
+      if (!rows.length) return controller.close();
+      let text = "";
+      for (const row of rows) text += `${row.line}\r\n`;
+      controller.enqueue(encoder.encode(text));
+    },
+    cancel() {
+      next?.catch(() => {}); // the client went away; a page in flight is dropped
+      next = null;
+    },
+  });
+}
+
+/** One call of the account; 404 otherwise. */
+export async function getCall(db: DbOrTx, accountId: string, id: string): Promise<CallModel.Call> {
+  const row = await findCall(db, accountId, id);
+  if (!row) throw notFound("call");
+  return toCall(row);
+}
+
+async function traceOf(db: DbOrTx, row: CallRecordRow): Promise<CallModel.Trace> {
+  const steps = await listTrace(db, row.account_id, row.id);
+  return {
+    call_id: row.id,
+    sip_call_id: row.sip_call_id,
+    account_id: row.account_id,
+    steps: steps.map((s) => ({ at: s.at_ms, step: s.step, result: s.result, data: s.data ?? null })),
+  };
+}
+
+/** The ordered trace of one call of the account (by call_… id); 404 otherwise. */
+export async function getCallTrace(db: DbOrTx, accountId: string, id: string): Promise<CallModel.Trace> {
+  const row = await findCall(db, accountId, id);
+  if (!row) throw notFound("call");
+  return traceOf(db, row);
+}
+
+/** Control host: the trace by SIP Call-ID (or call_… id with the account), any account. */
+export async function getTraceForEdge(db: DbOrTx, callId: string, accountId?: string): Promise<CallModel.Trace> {
+  const row = accountId && callId.startsWith("call_") ? await findCall(db, accountId, callId) : await findCallBySipIdAnyAccount(db, callId);
+  if (!row || (accountId && row.account_id !== accountId)) throw notFound("call");
+  return traceOf(db, row);
+}
+
+async function accountOf(db: DbOrTx, accountId: string) {
+  const account = await findAccount(db, accountId);
+  if (!account) throw notFound("account");
+  return account;
+}
+
+const withMinutes = (t: UsageTotals) => ({
+  count: t.count,
+  answered: t.answered,
+  billsec: t.billsec,
+  minutes: Math.round((t.billsec / 60) * 100) / 100,
+  spend_micro: t.cost_micro,
+});
+
+/** Spend, minutes and counts of calls started in [since, until); with daily, per day in the account's timezone. */
+export async function getUsage(db: DbOrTx, accountId: string, query: { since?: number; until?: number; daily?: "0" | "1" }): Promise<CallModel.Usage> {
+  const account = await accountOf(db, accountId);
+  const nowMs = Date.now();
+  const untilMs = query.until === undefined ? nowMs : query.until * 1000;
+  const sinceMs = query.since === undefined ? await monthStartMs(db, account.timezone, nowMs) : query.since * 1000;
+  if (untilMs <= sinceMs) throw validationFailed([{ path: "/query/until", message: "until must be after since." }]);
+  const plan = await defaultRatePlan(db, accountId);
+  const usage: CallModel.Usage = {
+    since: Math.floor(sinceMs / 1000),
+    until: Math.floor(untilMs / 1000),
+    timezone: account.timezone,
+    currency: plan?.currency ?? null,
+    ...withMinutes(await usageTotals(db, accountId, sinceMs, untilMs)),
+  };
+  if (query.daily === "1") {
+    usage.daily = (await usageByDay(db, accountId, sinceMs, untilMs, account.timezone)).map((d) => ({ day: d.day, ...withMinutes(d) }));
+  }
+  return usage;
+}
+
+/** Status, rate plan and month-to-date spend (month of the account's timezone). */
+export async function getBalance(db: DbOrTx, accountId: string): Promise<CallModel.Balance> {
+  const account = await accountOf(db, accountId);
+  const nowMs = Date.now();
+  const startMs = await monthStartMs(db, account.timezone, nowMs);
+  const plan = await defaultRatePlan(db, accountId);
+  const totals = await usageTotals(db, accountId, startMs, nowMs + 1);
+  return {
+    status: account.status as CallModel.Balance["status"],
+    rate_plan: plan ? { id: plan.id, name: plan.name, currency: plan.currency } : null,
+    currency: plan?.currency ?? null,
+    month_start: Math.floor(startMs / 1000),
+    month_to_date_spend_micro: totals.cost_micro,
+    month_to_date_calls: totals.count,
+  };
+}
+
+/** Most active calls a snapshot lists. */
+const LIVE_LIMIT = 500;
+
+/** Calls up now (admitted, not ended, started within the CAC ceiling), oldest first. */
+export async function activeCalls(db: DbOrTx, accountId: string, maxCallMs: number): Promise<Array<Static<typeof CallModel.ActiveCall>>> {
+  const rows = await listActiveCalls(db, accountId, Date.now() - maxCallMs, LIVE_LIMIT);
+  return rows.map((r) => ({
+    id: r.id,
+    direction: r.direction as CallModel.Call["direction"],
+    from: r.from,
+    to: r.to,
+    status: r.status as CallStatus,
+    started_at: sec(r.started_ms)!,
+    answered_at: sec(r.answered_ms),
+    user_id: r.user_id,
+    queue_id: r.queue_id,
+    agent_id: r.agent_id,
+  }));
+}
+
+/** GET /v1/live and GET /cac: active calls, CAC counters and the account's ceilings. */
+export async function liveSnapshot(db: DbOrTx, live: LiveStore, accountId: string, maxCallMs: number) {
+  const account = await accountOf(db, accountId);
+  const calls = await activeCalls(db, accountId, maxCallMs);
+  return {
+    active_calls: calls.length,
+    calls,
+    cac: await cacSnapshot(live, accountId),
+    ceilings: { max_in: account.max_in, max_out: account.max_out, max_dialer: account.max_dialer },
+  };
+}
+
+/** Clears the account's CAC counters (404 for an unknown account). */
+export async function resetAccountCac(db: DbOrTx, live: LiveStore, accountId: string): Promise<{ counters: number; calls: number }> {
+  await accountOf(db, accountId);
+  return resetCac(live, accountId);
+}

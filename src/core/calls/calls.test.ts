@@ -1,0 +1,326 @@
+/** Admission (CAC, record, call.started), dialog lifecycle (answered, ended, cost) and CAC expiry/reset, on the configured stores. */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { Value } from "@sinclair/typebox/value";
+import { and, eq } from "drizzle-orm";
+import type { Platform } from "../platform.ts";
+import { seedTenant, storeKind, testPlatform } from "../../../test/support/platform.ts";
+import { openLiveStore } from "../live/index.ts";
+import type { LiveStore } from "../live/live-store.ts";
+import { events } from "../events/events.schema.ts";
+import { EventData } from "../webhooks/event-catalog.ts";
+import { newId } from "../ids/ids.ts";
+import { nowSeconds } from "../db/columns.ts";
+import { acquireSlots, cacSnapshot, resetCac } from "../cac/cac.service.ts";
+import { insertRatePlan } from "../rates/rates.store.ts";
+import { admitCall } from "./admission.ts";
+import { handleDialogEvent } from "./dialog.ts";
+import { findCallBySipId, listTrace } from "./calls.store.ts";
+import { decision, routeRequest, sipCallId } from "./calls.fixture.ts";
+
+let platform: Platform;
+
+beforeAll(async () => {
+  platform = await testPlatform();
+});
+afterAll(() => platform.close());
+
+async function eventsOf(accountId: string, name: string) {
+  return platform.db.select().from(events).where(and(eq(events.account_id, accountId), eq(events.name, name)));
+}
+
+const slot = (level: "account_in" | "account_out" | "account_dialer" | "number" | "trunk" | "user", id: string, limit: number) => ({ level, id, limit });
+
+describe(`admission [${storeKind}]`, () => {
+  test("a routed call is recorded with its trace, holds its slots and emits call.started", async () => {
+    const t = await seedTenant(platform);
+    const cid = sipCallId();
+    const reply = await admitCall(platform, decision(t.accountId, { slots: [slot("account_out", t.accountId, 2)], userId: "us_X" }), routeRequest(cid));
+    expect(reply.rtjson.action).toBe("outbound");
+    const row = await findCallBySipId(platform.db, t.accountId, cid);
+    expect(row).toMatchObject({ status: "routed", direction: "outbound", from: "14155550123", to: "442071234567", user_id: "us_X", answered: 0 });
+    expect(reply.rtjson.vars.call_id).toBe(row!.id);
+    const steps = await listTrace(platform.db, t.accountId, row!.id);
+    expect(steps.map((s) => s.step)).toEqual(["classify", "outbound_route", "cac"]);
+    const started = await eventsOf(t.accountId, "call.started");
+    expect(started).toHaveLength(1);
+    expect(Value.Check(EventData["call.started"], started[0]!.data)).toBe(true);
+    const snap = await cacSnapshot(platform.live, t.accountId);
+    expect(snap).toEqual([{ level: "account_out", id: t.accountId, limit: 2, active: 1, call_ids: [row!.id] }]);
+  });
+
+  test("all or nothing: a refusal at a later slot gives back the earlier ones; user level is 486, others 503", async () => {
+    const t = await seedTenant(platform);
+    const slots = [slot("account_out", t.accountId, 5), slot("trunk", "trk_A", 1), slot("user", "us_A", 3)];
+    const first = await admitCall(platform, decision(t.accountId, { slots }), routeRequest(sipCallId()));
+    expect(first.rtjson.action).toBe("outbound");
+    const cid = sipCallId();
+    const second = await admitCall(platform, decision(t.accountId, { slots }), routeRequest(cid));
+    expect(second.rtjson).toMatchObject({ action: "reject", code: 503, reason: "Service Unavailable" });
+    const snap = await cacSnapshot(platform.live, t.accountId);
+    expect(snap.map((c) => [c.level, c.active])).toEqual([["account_out", 1], ["trunk", 1], ["user", 1]]);
+    const rejected = await findCallBySipId(platform.db, t.accountId, cid);
+    expect(rejected).toMatchObject({ status: "rejected", sip_code: 503, hangup_cause: "CALL_REJECTED" });
+    expect((await listTrace(platform.db, t.accountId, rejected!.id)).map((s) => s.step)).toEqual(["classify", "outbound_route", "cac", "reject"]);
+    expect(await eventsOf(t.accountId, "call.started")).toHaveLength(1);
+
+    const userSlots = [slot("account_out", t.accountId, 5), slot("user", "us_B", 1)];
+    expect((await admitCall(platform, decision(t.accountId, { slots: userSlots }), routeRequest(sipCallId()))).rtjson.action).toBe("outbound");
+    const busy = await admitCall(platform, decision(t.accountId, { slots: userSlots }), routeRequest(sipCallId()));
+    expect(busy.rtjson).toMatchObject({ action: "reject", code: 486, reason: "Busy Here" });
+  });
+
+  test("limits hold at each level", async () => {
+    const t = await seedTenant(platform);
+    for (const level of ["account_in", "account_out", "account_dialer", "number", "trunk", "user"] as const) {
+      const s = [slot(level, `${level}_id`, 2)];
+      const codes: string[] = [];
+      for (let i = 0; i < 3; i++) codes.push((await admitCall(platform, decision(t.accountId, { slots: s }), routeRequest(sipCallId()))).rtjson.action);
+      expect([level, ...codes]).toEqual([level, "outbound", "outbound", "reject"]);
+    }
+  });
+
+  test("a limit of 0 refuses every call", async () => {
+    const t = await seedTenant(platform);
+    const reply = await admitCall(platform, decision(t.accountId, { slots: [slot("number", "num_Z", 0)] }), routeRequest(sipCallId()));
+    expect(reply.rtjson.code).toBe(503);
+  });
+
+  test("a retransmitted /route gets the same reply, one record, slots taken once (also when concurrent)", async () => {
+    const t = await seedTenant(platform);
+    const cid = sipCallId();
+    const d = decision(t.accountId, { slots: [slot("account_out", t.accountId, 1)] });
+    const [a, b, c] = await Promise.all([admitCall(platform, d, routeRequest(cid)), admitCall(platform, d, routeRequest(cid)), admitCall(platform, d, routeRequest(cid))]);
+    expect(b).toEqual(a);
+    expect(c).toEqual(a);
+    expect(a.rtjson.action).toBe("outbound");
+    const again = await admitCall(platform, d, routeRequest(cid));
+    expect(again).toEqual(a);
+    const snap = await cacSnapshot(platform.live, t.accountId);
+    expect(snap[0]!.active).toBe(1);
+    expect(await eventsOf(t.accountId, "call.started")).toHaveLength(1);
+  });
+
+  test("a router's reject is recorded (no slots, no call.started); no account → nothing recorded", async () => {
+    const t = await seedTenant(platform);
+    const cid = sipCallId();
+    const d = decision(t.accountId, {
+      slots: [slot("account_in", t.accountId, 1)],
+      reply: { rtjson: { action: "reject", account_id: t.accountId, flow_id: null, vars: {}, code: 403, reason: "Forbidden" } },
+    });
+    const reply = await admitCall(platform, d, routeRequest(cid));
+    expect(reply.rtjson.code).toBe(403);
+    expect(await findCallBySipId(platform.db, t.accountId, cid)).toMatchObject({ status: "rejected", sip_code: 403 });
+    expect(await cacSnapshot(platform.live, t.accountId)).toEqual([]);
+    const none = await admitCall(platform, { ...decision(t.accountId), accountId: null }, routeRequest(sipCallId()));
+    expect(none.rtjson.action).toBe("outbound");
+  });
+});
+
+describe(`dialog events [${storeKind}]`, () => {
+  async function admitted(accountId: string, slots = [slot("account_out", accountId, 10)], over: Parameters<typeof decision>[1] = {}) {
+    const cid = sipCallId();
+    await admitCall(platform, decision(accountId, { slots, ...over }), routeRequest(cid));
+    return cid;
+  }
+
+  test("early → confirmed → terminated: answered, billsec, call.answered and call.ended (catalog-valid), slots released", async () => {
+    const t = await seedTenant(platform);
+    const cid = await admitted(t.accountId, [slot("account_out", t.accountId, 1)], { queueId: "q_1" });
+    const row0 = (await findCallBySipId(platform.db, t.accountId, cid))!;
+    await handleDialogEvent(platform, { type: "dialog", callId: cid, state: "early", account_id: t.accountId });
+    expect((await findCallBySipId(platform.db, t.accountId, cid))!.status).toBe("ringing");
+    await handleDialogEvent(platform, {
+      type: "dialog",
+      callId: cid,
+      state: "confirmed",
+      ts: row0.started_ms + 5_000,
+      legs: [{ role: "caller", device_id: "dev_1" }, { role: "callee", user_id: "us_AGENT", state: "confirmed" }],
+    });
+    const answered = (await findCallBySipId(platform.db, t.accountId, cid))!;
+    expect(answered).toMatchObject({ status: "answered", answered: 1, answered_ms: row0.started_ms + 5_000, agent_id: "us_AGENT" });
+    const ans = await eventsOf(t.accountId, "call.answered");
+    expect(ans).toHaveLength(1);
+    expect(Value.Check(EventData["call.answered"], ans[0]!.data)).toBe(true);
+    expect(ans[0]!.data).toMatchObject({ wait_sec: 5, agent_id: "us_AGENT", queue_id: "q_1" });
+
+    await handleDialogEvent(platform, { type: "dialog", callId: cid, state: "terminated", sip_code: 200, ts: row0.started_ms + 5_000 + 61_500 });
+    const ended = (await findCallBySipId(platform.db, t.accountId, cid))!;
+    expect(ended).toMatchObject({ status: "completed", billsec: 62, hangup_cause: "NORMAL_CLEARING" });
+    const end = await eventsOf(t.accountId, "call.ended");
+    expect(end).toHaveLength(1);
+    expect(Value.Check(EventData["call.ended"], end[0]!.data)).toBe(true);
+    expect(Object.keys(end[0]!.data as object).sort()).toEqual(["agent_id", "answered", "billsec", "callId", "direction", "hangup_cause", "queue_id", "ts"]);
+    expect(end[0]!.data).toEqual({
+      callId: row0.id,
+      direction: "outbound",
+      answered: 1,
+      billsec: 62,
+      hangup_cause: "NORMAL_CLEARING",
+      queue_id: "q_1",
+      agent_id: "us_AGENT",
+      ts: row0.started_ms + 66_500,
+    });
+    expect(await cacSnapshot(platform.live, t.accountId)).toEqual([]);
+    // The freed slot admits the next call.
+    expect((await admitCall(platform, decision(t.accountId, { slots: [slot("account_out", t.accountId, 1)] }), routeRequest(sipCallId()))).rtjson.action).toBe("outbound");
+  });
+
+  test("busy, cancel and no answer end unanswered with their causes", async () => {
+    const t = await seedTenant(platform);
+    const cases: Array<[number | undefined, string | undefined, string, string]> = [
+      [486, undefined, "USER_BUSY", "busy"],
+      [487, undefined, "ORIGINATOR_CANCEL", "canceled"],
+      [480, undefined, "NO_ANSWER", "no_answer"],
+      [undefined, "NO_USER_RESPONSE", "NO_USER_RESPONSE", "no_answer"],
+      [503, undefined, "NORMAL_TEMPORARY_FAILURE", "failed"],
+    ];
+    for (const [code, cause, expectCause, expectStatus] of cases) {
+      const cid = await admitted(t.accountId);
+      await handleDialogEvent(platform, { type: "dialog", callId: cid, state: "early" });
+      await handleDialogEvent(platform, { type: "dialog", callId: cid, state: "terminated", ...(code ? { sip_code: code } : {}), ...(cause ? { hangup_cause: cause } : {}) });
+      expect(await findCallBySipId(platform.db, t.accountId, cid)).toMatchObject({ answered: 0, billsec: 0, hangup_cause: expectCause, status: expectStatus, cost_micro: 0 });
+    }
+    expect(await cacSnapshot(platform.live, t.accountId)).toEqual([]);
+    const ended = await eventsOf(t.accountId, "call.ended");
+    expect(ended.map((e) => (e.data as { answered: number }).answered)).toEqual([0, 0, 0, 0, 0]);
+  });
+
+  test("out of order and duplicates: terminated twice ends once; confirmed after terminated is ignored", async () => {
+    const t = await seedTenant(platform);
+    const cid = await admitted(t.accountId);
+    await handleDialogEvent(platform, { type: "dialog", callId: cid, state: "terminated", sip_code: 487 });
+    await handleDialogEvent(platform, { type: "dialog", callId: cid, state: "confirmed" });
+    await handleDialogEvent(platform, { type: "dialog", callId: cid, state: "early" });
+    await handleDialogEvent(platform, { type: "dialog", callId: cid, state: "terminated", sip_code: 200 });
+    expect(await findCallBySipId(platform.db, t.accountId, cid)).toMatchObject({ status: "canceled", answered: 0, hangup_cause: "ORIGINATOR_CANCEL" });
+    expect(await eventsOf(t.accountId, "call.ended")).toHaveLength(1);
+    expect(await eventsOf(t.accountId, "call.answered")).toHaveLength(0);
+
+    const cid2 = await admitted(t.accountId);
+    await handleDialogEvent(platform, { type: "dialog", callId: cid2, state: "confirmed" });
+    await handleDialogEvent(platform, { type: "dialog", callId: cid2, state: "confirmed" });
+    await Promise.all([
+      handleDialogEvent(platform, { type: "dialog", callId: cid2, state: "terminated" }),
+      handleDialogEvent(platform, { type: "dialog", callId: cid2, state: "terminated" }),
+    ]);
+    expect(await eventsOf(t.accountId, "call.answered")).toHaveLength(1);
+    expect(await eventsOf(t.accountId, "call.ended")).toHaveLength(2);
+  });
+
+  test("an unknown Call-ID is ignored with a log line; an event for another account's call changes nothing", async () => {
+    const lines: string[] = [];
+    const logged = await testPlatform({ logLines: lines });
+    try {
+      await handleDialogEvent(logged, { type: "dialog", callId: sipCallId(), state: "terminated" });
+      expect(lines.some((l) => l.includes("unknown call"))).toBe(true);
+      const a = await seedTenant(platform);
+      const b = await seedTenant(platform);
+      const cid = await admitted(a.accountId);
+      await handleDialogEvent(platform, { type: "dialog", callId: cid, state: "terminated", account_id: b.accountId });
+      expect((await findCallBySipId(platform.db, a.accountId, cid))!.ended_ms).toBeNull();
+    } finally {
+      await logged.close();
+    }
+  });
+
+  test("cost from the default rate plan: longest prefix, increments, connection fee", async () => {
+    const t = await seedTenant(platform);
+    await insertRatePlan(platform.db, {
+      account_id: t.accountId,
+      id: newId("rp"),
+      name: "standard",
+      currency: "USD",
+      is_default: 1,
+      rates: [
+        { prefix: "", direction: "any", per_minute_micro: 100_000, initial_sec: 60, increment_sec: 60, connection_fee_micro: 0 },
+        { prefix: "44", direction: "outbound", per_minute_micro: 12_000, initial_sec: 60, increment_sec: 60, connection_fee_micro: 0 },
+        { prefix: "4420", direction: "outbound", per_minute_micro: 6_000, initial_sec: 30, increment_sec: 6, connection_fee_micro: 1_000 },
+        { prefix: "1415", direction: "inbound", per_minute_micro: 3_000, initial_sec: 1, increment_sec: 1, connection_fee_micro: 0 },
+      ],
+      created_at: nowSeconds(),
+      updated_at: nowSeconds(),
+    });
+    async function cost(to: string, direction: "inbound" | "outbound" | "internal", billMs: number) {
+      const cid = sipCallId();
+      await admitCall(platform, decision(t.accountId, { to, direction }), routeRequest(cid));
+      const row = (await findCallBySipId(platform.db, t.accountId, cid))!;
+      await handleDialogEvent(platform, { type: "dialog", callId: cid, state: "confirmed", ts: row.started_ms });
+      await handleDialogEvent(platform, { type: "dialog", callId: cid, state: "terminated", ts: row.started_ms + billMs });
+      const ended = (await findCallBySipId(platform.db, t.accountId, cid))!;
+      return [ended.billsec, ended.cost_micro, ended.currency];
+    }
+    // 4420…: 30/6 → 61 s bills 66 s: 1,000 + 6,000 × 66 / 60 = 7,600.
+    expect(await cost("442071234567", "outbound", 61_000)).toEqual([61, 7_600, "USD"]);
+    // 44 (not 4420): 60/60 → 61 s bills 120 s = 24,000.
+    expect(await cost("441612345678", "outbound", 61_000)).toEqual([61, 24_000, "USD"]);
+    // Short call: the initial period: 10 s on 60/60 bills 60 s.
+    expect(await cost("441612345678", "outbound", 10_000)).toEqual([10, 12_000, "USD"]);
+    // Inbound 1415…: 1/1 → 45 s = 2,250.
+    expect(await cost("14155550100", "inbound", 45_000)).toEqual([45, 2_250, "USD"]);
+    // The catch-all line: 30 s → 60 s at 100,000.
+    expect(await cost("33123456789", "outbound", 30_000)).toEqual([30, 100_000, "USD"]);
+    // Internal calls are free.
+    expect(await cost("1001", "internal", 30_000)).toEqual([30, 0, "USD"]);
+  });
+});
+
+describe(`CAC expiry, reset and instances [${storeKind}]`, () => {
+  test("a leaked slot expires after the call ceiling", async () => {
+    const t = await seedTenant(platform);
+    const short = await testPlatform();
+    short.config.cacMaxCallSec = 1;
+    try {
+      const s = [slot("trunk", "trk_LEAK", 1)];
+      expect((await admitCall(short, decision(t.accountId, { slots: s }), routeRequest(sipCallId()))).rtjson.action).toBe("outbound");
+      expect((await admitCall(short, decision(t.accountId, { slots: s }), routeRequest(sipCallId()))).rtjson.action).toBe("reject");
+      await Bun.sleep(1_100);
+      expect(await cacSnapshot(short.live, t.accountId)).toEqual([]);
+      expect((await admitCall(short, decision(t.accountId, { slots: s }), routeRequest(sipCallId()))).rtjson.action).toBe("outbound");
+    } finally {
+      await short.close();
+    }
+  });
+
+  test("reset clears the account's counters only", async () => {
+    const a = await seedTenant(platform);
+    const b = await seedTenant(platform);
+    await admitCall(platform, decision(a.accountId, { slots: [slot("account_out", a.accountId, 1), slot("user", "us_R", 1)] }), routeRequest(sipCallId()));
+    await admitCall(platform, decision(b.accountId, { slots: [slot("account_out", b.accountId, 1)] }), routeRequest(sipCallId()));
+    expect(await resetCac(platform.live, a.accountId)).toEqual({ counters: 2, calls: 2 });
+    expect(await cacSnapshot(platform.live, a.accountId)).toEqual([]);
+    expect(await cacSnapshot(platform.live, b.accountId)).toHaveLength(1);
+    expect((await admitCall(platform, decision(a.accountId, { slots: [slot("account_out", a.accountId, 1)] }), routeRequest(sipCallId()))).rtjson.action).toBe("outbound");
+  });
+
+  test("two instances share the counters", async () => {
+    const t = await seedTenant(platform);
+    const redisUrl = process.env.TEST_REDIS_URL;
+    let otherLive: LiveStore | undefined;
+    if (redisUrl) otherLive = await openLiveStore(redisUrl);
+    const other = await testPlatform(otherLive ? { live: otherLive } : {});
+    try {
+      const s = [slot("account_in", t.accountId, 1)];
+      const first = await admitCall(platform, decision(t.accountId, { slots: s }), routeRequest(sipCallId()));
+      expect(first.rtjson.action).toBe("outbound");
+      expect((await admitCall(other, decision(t.accountId, { slots: s }), routeRequest(sipCallId()))).rtjson.code).toBe(503);
+      // Released on one instance, free on the other.
+      const cid = (await cacSnapshot(other.live, t.accountId))[0]!.call_ids[0]!;
+      const row = (await platform.db.select().from((await import("./calls.schema.ts")).callRecords).where(eq((await import("./calls.schema.ts")).callRecords.id, cid)))[0]!;
+      await handleDialogEvent(other, { type: "dialog", callId: row.sip_call_id, state: "terminated" });
+      expect((await admitCall(platform, decision(t.accountId, { slots: s }), routeRequest(sipCallId()))).rtjson.action).toBe("outbound");
+    } finally {
+      await other.close();
+      await otherLive?.close();
+    }
+  });
+
+  test("acquireSlots never over-admits under concurrency", async () => {
+    const t = await seedTenant(platform);
+    const s = [slot("account_out", t.accountId, 3)];
+    const results = await Promise.all(Array.from({ length: 12 }, (_, i) => acquireSlots(platform.live, t.accountId, `call_${i}`, s, 60_000)));
+    const admittedCount = results.filter((r) => r.ok).length;
+    expect(admittedCount).toBeGreaterThanOrEqual(1);
+    expect(admittedCount).toBeLessThanOrEqual(3);
+    expect((await cacSnapshot(platform.live, t.accountId))[0]!.active).toBe(admittedCount);
+  });
+});

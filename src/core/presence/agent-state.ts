@@ -1,0 +1,147 @@
+/**
+ * The agent state machine. What the agent chose (`base`: logged_out, ready, paused, wrap_up) is kept
+ * apart from what the calls say; the state everyone sees is derived from both:
+ * logged out → logged_out; in a confirmed call → on_call; otherwise the base state.
+ * Stored as one JSON value per agent, changed with compare-and-set so two instances cannot
+ * interleave a read and a write. Every change of the derived state is emitted as `agent.state`.
+ */
+import { AppError, validationFailed } from "../errors/app-error.ts";
+import type { EventBus } from "../events/bus.ts";
+import type { LiveStore } from "../live/live-store.ts";
+import type { AgentEventName, AgentStateName } from "./presence.model.ts";
+import { presenceKeys } from "./presence-keys.ts";
+import { userCallStates } from "./presence.service.ts";
+
+/** What an agent chose; on_call is never chosen, it follows the calls. */
+export type AgentBase = "logged_out" | "ready" | "paused" | "wrap_up";
+
+/** One agent's live state as stored. */
+export interface AgentLiveState {
+  base: AgentBase;
+  /** Pause reason while paused. */
+  reason: string | null;
+  /** Queues named at login. */
+  queues: string[];
+  /** The derived state last published. */
+  state: AgentStateName;
+  /** Epoch ms `state` began. */
+  since: number;
+}
+
+/** A logged-out agent's state is kept this long (for the roster's "since"), then forgotten. */
+const LOGGED_OUT_TTL_MS = 7 * 86_400_000;
+
+const INITIAL: Omit<AgentLiveState, "since"> = { base: "logged_out", reason: null, queues: [], state: "logged_out" };
+
+function parseState(raw: string | null): AgentLiveState | null {
+  if (raw === null) return null;
+  try {
+    return JSON.parse(raw) as AgentLiveState;
+  } catch {
+    // Only this module writes the value; an unreadable one is treated as never logged in.
+    return null;
+  }
+}
+
+/** One agent's live state (null when the agent never logged in or it was forgotten). */
+export async function agentLiveState(live: LiveStore, accountId: string, userId: string): Promise<AgentLiveState | null> {
+  return parseState(await live.get(presenceKeys.agentState(accountId, userId)));
+}
+
+function derive(base: AgentBase, confirmedCalls: number): AgentStateName {
+  if (base === "logged_out") return "logged_out";
+  return confirmedCalls > 0 ? "on_call" : base;
+}
+
+/** What an agent event does to the chosen state; throws when it makes no sense now. */
+function nextBase(current: Omit<AgentLiveState, "since">, event: AgentEventName, input: { reason?: string; queues?: string[] }) {
+  if (input.reason !== undefined && event !== "pause") throw validationFailed([{ path: "/reason", message: "A reason goes with pause only." }]);
+  if (input.queues !== undefined && event !== "login") throw validationFailed([{ path: "/queues", message: "Queues go with login only." }]);
+  switch (event) {
+    case "login":
+      return { base: current.base === "logged_out" ? ("ready" as const) : current.base, reason: current.base === "logged_out" ? null : current.reason, queues: input.queues ?? current.queues };
+    case "logout":
+      return { base: "logged_out" as const, reason: null, queues: [] };
+    case "available":
+    case "unpause":
+    case "pause":
+      if (current.base === "logged_out") throw new AppError("conflict", "The agent is logged out; log in first.");
+      return event === "pause"
+        ? { base: "paused" as const, reason: input.reason ?? null, queues: current.queues }
+        : { base: "ready" as const, reason: null, queues: current.queues };
+  }
+}
+
+export interface AgentDeps {
+  live: LiveStore;
+  events: EventBus;
+}
+
+/**
+ * Applies `change` to the agent's state with compare-and-set (retried on a concurrent change) and
+ * emits `agent.state` when the derived state changed. Returns the stored state.
+ */
+async function updateAgent(
+  deps: AgentDeps,
+  accountId: string,
+  userId: string,
+  change: (current: Omit<AgentLiveState, "since">, confirmedCalls: number) => Pick<AgentLiveState, "base" | "reason" | "queues"> | null,
+  now: () => number,
+): Promise<AgentLiveState | null> {
+  const key = presenceKeys.agentState(accountId, userId);
+  for (let attempt = 0; attempt < 20; attempt++) {
+    const raw = await deps.live.get(key);
+    const current = parseState(raw) ?? { ...INITIAL, since: now() };
+    const calls = await userCallStates(deps.live, accountId, userId);
+    const next = change(current, calls.confirmed);
+    if (next === null) return parseState(raw);
+    const state = derive(next.base, calls.confirmed);
+    const reasonChanged = next.reason !== current.reason;
+    const ts = now();
+    const stored: AgentLiveState = { ...next, state, since: state === current.state ? current.since : ts };
+    const ttl = stored.base === "logged_out" ? LOGGED_OUT_TTL_MS : undefined;
+    if (!(await deps.live.compareAndSet(key, raw, JSON.stringify(stored), ttl))) continue;
+    if (state !== current.state || (state === "paused" && reasonChanged)) {
+      await deps.events.emit(accountId, "agent.state", { user_id: userId, state, previous_state: current.state, reason: stored.state === "paused" ? stored.reason : null, ts }, ts);
+    }
+    return stored;
+  }
+  throw new AppError("conflict", "The agent's state is changing too fast; retry.");
+}
+
+/**
+ * Applies an agent event (login, logout, available, pause, unpause).
+ * @example await applyAgentEvent({ live, events }, "acc_…", "us_…", "pause", { reason: "lunch" })
+ */
+export async function applyAgentEvent(
+  deps: AgentDeps,
+  accountId: string,
+  userId: string,
+  event: AgentEventName,
+  input: { reason?: string; queues?: string[] } = {},
+  now: () => number = Date.now,
+): Promise<AgentLiveState> {
+  const stored = await updateAgent(deps, accountId, userId, (current) => nextBase(current, event, input), now);
+  // updateAgent returns null only when `change` does; ours never does.
+  return stored!;
+}
+
+/**
+ * Re-derives an agent's state after its calls changed (dialog events): on_call when a confirmed call
+ * began, back to the chosen state when the last one ended. Agents who never logged in are left alone.
+ */
+export async function refreshAgentAfterCalls(deps: AgentDeps, accountId: string, userId: string, now: () => number = Date.now): Promise<void> {
+  await updateAgent(deps, accountId, userId, (current, confirmed) => {
+    if (current.base === "logged_out") return null;
+    if (derive(current.base, confirmed) === current.state) return null;
+    return { base: current.base, reason: current.reason, queues: current.queues };
+  }, now);
+}
+
+/**
+ * Puts an agent into wrap-up (after a queue call, for the queue's wrap_up_sec); `available` ends it.
+ * For the ACD, which owns wrap-up timing.
+ */
+export async function startWrapUp(deps: AgentDeps, accountId: string, userId: string, now: () => number = Date.now): Promise<void> {
+  await updateAgent(deps, accountId, userId, (current) => (current.base === "logged_out" ? null : { base: "wrap_up", reason: null, queues: current.queues }), now);
+}

@@ -1,0 +1,110 @@
+/** TypeBox models of POST /presence/event and GET /presence/users. */
+import { Type as T, type Static } from "@sinclair/typebox";
+import { t } from "elysia";
+import { Flag, IdOf, Nullable } from "../validation/fields.ts";
+import { DialogEvent } from "../routing/route-types.ts";
+import { MAX_REGISTER_EXPIRES_SEC } from "./presence.service.ts";
+
+export const AGENT_STATES = ["logged_out", "ready", "paused", "on_call", "wrap_up"] as const;
+export type AgentStateName = (typeof AGENT_STATES)[number];
+
+export const AGENT_EVENTS = ["login", "logout", "available", "pause", "unpause"] as const;
+export type AgentEventName = (typeof AGENT_EVENTS)[number];
+
+/** Most queues one agent event names. */
+export const MAX_AGENT_QUEUES = 100;
+
+export namespace PresenceModel {
+  /** type register: a REGISTER the edge accepted (expires 0 = the binding is removed). */
+  export const Register = T.Object(
+    {
+      type: T.Literal("register"),
+      account_id: IdOf("acc", "The account (from the /auth reply)."),
+      user_id: T.Optional(IdOf("us", "The device's user; must match the device when given.")),
+      device_id: IdOf("dev", "The device that registered (from the /auth reply)."),
+      contact: T.String({ minLength: 1, maxLength: 1024, pattern: "^\\S+$", description: "The Contact URI (one binding; no whitespace)." }),
+      expires: T.Integer({ minimum: 0, maximum: MAX_REGISTER_EXPIRES_SEC, description: `Seconds the binding lives, 0–${MAX_REGISTER_EXPIRES_SEC}; 0 removes it.` }),
+      user_agent: T.Optional(T.String({ maxLength: 255 })),
+      transport: T.Optional(T.String({ pattern: "^(?:udp|tcp|tls|ws|wss|sctp|UDP|TCP|TLS|WS|WSS|SCTP)$", description: "udp, tcp, tls, ws, wss or sctp." })),
+      source_ip: T.Optional(T.String({ maxLength: 64, description: "Address the REGISTER came from." })),
+      source_port: T.Optional(T.Integer({ minimum: 1, maximum: 65535 })),
+      received: T.Optional(T.String({ maxLength: 1024, description: "Received URI when the source differs from the Contact (NAT)." })),
+      path: T.Optional(T.String({ maxLength: 2048, description: "Path header (RFC 3327)." })),
+      socket: T.Optional(T.String({ maxLength: 255, description: "The edge socket it arrived on, e.g. udp:10.0.0.1:5060." })),
+      instance: T.Optional(T.String({ maxLength: 255, description: "+sip.instance of the Contact (RFC 5626)." })),
+      call_id: T.Optional(T.String({ maxLength: 255, description: "Call-ID of the REGISTER." })),
+    },
+    { additionalProperties: false },
+  );
+  export type Register = Static<typeof Register>;
+
+  /** type dialog: the routing contract's DialogEvent (src/core/routing/route-types.ts). */
+  export const Dialog = DialogEvent;
+  export type Dialog = Static<typeof Dialog>;
+
+  export const AgentEvent = T.Union([T.Literal("login"), T.Literal("logout"), T.Literal("available"), T.Literal("pause"), T.Literal("unpause")], { description: "login, logout, available, pause, unpause." });
+
+  /** type agent: an agent's own state change (from an agent app or the softphone). */
+  export const Agent = T.Object(
+    {
+      type: T.Literal("agent"),
+      account_id: IdOf("acc"),
+      user_id: IdOf("us", "The agent (a user with is_agent 1)."),
+      event: AgentEvent,
+      reason: T.Optional(T.String({ minLength: 1, maxLength: 100, description: "Pause reason (pause only)." })),
+      queues: T.Optional(T.Array(IdOf("q"), { maxItems: MAX_AGENT_QUEUES, description: "Queues the agent works (login); in a form body, comma-separated." })),
+    },
+    { additionalProperties: false },
+  );
+  export type Agent = Static<typeof Agent>;
+
+  /** What the route declares; the body is checked against the model its `type` names. */
+  export const EventEnvelope = T.Object(
+    { type: T.Union([T.Literal("register"), T.Literal("dialog"), T.Literal("agent")], { description: "register, dialog or agent." }) },
+    { additionalProperties: true, description: "One of the register, dialog or agent bodies (see docs/edge-protocols.md)." },
+  );
+
+  export const AgentStateName = T.Union([T.Literal("logged_out"), T.Literal("ready"), T.Literal("paused"), T.Literal("on_call"), T.Literal("wrap_up")]);
+
+  /** One user in the roster. */
+  export const RosterUser = T.Object(
+    {
+      id: T.String({ description: "us_… id." }),
+      name: T.String({ description: "Display name." }),
+      extension: T.String({ description: "The user's username (extension)." }),
+      status: T.Union([T.Literal("offline"), T.Literal("available"), T.Literal("ringing"), T.Literal("on_call")], {
+        description: "Presence: on_call (in a confirmed call), ringing (only early dialogs), available (registered), offline.",
+      }),
+      user_status: T.Union([T.Literal("active"), T.Literal("disabled")]),
+      is_agent: Flag(),
+      registered: Flag("1 when at least one binding is live."),
+      contacts: T.Integer({ minimum: 0, description: "Live bindings." }),
+      devices_registered: T.Integer({ minimum: 0, description: "Devices with at least one live binding." }),
+      on_call: Flag("1 when in a confirmed call."),
+      calls: T.Integer({ minimum: 0, description: "Dialogs the user is in (early or confirmed)." }),
+      agent_state: Nullable(AgentStateName),
+      since: Nullable(T.Integer({ description: "Epoch ms the agent state began (null for non-agents)." })),
+      reason: Nullable(T.String({ description: "Pause reason, when paused." })),
+    },
+    { additionalProperties: false },
+  );
+  export type RosterUser = Static<typeof RosterUser>;
+
+  export const Tiles = T.Object(
+    {
+      total: T.Integer(),
+      registered: T.Integer(),
+      offline: T.Integer(),
+      on_call: T.Integer(),
+      ready: T.Integer({ description: "Agents ready (not on a call)." }),
+      paused: T.Integer(),
+      logged_out: T.Integer({ description: "Agents logged out." }),
+    },
+    { additionalProperties: false },
+  );
+
+  export const Roster = T.Object({ ok: T.Literal(true), data: T.Array(RosterUser), tiles: Tiles }, { additionalProperties: false });
+  export type Roster = Static<typeof Roster>;
+
+  export const RosterQuery = t.Object({ accountId: t.String({ pattern: "^acc_[0-9A-HJKMNP-TV-Z]{26}$", description: "The account." }) }, { additionalProperties: false });
+}

@@ -1,0 +1,258 @@
+/**
+ * Presence: SIP registrations (where a user can be reached), live call counts per user, and the
+ * agent state machine. All of it is live state (the live store), never the database: it is
+ * rebuilt by the edge's next REGISTER and expires on its own.
+ */
+import type { LiveStore } from "../live/live-store.ts";
+import { accountMember, parseAccountMember, presenceKeys, userMember } from "./presence-keys.ts";
+
+/** One registered binding (Contact) of a user's device, as the router needs it. */
+export interface RegisteredContact {
+  device_id: string;
+  user_id: string;
+  /** The Contact URI the device registered. */
+  contact: string;
+  /** Where the REGISTER really came from (NAT: `sip:ip:port;transport=…`), when the edge saw it differ. */
+  received: string | null;
+  /** The Path header (RFC 3327), for devices behind another proxy or an outbound edge node. */
+  path: string | null;
+  /** The edge socket the REGISTER arrived on (`udp:1.2.3.4:5060`), to send requests out the same way. */
+  socket: string | null;
+  transport: string | null;
+  user_agent: string | null;
+  source_ip: string | null;
+  /** When the binding expires, epoch ms. */
+  expires_at: number;
+  /** 1 when the device is a WebRTC endpoint (from the device record). */
+  webrtc: 0 | 1;
+}
+
+/** What is stored per binding; `expires_at` comes from the sorted-set score, the only truth about expiry. */
+type StoredContact = Omit<RegisteredContact, "expires_at">;
+
+/** At most this many live bindings per device; a new one beyond it evicts the soonest-expiring. */
+export const MAX_CONTACTS_PER_DEVICE = 10;
+
+/** Longest registration lifetime accepted (s); typical registrars cap at 3600. */
+export const MAX_REGISTER_EXPIRES_SEC = 86_400;
+
+/** Keys outlive their last binding by this much, so a late read still finds an orderly (empty) state. */
+const KEY_SLACK_MS = 60_000;
+
+/**
+ * The live (unexpired) bindings of one user, soonest-to-expire first. Two live-store reads.
+ * The router calls this for every call to a user.
+ * @example const contacts = await userContacts(platform.live, "acc_…", "us_…"); // [] when offline
+ */
+export async function userContacts(live: LiveStore, accountId: string, userId: string, now: number = Date.now()): Promise<RegisteredContact[]> {
+  const scored = await live.zrangeByScore(presenceKeys.userContacts(accountId, userId), now + 1, Infinity);
+  if (!scored.length) return [];
+  const info = await live.hgetall(presenceKeys.userContactInfo(accountId, userId));
+  const out: RegisteredContact[] = [];
+  for (const { member, score } of scored) {
+    const raw = info[member];
+    if (raw === undefined) continue; // a binding whose detail is being written or was just removed
+    const stored = parseStored(raw);
+    if (stored) out.push({ ...stored, expires_at: score });
+  }
+  return out;
+}
+
+/** A dialog is forgotten after this long even if its end was never reported (a lost BYE cannot pin a user forever). */
+export const MAX_DIALOG_MS = 12 * 3_600_000;
+
+/** Dialogs one user is in, by state. */
+export interface UserCallStates {
+  early: number;
+  confirmed: number;
+}
+
+/** One entry of a user's dialog hash. */
+interface UserDialog {
+  state: "early" | "confirmed";
+  at: number;
+}
+
+/** Dialogs of a user, counted by state (stale entries older than {@link MAX_DIALOG_MS} ignored). One read. */
+export async function userCallStates(live: LiveStore, accountId: string, userId: string, now: number = Date.now()): Promise<UserCallStates> {
+  const calls = await live.hgetall(presenceKeys.userCalls(accountId, userId));
+  const out = { early: 0, confirmed: 0 };
+  for (const raw of Object.values(calls)) {
+    const dialog = parseDialog(raw);
+    if (!dialog || dialog.at < now - MAX_DIALOG_MS) continue;
+    out[dialog.state] += 1;
+  }
+  return out;
+}
+
+/**
+ * How many dialogs (calls, ringing or answered) the user is in right now, from dialog events. One read.
+ * @example await userCallCount(platform.live, "acc_…", "us_…") // 0 when idle
+ */
+export async function userCallCount(live: LiveStore, accountId: string, userId: string): Promise<number> {
+  const states = await userCallStates(live, accountId, userId);
+  return states.early + states.confirmed;
+}
+
+function parseDialog(raw: string): UserDialog | null {
+  try {
+    const value = JSON.parse(raw) as UserDialog;
+    return (value.state === "early" || value.state === "confirmed") && typeof value.at === "number" ? value : null;
+  } catch {
+    // Only this module writes these entries; an unreadable one counts as no dialog.
+    return null;
+  }
+}
+
+/**
+ * Records that `userIds` are in dialog `callId` (early or confirmed). A confirmed dialog is never
+ * downgraded by a late early event, and a dialog already reported terminated is not revived by a
+ * late one (edge workers can reorder events).
+ */
+export async function trackDialog(live: LiveStore, accountId: string, callId: string, state: "early" | "confirmed", userIds: string[], now: number = Date.now()): Promise<void> {
+  if (await live.get(presenceKeys.dialogEnded(accountId, callId))) return;
+  if (!userIds.length) return;
+  await live.sadd(presenceKeys.dialogUsers(accountId, callId), ...userIds);
+  await live.expire(presenceKeys.dialogUsers(accountId, callId), MAX_DIALOG_MS);
+  for (const userId of userIds) {
+    const key = presenceKeys.userCalls(accountId, userId);
+    const current = parseDialog((await live.hget(key, callId)) ?? "");
+    if (current?.state === "confirmed" && state === "early") continue;
+    await live.hset(key, { [callId]: JSON.stringify({ state, at: current?.at ?? now } satisfies UserDialog) });
+    await live.expire(key, MAX_DIALOG_MS);
+  }
+}
+
+/** Ends dialog `callId` for every user it touched (and `extraUserIds`); returns those users. */
+export async function endDialog(live: LiveStore, accountId: string, callId: string, extraUserIds: string[]): Promise<string[]> {
+  await live.set(presenceKeys.dialogEnded(accountId, callId), "1", 3_600_000);
+  const users = new Set([...(await live.smembers(presenceKeys.dialogUsers(accountId, callId))), ...extraUserIds]);
+  for (const userId of users) await live.hdel(presenceKeys.userCalls(accountId, userId), callId);
+  await live.del(presenceKeys.dialogUsers(accountId, callId));
+  return [...users];
+}
+
+function parseStored(raw: string): StoredContact | null {
+  try {
+    const value = JSON.parse(raw) as StoredContact;
+    return typeof value === "object" && value !== null && typeof value.contact === "string" ? value : null;
+  } catch {
+    // A corrupt entry (should not happen: only this module writes it) counts as no binding.
+    return null;
+  }
+}
+
+/** A registration to store (expires > 0) or remove (expires 0). */
+export interface RegistrationInput {
+  account_id: string;
+  user_id: string;
+  device_id: string;
+  contact: string;
+  /** Seconds; 0 removes the binding. */
+  expires: number;
+  webrtc: 0 | 1;
+  user_agent?: string | null;
+  transport?: string | null;
+  source_ip?: string | null;
+  received?: string | null;
+  path?: string | null;
+  socket?: string | null;
+}
+
+/**
+ * Stores or removes one binding in the three views (user, device, account), evicting the
+ * soonest-expiring bindings of the device beyond {@link MAX_CONTACTS_PER_DEVICE}.
+ */
+export async function applyRegistration(live: LiveStore, input: RegistrationInput, now: number = Date.now()): Promise<void> {
+  const { account_id: acc, user_id: userId, device_id: deviceId, contact } = input;
+  const userKey = presenceKeys.userContacts(acc, userId);
+  const infoKey = presenceKeys.userContactInfo(acc, userId);
+  const deviceKey = presenceKeys.deviceContacts(acc, deviceId);
+  const allKey = presenceKeys.accountContacts(acc);
+
+  if (input.expires <= 0) {
+    await removeBindings(live, acc, userId, deviceId, [contact]);
+    await dropExpired(live, acc, userId, deviceId, now);
+    return;
+  }
+
+  const deadline = now + input.expires * 1000;
+  const stored: StoredContact = {
+    device_id: deviceId,
+    user_id: userId,
+    contact,
+    received: input.received ?? null,
+    path: input.path ?? null,
+    socket: input.socket ?? null,
+    transport: input.transport ?? null,
+    user_agent: input.user_agent ?? null,
+    source_ip: input.source_ip ?? null,
+    webrtc: input.webrtc,
+  };
+  // Detail first: a reader that sees the score always finds the detail.
+  await live.hset(infoKey, { [userMember(deviceId, contact)]: JSON.stringify(stored) });
+  await live.zadd(userKey, [{ member: userMember(deviceId, contact), score: deadline }]);
+  await live.zadd(deviceKey, [{ member: contact, score: deadline }]);
+  await live.zadd(allKey, [{ member: accountMember(userId, deviceId, contact), score: deadline }]);
+  await dropExpired(live, acc, userId, deviceId, now);
+
+  const deviceLive = await live.zrangeByScore(deviceKey, now + 1, Infinity);
+  if (deviceLive.length > MAX_CONTACTS_PER_DEVICE) {
+    const evict = deviceLive.slice(0, deviceLive.length - MAX_CONTACTS_PER_DEVICE).map((m) => m.member);
+    await removeBindings(live, acc, userId, deviceId, evict);
+  }
+  await refreshKeyExpiry(live, [userKey, infoKey], userKey, now);
+  await refreshKeyExpiry(live, [deviceKey], deviceKey, now);
+  await refreshKeyExpiry(live, [allKey], allKey, now);
+}
+
+async function removeBindings(live: LiveStore, acc: string, userId: string, deviceId: string, contacts: string[]): Promise<void> {
+  if (!contacts.length) return;
+  const members = contacts.map((c) => userMember(deviceId, c));
+  await live.zrem(presenceKeys.userContacts(acc, userId), ...members);
+  await live.hdel(presenceKeys.userContactInfo(acc, userId), ...members);
+  await live.zrem(presenceKeys.deviceContacts(acc, deviceId), ...contacts);
+  await live.zrem(presenceKeys.accountContacts(acc), ...contacts.map((c) => accountMember(userId, deviceId, c)));
+}
+
+/** Removes expired members (and their detail) so the sets stay small; reads ignore them anyway. */
+async function dropExpired(live: LiveStore, acc: string, userId: string, deviceId: string, now: number): Promise<void> {
+  const userKey = presenceKeys.userContacts(acc, userId);
+  const expired = await live.zrangeByScore(userKey, -Infinity, now);
+  if (expired.length) {
+    await live.zrem(userKey, ...expired.map((e) => e.member));
+    await live.hdel(presenceKeys.userContactInfo(acc, userId), ...expired.map((e) => e.member));
+  }
+  await live.zremRangeByScore(presenceKeys.deviceContacts(acc, deviceId), -Infinity, now);
+  await live.zremRangeByScore(presenceKeys.accountContacts(acc), -Infinity, now);
+}
+
+/** Lets `keys` expire shortly after the last live member of `zsetKey`, so nothing outlives its bindings by much. */
+async function refreshKeyExpiry(live: LiveStore, keys: string[], zsetKey: string, now: number): Promise<void> {
+  const [last] = (await live.zrangeByScore(zsetKey, now + 1, Infinity)).slice(-1);
+  if (!last) {
+    await live.del(...keys);
+    return;
+  }
+  const ttl = Math.max(1, last.score - Date.now()) + KEY_SLACK_MS;
+  for (const key of keys) await live.expire(key, ttl);
+}
+
+/** Live bindings of a whole account, per user: how many contacts and which devices. One read. */
+export async function accountRegistrations(
+  live: LiveStore,
+  accountId: string,
+  now: number = Date.now(),
+): Promise<Map<string, { contacts: number; devices: Set<string> }>> {
+  const scored = await live.zrangeByScore(presenceKeys.accountContacts(accountId), now + 1, Infinity);
+  const byUser = new Map<string, { contacts: number; devices: Set<string> }>();
+  for (const { member } of scored) {
+    const parts = parseAccountMember(member);
+    if (!parts) continue;
+    const entry = byUser.get(parts.userId) ?? { contacts: 0, devices: new Set<string>() };
+    entry.contacts += 1;
+    entry.devices.add(parts.deviceId);
+    byUser.set(parts.userId, entry);
+  }
+  return byUser;
+}

@@ -1,0 +1,71 @@
+/**
+ * Call pricing from the account's default rate plan: the longest prefix of the billed number among
+ * the plan's lines for the call's direction wins; answered seconds are rounded up to the line's
+ * initial period and increments (60/60 bills whole minutes, 1/1 whole seconds).
+ */
+import { and, eq } from "drizzle-orm";
+import type { DbOrTx } from "../db/db.ts";
+import type { CallDirection } from "../routing/route-types.ts";
+import { ratePlans, type RateLine, type RatePlanRow } from "./rates.schema.ts";
+
+/** The plan that prices the account's calls (its is_default plan), or null when it has none. */
+export async function defaultRatePlan(db: DbOrTx, accountId: string): Promise<RatePlanRow | null> {
+  const [row] = await db
+    .select()
+    .from(ratePlans)
+    .where(and(eq(ratePlans.account_id, accountId), eq(ratePlans.is_default, 1)))
+    .limit(1);
+  return row ?? null;
+}
+
+/** Seconds billed for `billsec` answered seconds under `initial/increment` (0 stays 0). */
+export function billedSeconds(billsec: number, initialSec: number, incrementSec: number): number {
+  if (billsec <= 0) return 0;
+  if (billsec <= initialSec) return initialSec;
+  return initialSec + Math.ceil((billsec - initialSec) / incrementSec) * incrementSec;
+}
+
+/** The line pricing a call to/from `number` in `direction`: longest prefix; a direction-specific line beats `any` on a tie. */
+export function matchRate(rates: readonly RateLine[], direction: CallDirection, number: string): RateLine | null {
+  const digits = number.replace(/^\+/, "");
+  let best: RateLine | null = null;
+  for (const line of rates) {
+    if (line.direction !== "any" && line.direction !== direction) continue;
+    if (!digits.startsWith(line.prefix)) continue;
+    if (!best || line.prefix.length > best.prefix.length || (line.prefix.length === best.prefix.length && best.direction === "any" && line.direction !== "any")) {
+      best = line;
+    }
+  }
+  return best;
+}
+
+/** What a call costs. */
+export interface CallPrice {
+  cost_micro: number;
+  currency: string | null;
+  rate_plan_id: string | null;
+  /** The matched line's prefix (null: no line matched, the call is free). */
+  prefix: string | null;
+  billed_sec: number;
+}
+
+/**
+ * Prices an ended call: internal calls and unanswered calls are free; otherwise connection fee +
+ * per-minute price × billed seconds / 60, rounded to the nearest micro-unit. Outbound calls are
+ * priced by the number called; inbound by the account's number that was called (`to`).
+ * @example priceCall(plan, "outbound", "442071234567", 61) // 60/60 at 10,000 µ/min → 20,000
+ */
+export function priceCall(plan: RatePlanRow | null, direction: CallDirection, to: string, billsec: number): CallPrice {
+  const none = { cost_micro: 0, currency: plan?.currency ?? null, rate_plan_id: plan?.id ?? null, prefix: null, billed_sec: 0 };
+  if (!plan || direction === "internal" || billsec <= 0) return none;
+  const line = matchRate(plan.rates, direction, to);
+  if (!line) return none;
+  const billed = billedSeconds(billsec, line.initial_sec, line.increment_sec);
+  return {
+    cost_micro: line.connection_fee_micro + Math.round((line.per_minute_micro * billed) / 60),
+    currency: plan.currency,
+    rate_plan_id: plan.id,
+    prefix: line.prefix,
+    billed_sec: billed,
+  };
+}

@@ -1,0 +1,191 @@
+/** decideRoute: outbound calls from devices (toll-fraud gate, transforms, DNC, geo, ACL, limits, caller-ID, routes). */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import type { Platform } from "../platform.ts";
+import { storeKind, testPlatform } from "../../../test/support/platform.ts";
+import { addToDnc } from "../dnc/dnc.service.ts";
+import { decideRoute } from "./decide.ts";
+import { routeFixture, testDeps } from "./decide.fixture.ts";
+import type { RouteRequest } from "./route-types.ts";
+
+let platform: Platform;
+beforeAll(async () => {
+  platform = await testPlatform();
+});
+afterAll(() => platform.close());
+
+let n = 0;
+const steps = (d: { trace: Array<{ step: string; result: string }> }) => d.trace.map((s) => `${s.step}: ${s.result}`).join("\n");
+
+async function caller(accountPatch: Parameters<typeof routeFixture>[1] = {}, userPatch: Record<string, unknown> = {}) {
+  const f = await routeFixture(platform, accountPatch);
+  const user = await f.user({ username: "1001", ...userPatch });
+  const device = await f.device(user);
+  const dial = (to: string, extra: Partial<RouteRequest> & Record<string, unknown> = {}): RouteRequest => ({
+    callId: `o${++n}-${Date.now()}`,
+    from: "1001",
+    fromDomain: "r.example",
+    to,
+    account_id: f.accountId,
+    user_id: user,
+    device_id: device,
+    source_ip: "198.51.100.10",
+    ...extra,
+  });
+  return { f, user, device, dial };
+}
+
+describe(`decideRoute outbound [${storeKind}]`, () => {
+  test("toll-fraud gate: only an active device of an active account, owned by the user, may call out", async () => {
+    const c = await caller();
+    const ok = await decideRoute(testDeps(platform), c.dial("+447700900100"));
+    expect(ok.reply.rtjson).toMatchObject({ action: "outbound", account_id: c.f.accountId });
+    expect(ok.direction).toBe("outbound");
+    const other = await caller();
+    const cases: Array<[string, RouteRequest]> = [
+      ["another account's device", c.dial("447700900100", { device_id: other.device })],
+      ["a device of another user", c.dial("447700900100", { user_id: await c.f.user() })],
+      ["an unknown account", c.dial("447700900100", { account_id: "acc_nope" })],
+    ];
+    const disabledDev = await c.f.device(c.user, { status: "disabled" });
+    cases.push(["a disabled device", c.dial("447700900100", { device_id: disabledDev })]);
+    const offUser = await c.f.user({ status: "disabled" });
+    cases.push(["a disabled user", c.dial("447700900100", { user_id: offUser, device_id: await c.f.device(offUser) })]);
+    const suspended = await caller({ status: "suspended" });
+    cases.push(["a suspended account", suspended.dial("447700900100")]);
+    for (const [why, r] of cases) {
+      const d = await decideRoute(testDeps(platform), r);
+      expect(d.reply.rtjson, why).toMatchObject({ action: "reject", code: 403 });
+      expect(d.slots, why).toEqual([]);
+    }
+  });
+
+  test("number transforms by scope in order, stop_on_match; a non-E.164 result is 484", async () => {
+    const c = await caller();
+    await c.f.transform({ direction: "outbound_dst", match_regex: "^00(\\d+)$", replacement: "$1", ordering: 5, stop_on_match: 1 });
+    await c.f.transform({ direction: "outbound_dst", match_regex: "^0(\\d{10})$", replacement: "44$1", ordering: 10 });
+    await c.f.transform({ direction: "outbound_dst", match_regex: "^44(\\d+)$", replacement: "44$1", ordering: 20 }); // runs after the 0 rule
+    const national = await decideRoute(testDeps(platform), c.dial("07700900200"));
+    expect(national.to).toBe("447700900200");
+    expect(national.reply.rtjson.routes![0]!.uri).toBe("sip:447700900200@carrier.example.net:5060");
+    expect(steps(national)).toContain("07700900200 → 447700900200");
+    const intl = await decideRoute(testDeps(platform), c.dial("0033612345678"));
+    expect(intl.to).toBe("33612345678");
+    expect(intl.trace.filter((s) => s.step === "transform")).toHaveLength(1); // stop_on_match
+    expect((await decideRoute(testDeps(platform), c.dial("12"))).reply.rtjson.code).toBe(484);
+  });
+
+  test("DNC: a dnc_out phone list (account or user scope) and the /v1 dnc list refuse 603; an allow list wins", async () => {
+    const c = await caller();
+    await c.f.phoneList("dnc_out", ["447700900301"]);
+    await c.f.phoneList("dnc_out", ["447700900302"], { scope_kind: "user", scope_id: c.user });
+    const otherUser = await c.f.user();
+    await c.f.phoneList("dnc_out", ["447700900303"], { scope_kind: "user", scope_id: otherUser });
+    await addToDnc(platform.db, c.f.accountId, { numbers: ["+447700900304"] });
+    for (const to of ["447700900301", "447700900302", "447700900304"]) {
+      const d = await decideRoute(testDeps(platform), c.dial(to));
+      expect(d.reply.rtjson, to).toMatchObject({ action: "reject", code: 603 });
+      expect(d.reply.rtjson.reason).toBe("Decline");
+      expect(steps(d)).toContain("dnc:");
+    }
+    expect((await decideRoute(testDeps(platform), c.dial("447700900303"))).reply.rtjson.action).toBe("outbound");
+    await c.f.phoneList("allow", ["447700900304"]);
+    expect((await decideRoute(testDeps(platform), c.dial("447700900304"))).reply.rtjson.action).toBe("outbound");
+    const other = await caller();
+    expect((await decideRoute(testDeps(platform), other.dial("447700900301"))).reply.rtjson.action).toBe("outbound");
+  });
+
+  test("geo policies: an allowlist refuses other countries, a denylist its own", async () => {
+    const c = await caller();
+    await c.f.geo("allowlist", ["GB", "US"]);
+    expect((await decideRoute(testDeps(platform), c.dial("447700900400"))).reply.rtjson.action).toBe("outbound");
+    const fr = await decideRoute(testDeps(platform), c.dial("33612345678"));
+    expect(fr.reply.rtjson).toMatchObject({ action: "reject", code: 403 });
+    expect(steps(fr)).toContain("refuses FR");
+    const d = await caller();
+    await d.f.geo("denylist", ["CA"], { scope_kind: "user", scope_id: d.user });
+    expect((await decideRoute(testDeps(platform), d.dial("14165550100"))).reply.rtjson.code).toBe(403);
+    expect((await decideRoute(testDeps(platform), d.dial("14155550100"))).reply.rtjson.action).toBe("outbound");
+  });
+
+  test("ACL rules: ip_deny refuses, ip_allow must match, geo rules use source_country when the edge sends it", async () => {
+    const c = await caller();
+    await c.f.aclRule({ rule_type: "ip_allow", value: "198.51.100.0/24" });
+    await c.f.aclRule({ rule_type: "ip_deny", value: "198.51.100.66/32" });
+    expect((await decideRoute(testDeps(platform), c.dial("447700900500"))).reply.rtjson.action).toBe("outbound");
+    expect((await decideRoute(testDeps(platform), c.dial("447700900500", { source_ip: "198.51.100.66" }))).reply.rtjson.code).toBe(403);
+    expect((await decideRoute(testDeps(platform), c.dial("447700900500", { source_ip: "203.0.113.1" }))).reply.rtjson.code).toBe(403);
+    await c.f.aclRule({ rule_type: "geo_deny", value: "KP" });
+    expect((await decideRoute(testDeps(platform), c.dial("447700900500", { source_country: "kp" }))).reply.rtjson.code).toBe(403);
+    const noCountry = await decideRoute(testDeps(platform), c.dial("447700900500"));
+    expect(noCountry.reply.rtjson.action).toBe("outbound");
+    expect(steps(noCountry)).toContain("geo rules skipped");
+  });
+
+  test("call limits: hard per-period refuses past max_count; soft lets through with a warning; concurrent → CAC ceiling", async () => {
+    const c = await caller({ max_out: 20 }, { max_simultaneous: 3 });
+    await c.f.callLimit({ direction: "out", period_sec: 60, max_count: 1, hard: 1, scope_kind: "user", scope_id: c.user });
+    await c.f.callLimit({ direction: "any", period_sec: 60, max_count: 0, hard: 0 });
+    await c.f.callLimit({ direction: "out", max_count: 5, hard: 1 });
+    const first = await decideRoute(testDeps(platform), c.dial("447700900600"));
+    expect(first.reply.rtjson.action).toBe("outbound");
+    expect(first.trace.find((s) => s.step === "call_limit" && s.result.startsWith("warning"))).toBeDefined();
+    expect(first.slots).toContainEqual({ level: "account_out", id: c.f.accountId, limit: 5 });
+    expect(first.slots).toContainEqual({ level: "user", id: c.user, limit: 3 });
+    const second = await decideRoute(testDeps(platform), c.dial("447700900601"));
+    expect(second.reply.rtjson).toMatchObject({ action: "reject", code: 403 });
+    // Another user of the account is not limited by the first user's policy.
+    const u2 = await c.f.user();
+    const d2 = await c.f.device(u2);
+    expect((await decideRoute(testDeps(platform), c.dial("447700900602", { user_id: u2, device_id: d2 }))).reply.rtjson.action).toBe("outbound");
+  });
+
+  test("caller-ID: user rule > account rule for the country > user out_cid > account rule for any > default", async () => {
+    const c = await caller({ default_cid_number: "14155550000" }, { out_cid_number: "14155550001", out_cid_name: "Alice" });
+    const from = async (to: string) => (await decideRoute(testDeps(platform), c.dial(to))).reply.rtjson.routes![0]!.headers!.from;
+    expect(await from("447700900700")).toEqual({ uri: "sip:14155550001@carrier.example.net", display: "Alice" });
+    await c.f.cidRule({ cid_number: "14155550002", priority: 1 });
+    expect((await from("447700900700"))!.uri).toBe("sip:14155550001@carrier.example.net"); // out_cid beats an any-country account rule
+    await c.f.cidRule({ cid_number: "442071230000", cid_name: "Acme UK", match_country: "GB" });
+    expect(await from("447700900700")).toEqual({ uri: "sip:442071230000@carrier.example.net", display: "Acme UK" });
+    expect((await from("14155550100"))!.uri).toBe("sip:14155550001@carrier.example.net");
+    await c.f.cidRule({ cid_number: "14155550003", scope_kind: "user", scope_id: c.user });
+    expect((await from("447700900700"))!.uri).toBe("sip:14155550003@carrier.example.net");
+    const bare = await caller({ default_cid_number: "14155550000" });
+    expect((await decideRoute(testDeps(platform), bare.dial("447700900700"))).reply.rtjson.routes![0]!.headers!.from!.uri).toBe("sip:14155550000@carrier.example.net");
+  });
+
+  test("routes: longest prefix wins; equal prefixes fail over serially by priority; unusable trunks are skipped", async () => {
+    const c = await caller({ max_out: 9 });
+    const uk = await c.f.trunk({ name: "uk", proxy: "uk.example.net:5070", transport: "tcp", max_channels: 4, from_domain: "acme.uk", cid_number: "442000000000" });
+    const uk2 = await c.f.trunk({ name: "uk2", proxy: "10.9.9.9" });
+    const dead = await c.f.trunk({ name: "dead", proxy: "dead.example", status: "disabled" });
+    const mobile = await c.f.trunk({ name: "mobile", proxy: "mobile.example" });
+    await c.f.route({ via: "trunk", trunk_id: uk2, match_prefix: "44", priority: 20 });
+    await c.f.route({ via: "trunk", trunk_id: uk, match_prefix: "44", priority: 10 });
+    await c.f.route({ via: "trunk", trunk_id: dead, match_prefix: "44", priority: 5 });
+    await c.f.route({ via: "trunk", trunk_id: mobile, match_prefix: "447", priority: 50 });
+    await c.f.route({ via: "carrier", match_country: "DE", priority: 1 });
+    await c.f.transform({ scope_kind: "trunk", scope_id: uk, direction: "outbound_dst", match_regex: "^44", replacement: "0" });
+    const land = await decideRoute(testDeps(platform), c.dial("442071230000"));
+    expect(land.reply.rtjson.routing).toBe("serial");
+    expect(land.reply.rtjson.routes!.map((r) => r.uri)).toEqual(["sip:02071230000@uk.example.net:5070;transport=tcp", "sip:442071230000@10.9.9.9"]);
+    expect(land.reply.rtjson.routes![0]!.headers!.from!.uri).toBe("sip:442000000000@acme.uk"); // trunk cid_number, no better one
+    expect(land.trunkId).toBe(uk);
+    expect(land.slots).toEqual([
+      { level: "account_out", id: c.f.accountId, limit: 9 },
+      { level: "user", id: c.user, limit: 2 },
+      { level: "trunk", id: uk, limit: 4 },
+    ]);
+    expect(steps(land)).toContain("unusable (disabled)");
+    const mob = await decideRoute(testDeps(platform), c.dial("447700900800"));
+    expect(mob.reply.rtjson.routes!.map((r) => r.uri)).toEqual(["sip:447700900800@mobile.example"]);
+    const de = await decideRoute(testDeps(platform), c.dial("4930123456"));
+    expect(de.reply.rtjson.routes!.map((r) => r.uri)).toEqual(["sip:4930123456@carrier.example.net:5060"]);
+    // No matching route: the carrier default, or 503 without one.
+    const us = await decideRoute(testDeps(platform), c.dial("14155550100"));
+    expect(us.reply.rtjson.routes!.map((r) => r.uri)).toEqual(["sip:14155550100@carrier.example.net:5060"]);
+    const noCarrier = await decideRoute(testDeps(platform, { settings: { carrierUri: null } }), c.dial("14155550100"));
+    expect(noCarrier.reply.rtjson).toMatchObject({ action: "reject", code: 503 });
+    expect(noCarrier.slots).toEqual([]);
+  });
+});

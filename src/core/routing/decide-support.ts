@@ -1,0 +1,212 @@
+/**
+ * Building blocks of a routing decision: the trace, the replies (rtjson documents Kamailio's rtjson
+ * module applies unchanged), SIP URI helpers and number transforms.
+ */
+import type { CacSlot, CallDirection, RouteDecision, RouteReply, RouteRequest, RtjsonRoute, TraceStep } from "./route-types.ts";
+import type { RouteTransform } from "./decide.store.ts";
+
+/** A decision being built: what the reply builders and rules append to. */
+export interface DecisionDraft {
+  req: RouteRequest;
+  accountId: string | null;
+  direction: CallDirection;
+  from: string;
+  to: string;
+  userId: string | null;
+  deviceId: string | null;
+  numberId: string | null;
+  trunkId: string | null;
+  queueId: string | null;
+  slots: CacSlot[];
+  trace: TraceStep[];
+  /** Variables handed on to the edge / media engine (reply `vars`). */
+  vars: Record<string, string | number | null>;
+  now: Date;
+}
+
+/** Appends a trace step. */
+export function step(draft: DecisionDraft, name: string, result: string, data?: Record<string, unknown>): void {
+  draft.trace.push(data ? { at: Date.now(), step: name, result, data } : { at: Date.now(), step: name, result });
+}
+
+/** Adds a CAC slot when the ceiling is set; a second slot of the same level and id keeps the lower limit. */
+export function addSlot(draft: DecisionDraft, level: CacSlot["level"], id: string, limit: number | null | undefined): void {
+  if (limit === null || limit === undefined) return;
+  const existing = draft.slots.find((s) => s.level === level && s.id === id);
+  if (existing) existing.limit = Math.min(existing.limit, limit);
+  else draft.slots.push({ level, id, limit });
+}
+
+function baseVars(draft: DecisionDraft): Record<string, string | number | null> {
+  return {
+    call_id: draft.req.callId,
+    direction: draft.direction,
+    from: draft.from,
+    to: draft.to,
+    user_id: draft.userId,
+    device_id: draft.deviceId,
+    number_id: draft.numberId,
+    trunk_id: draft.trunkId,
+    ...draft.vars,
+  };
+}
+
+function finish(draft: DecisionDraft, reply: RouteReply, slots: CacSlot[]): RouteDecision {
+  return {
+    reply,
+    accountId: draft.accountId,
+    direction: draft.direction,
+    from: draft.from,
+    to: draft.to,
+    userId: draft.userId,
+    deviceId: draft.deviceId,
+    numberId: draft.numberId,
+    trunkId: draft.trunkId,
+    queueId: draft.queueId,
+    slots,
+    trace: draft.trace,
+  };
+}
+
+/** A refusal with a SIP code; it takes no CAC slots. */
+export function reject(draft: DecisionDraft, code: number, reason: string, why: string): RouteDecision {
+  step(draft, "reject", `${code} ${reason}: ${why}`);
+  return finish(draft, { rtjson: { action: "reject", account_id: draft.accountId, flow_id: null, vars: baseVars(draft), code, reason } }, []);
+}
+
+/** Proxy to registered contacts (rtjson routes, one per contact). */
+export function proxy(draft: DecisionDraft, routes: RtjsonRoute[], routing: "serial" | "parallel"): RouteDecision {
+  const reply: RouteReply = {
+    rtjson: { action: "proxy", account_id: draft.accountId, flow_id: null, vars: baseVars(draft), version: "1.0", routing, routes },
+  };
+  return finish(draft, reply, draft.slots);
+}
+
+/** Out through trunks or the carrier, serial failover in the order given. */
+export function outbound(draft: DecisionDraft, routes: RtjsonRoute[]): RouteDecision {
+  const reply: RouteReply = {
+    rtjson: { action: "outbound", account_id: draft.accountId, flow_id: null, vars: baseVars(draft), version: "1.0", routing: "serial", routes },
+  };
+  return finish(draft, reply, draft.slots);
+}
+
+/**
+ * Hands the call to a media engine (flows, queues, ring groups, voicemail, conferences, feature codes):
+ * rtjson routes to the engines, the first chosen by the Call-ID so load spreads and a retransmission
+ * lands on the same one, the others as serial failover. No engine configured: 503.
+ */
+export function toMediaEngine(
+  draft: DecisionDraft,
+  engines: readonly string[],
+  dest: { kind: string; id: string | null; flowId: string | null },
+): RouteDecision {
+  draft.vars.dest_kind = dest.kind;
+  draft.vars.dest_id = dest.id;
+  if (engines.length === 0) return reject(draft, 503, "Service Unavailable", "no media engine configured (MEDIA_ENGINES)");
+  const start = hashOf(draft.req.callId) % engines.length;
+  const ordered = [...engines.slice(start), ...engines.slice(0, start)];
+  const extra = sipHeaders({
+    "X-Account-Id": draft.accountId,
+    "X-Flow-Id": dest.flowId,
+    "X-Dest": dest.id ? `${dest.kind}:${dest.id}` : dest.kind,
+    "X-Call-Direction": draft.direction,
+    "X-Number-Id": draft.numberId,
+    "X-User-Id": draft.userId,
+  });
+  const routes = ordered.map((engine) => ({ uri: withUser(engine, draft.to), dst_uri: engine, headers: { extra } }));
+  step(draft, "media_engine", `${dest.kind}${dest.id ? ` ${dest.id}` : ""} → ${ordered[0]}`, { engines: ordered.length });
+  const reply: RouteReply = {
+    rtjson: { action: "flow", account_id: draft.accountId, flow_id: dest.flowId, vars: baseVars(draft), version: "1.0", routing: "serial", routes },
+  };
+  return finish(draft, reply, draft.slots);
+}
+
+/** `Name: value\r\n` lines for rtjson `headers.extra`; null values are left out, CR/LF stripped. */
+export function sipHeaders(headers: Record<string, string | null | undefined>): string {
+  let out = "";
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === null || value === undefined || value === "") continue;
+    out += `${name}: ${value.replace(/[\r\n]/g, "")}\r\n`;
+  }
+  return out;
+}
+
+function hashOf(text: string): number {
+  let h = 2166136261;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 16777619);
+  return h >>> 0;
+}
+
+/**
+ * Puts `user` in a SIP URI's user part (replacing any): `sip:10.0.0.5:5080;transport=tcp` with
+ * `4000` → `sip:4000@10.0.0.5:5080;transport=tcp`.
+ */
+export function withUser(uri: string, user: string): string {
+  const m = /^(sips?):(?:[^@;]*@)?(.*)$/.exec(uri);
+  if (!m) return uri;
+  return `${m[1]}:${encodeUser(user)}@${m[2]}`;
+}
+
+/** The URI of a trunk's proxy (`host[:port]`) for `user`, with its transport when not UDP. */
+export function trunkUri(proxy: string, transport: string, user: string): string {
+  return `sip:${encodeUser(user)}@${proxy}${transport === "udp" ? "" : `;transport=${transport}`}`;
+}
+
+function encodeUser(user: string): string {
+  // RFC 3261 user part: unreserved and a few marks pass; everything else is %-escaped.
+  return user.replace(/[^A-Za-z0-9\-_.!~*'()&=+$,;?/]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, "0")}`);
+}
+
+/** Host part of a SIP URI (no port), for From domains. */
+export function hostOf(uri: string): string {
+  const m = /^(?:sips?:)?(?:[^@]*@)?(\[[^\]]+\]|[^:;>]+)/.exec(uri);
+  return m?.[1] ?? uri;
+}
+
+const regexCache = new Map<string, RegExp | null>();
+
+function compiled(pattern: string): RegExp | null {
+  let re = regexCache.get(pattern);
+  if (re === undefined) {
+    try {
+      re = new RegExp(pattern);
+    } catch {
+      // Patterns are validated when the config is applied; a bad one here matches nothing.
+      re = null;
+    }
+    if (regexCache.size < 5000) regexCache.set(pattern, re);
+  }
+  return re;
+}
+
+/**
+ * Applies number transforms of one direction in order (ordering, then name): each matching one
+ * rewrites the number; one with stop_on_match ends the run. Each rewrite is a trace step.
+ * @example applyTransforms(draft, "outbound_dst", rows, "00442071230000") // "442071230000" with ^00 → ""
+ */
+export function applyTransforms(
+  draft: DecisionDraft,
+  direction: RouteTransform["direction"],
+  transforms: readonly RouteTransform[],
+  value: string,
+  scope?: (t: RouteTransform) => boolean,
+): string {
+  let out = value;
+  for (const t of transforms) {
+    if (t.direction !== direction || (scope && !scope(t))) continue;
+    const re = compiled(t.match_regex);
+    if (!re || !re.test(out)) continue;
+    const next = out.replace(re, t.replacement);
+    step(draft, "transform", `${t.name} (${t.scope_kind} ${direction}) ${out} → ${next}`, { transform_id: t.id });
+    out = next;
+    if (t.stop_on_match === 1) break;
+  }
+  return out;
+}
+
+/** The dialled number as digits: strips a sip:/tel: scheme, a leading + or 00, and visual separators. */
+export function dialledDigits(value: string): string {
+  let v = value.trim().replace(/^(sips?|tel):/i, "").replace(/@.*$/, "").replace(/[\s().-]/g, "");
+  if (v.startsWith("+")) v = v.slice(1);
+  return v;
+}

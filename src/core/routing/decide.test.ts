@@ -1,0 +1,305 @@
+/** decideRoute: classification, inbound DIDs and internal calls (outbound in decide-outbound.test.ts). */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import type { Platform } from "../platform.ts";
+import { storeKind, testPlatform } from "../../../test/support/platform.ts";
+import { decideRoute } from "./decide.ts";
+import { contact, freshE164, routeFixture, testDeps } from "./decide.fixture.ts";
+import type { RouteRequest } from "./route-types.ts";
+
+let platform: Platform;
+beforeAll(async () => {
+  platform = await testPlatform();
+});
+afterAll(() => platform.close());
+
+const CARRIER_IP = "192.0.2.10";
+let n = 0;
+const req = (patch: Partial<RouteRequest> & Record<string, unknown>): RouteRequest => ({ callId: `c${++n}-${Date.now()}`, from: "14155550000", fromDomain: "carrier.example", to: "", ...patch });
+const steps = (d: { trace: Array<{ step: string; result: string }> }) => d.trace.map((s) => `${s.step}: ${s.result}`).join("\n");
+
+describe(`decideRoute classification [${storeKind}]`, () => {
+  test("an unknown source that is not authenticated is asked for credentials (407), nothing recorded", async () => {
+    const d = await decideRoute(testDeps(platform), req({ to: "14155550100", source_ip: "198.51.100.99" }));
+    expect(d.reply.rtjson).toMatchObject({ action: "reject", code: 407, account_id: null });
+    expect(d.reply.rtjson.vars.auth_required).toBe(1);
+    expect(d.accountId).toBeNull();
+    expect(d.slots).toEqual([]);
+    expect(steps(d)).toContain("classify: unknown source");
+    const none = await decideRoute(testDeps(platform), req({ to: "14155550100" }));
+    expect(none.reply.rtjson.code).toBe(407);
+  });
+
+  test("a tenant's trunk ACL overlapping the carrier's addresses cannot capture another tenant's DID", async () => {
+    const owner = await routeFixture(platform);
+    const did = await owner.number({ dest_kind: "hangup" });
+    const other = await routeFixture(platform);
+    const shared = "192.0.2.77"; // inside the carrier's 192.0.2.0/24; not CARRIER_IP, so other tests stay as they are
+    const trunk = await other.trunk({}, [`${shared}/32`]);
+    const d = await decideRoute(testDeps(platform), req({ to: did.e164, source_ip: shared }));
+    expect(d.accountId).toBe(owner.accountId);
+    expect(d.trunkId).toBeNull();
+    expect(d.reply.rtjson).toMatchObject({ action: "reject", code: 603, account_id: owner.accountId });
+    expect(steps(d)).toContain(`belongs to another account than trunk ${trunk}`);
+  });
+
+  test("the carrier's address → inbound to the DID; an unknown DID is 404", async () => {
+    const f = await routeFixture(platform, { max_in: 10 });
+    const flow = await f.flow();
+    const did = await f.number({ dest_kind: "flow", dest_id: flow, max_channels: 3 });
+    const d = await decideRoute(testDeps(platform), req({ to: `+${did.e164}`, source_ip: CARRIER_IP }));
+    expect(d.direction).toBe("inbound");
+    expect(d.accountId).toBe(f.accountId);
+    expect(d.numberId).toBe(did.id);
+    const rt = d.reply.rtjson;
+    expect(rt).toMatchObject({ action: "flow", account_id: f.accountId, flow_id: flow, version: "1.0", routing: "serial" });
+    expect(rt.routes).toHaveLength(2);
+    expect(rt.routes![0]!.headers!.extra).toContain(`X-Account-Id: ${f.accountId}\r\n`);
+    expect(rt.routes![0]!.headers!.extra).toContain(`X-Flow-Id: ${flow}\r\n`);
+    expect(rt.routes![0]!.headers!.extra).toContain(`X-Dest: flow:${flow}\r\n`);
+    expect(rt.routes![0]!.uri).toMatch(new RegExp(`^sip:${did.e164}@10\\.0\\.0\\.[56]:5080$`));
+    expect(new Set(rt.routes!.map((r) => r.dst_uri))).toEqual(new Set(["sip:10.0.0.5:5080", "sip:10.0.0.6:5080"]));
+    expect(d.slots).toEqual([
+      { level: "account_in", id: f.accountId, limit: 10 },
+      { level: "number", id: did.id, limit: 3 },
+    ]);
+    expect(d.trace.map((s) => s.step)).toEqual(["classify", "number", "media_engine"]);
+    const unknown = await decideRoute(testDeps(platform), req({ to: freshE164(), source_ip: CARRIER_IP }));
+    expect(unknown.reply.rtjson).toMatchObject({ action: "reject", code: 404 });
+  });
+
+  test("a trunk recognized by its ACL: trunk transforms before the lookup, trunk slot, other accounts' DIDs are 404", async () => {
+    const f = await routeFixture(platform);
+    const other = await routeFixture(platform);
+    const flow = await f.flow();
+    const did = await f.number({ dest_kind: "flow", dest_id: flow, e164: freshE164("4420") });
+    const foreign = await other.number({ dest_kind: "hangup" });
+    const trunk = await f.trunk({ name: "pbx", max_channels: 5, inbound_auth: "ip" }, ["203.0.113.0/28"]);
+    await f.transform({ scope_kind: "trunk", scope_id: trunk, direction: "inbound_dst", match_regex: "^0(\\d{9,10})$", replacement: "44$1", ordering: 10, stop_on_match: 1 });
+    await f.transform({ scope_kind: "trunk", scope_id: trunk, direction: "inbound_dst", match_regex: "^44", replacement: "99", ordering: 20 });
+    const national = "0" + did.e164.slice(2);
+    const d = await decideRoute(testDeps(platform), req({ to: national, source_ip: "203.0.113.4" }));
+    expect(d.reply.rtjson.action).toBe("flow");
+    expect(d.trunkId).toBe(trunk);
+    expect(d.slots).toContainEqual({ level: "trunk", id: trunk, limit: 5 });
+    expect(steps(d)).toContain(`${national} → ${did.e164}`);
+    expect(steps(d)).not.toContain("→ 99");
+    const cross = await decideRoute(testDeps(platform), req({ to: foreign.e164, source_ip: "203.0.113.4" }));
+    expect(cross.reply.rtjson).toMatchObject({ action: "reject", code: 404 });
+    // IPv4-mapped IPv6 is the same address.
+    const mapped = await decideRoute(testDeps(platform), req({ to: national, source_ip: "::ffff:203.0.113.4" }));
+    expect(mapped.reply.rtjson.action).toBe("flow");
+    // A trunk the edge authenticated (register/digest) is named by account and trunk id.
+    const byId = await decideRoute(testDeps(platform), req({ to: national, account_id: f.accountId, trunk_id: trunk }));
+    expect(byId.reply.rtjson.action).toBe("flow");
+    const wrongId = await decideRoute(testDeps(platform), req({ to: national, account_id: other.accountId, trunk_id: trunk }));
+    expect(wrongId.reply.rtjson).toMatchObject({ action: "reject", code: 403 });
+  });
+
+  test("a disabled trunk is not recognized: its address must authenticate like anyone else", async () => {
+    const f = await routeFixture(platform);
+    const did = await f.number({ dest_kind: "hangup" });
+    await f.trunk({ status: "disabled" }, ["203.0.113.64/28"]);
+    const d = await decideRoute(testDeps(platform), req({ to: did.e164, source_ip: "203.0.113.70" }));
+    expect(d.reply.rtjson).toMatchObject({ action: "reject", code: 407, account_id: null });
+  });
+});
+
+describe(`decideRoute inbound DIDs [${storeKind}]`, () => {
+  test("number status: disabled 480, virtual unreachable from the carrier (404), a suspended account 403", async () => {
+    const f = await routeFixture(platform);
+    const disabled = await f.number({ dest_kind: "hangup", status: "disabled" });
+    const virtual = await f.number({ dest_kind: "hangup", status: "virtual" });
+    expect((await decideRoute(testDeps(platform), req({ to: disabled.e164, source_ip: CARRIER_IP }))).reply.rtjson.code).toBe(480);
+    expect((await decideRoute(testDeps(platform), req({ to: virtual.e164, source_ip: CARRIER_IP }))).reply.rtjson.code).toBe(404);
+    const s = await routeFixture(platform, { status: "suspended" });
+    const did = await s.number({ dest_kind: "hangup" });
+    expect((await decideRoute(testDeps(platform), req({ to: did.e164, source_ip: CARRIER_IP }))).reply.rtjson.code).toBe(403);
+  });
+
+  test("anonymous callers: 433 when the number refuses them, through when allowed", async () => {
+    const f = await routeFixture(platform);
+    const flow = await f.flow();
+    const strict = await f.number({ dest_kind: "flow", dest_id: flow, allow_anonymous: 0 });
+    const open = await f.number({ dest_kind: "flow", dest_id: flow, allow_anonymous: 1 });
+    for (const caller of [{ from: "anonymous" }, { from: "" }, { from: "14155550111", privacy: "id" }]) {
+      const d = await decideRoute(testDeps(platform), req({ to: strict.e164, source_ip: CARRIER_IP, ...caller }));
+      expect(d.reply.rtjson, JSON.stringify(caller)).toMatchObject({ action: "reject", code: 433, reason: "Anonymity Disallowed" });
+      expect((await decideRoute(testDeps(platform), req({ to: open.e164, source_ip: CARRIER_IP, ...caller }))).reply.rtjson.action).toBe("flow");
+    }
+    expect((await decideRoute(testDeps(platform), req({ to: strict.e164, source_ip: CARRIER_IP, privacy: "none" }))).reply.rtjson.action).toBe("flow");
+  });
+
+  test("schedules: open → main, closed → closed_dest, holiday → holiday_dest, in the schedule's zone", async () => {
+    const f = await routeFixture(platform, { timezone: "UTC" });
+    const flow = await f.flow();
+    const sch = await f.schedule("Europe/Paris", [
+      { kind: "weekly", dow: 1, start_time: "09:00", end_time: "17:00" },
+      { kind: "date", start_date: "2025-03-10", is_closed: 1 },
+    ]);
+    const did = await f.number({ dest_kind: "flow", dest_id: flow, schedule_id: sch, closed_dest_kind: "voicemail", closed_dest_id: "vm_closed", holiday_dest_kind: "queue", holiday_dest_id: "q_holiday" });
+    const at = (iso: string) => testDeps(platform, { now: new Date(iso) });
+    // Monday 2025-03-03 08:30Z is 09:30 in Paris: open (at 08:30 UTC a UTC schedule would be closed).
+    const open = await decideRoute(at("2025-03-03T08:30:00Z"), req({ to: did.e164, source_ip: CARRIER_IP }));
+    expect(open.reply.rtjson).toMatchObject({ action: "flow", flow_id: flow });
+    expect(steps(open)).toContain(`schedule: ${sch} open`);
+    const closed = await decideRoute(at("2025-03-03T16:30:00Z"), req({ to: did.e164, source_ip: CARRIER_IP }));
+    expect(closed.reply.rtjson).toMatchObject({ action: "flow", flow_id: null, vars: { dest_kind: "voicemail", dest_id: "vm_closed" } });
+    const holiday = await decideRoute(at("2025-03-10T10:00:00Z"), req({ to: did.e164, source_ip: CARRIER_IP }));
+    expect(holiday.reply.rtjson.vars).toMatchObject({ dest_kind: "queue", dest_id: "q_holiday" });
+    expect(holiday.queueId).toBe("q_holiday");
+  });
+
+  test("closed with no closed destination: the account's did_default_dest, else 480", async () => {
+    const f = await routeFixture(platform, { did_default_dest_kind: "voicemail", did_default_dest_id: "vm_default" });
+    const sch = await f.schedule("UTC", []); // no rules: always closed
+    const did = await f.number({ dest_kind: "hangup", schedule_id: sch });
+    const d = await decideRoute(testDeps(platform), req({ to: did.e164, source_ip: CARRIER_IP }));
+    expect(d.reply.rtjson.vars).toMatchObject({ dest_kind: "voicemail", dest_id: "vm_default" });
+    expect(steps(d)).toContain("did_default");
+    const g = await routeFixture(platform);
+    const sch2 = await g.schedule("UTC", []);
+    const did2 = await g.number({ dest_kind: "hangup", schedule_id: sch2 });
+    expect((await decideRoute(testDeps(platform), req({ to: did2.e164, source_ip: CARRIER_IP }))).reply.rtjson.code).toBe(480);
+  });
+
+  test("hangup → 603; an unpublished flow → 480; no media engine → 503", async () => {
+    const f = await routeFixture(platform);
+    const hang = await f.number({ dest_kind: "hangup" });
+    expect((await decideRoute(testDeps(platform), req({ to: hang.e164, source_ip: CARRIER_IP }))).reply.rtjson.code).toBe(603);
+    const draftFlow = await f.flow(0);
+    const unpub = await f.number({ dest_kind: "flow", dest_id: draftFlow });
+    expect((await decideRoute(testDeps(platform), req({ to: unpub.e164, source_ip: CARRIER_IP }))).reply.rtjson.code).toBe(480);
+    const q = await f.number({ dest_kind: "queue", dest_id: "q_x" });
+    const none = await decideRoute(testDeps(platform, { settings: { mediaEngines: [] } }), req({ to: q.e164, source_ip: CARRIER_IP }));
+    expect(none.reply.rtjson).toMatchObject({ action: "reject", code: 503 });
+    expect(none.slots).toEqual([]);
+  });
+
+  test("a number's always-forward goes out at once, caller-ID per cid_mode; failover forwards ride in vars", async () => {
+    const f = await routeFixture(platform, { max_out: 4 });
+    const flow = await f.flow();
+    const did = await f.number({ dest_kind: "flow", dest_id: flow });
+    await f.forward({ number_id: did.id, number: "447700900123", trigger: "always", cid_mode: "did" });
+    const d = await decideRoute(testDeps(platform), req({ to: did.e164, source_ip: CARRIER_IP, from: "14155550199" }));
+    expect(d.reply.rtjson).toMatchObject({ action: "outbound", routing: "serial" });
+    expect(d.reply.rtjson.routes![0]).toMatchObject({ uri: "sip:447700900123@carrier.example.net:5060", headers: { from: { uri: `sip:${did.e164}@carrier.example.net` } } });
+    expect(d.slots).toContainEqual({ level: "account_out", id: f.accountId, limit: 4 });
+    const user = await f.user();
+    const did2 = await f.number({ dest_kind: "user", dest_id: user });
+    await f.forward({ number_id: did2.id, number: "447700900124", trigger: "busy" });
+    const dev = await f.device(user);
+    const d2 = await decideRoute(testDeps(platform, { contacts: { [user]: [contact(user, dev, "sip:1001@198.51.100.20:5062")] } }), req({ to: did2.e164, source_ip: CARRIER_IP }));
+    expect(d2.reply.rtjson.action).toBe("proxy");
+    expect(d2.reply.rtjson.vars).toMatchObject({ failover_busy_number: "447700900124", media_engine: "sip:10.0.0.5:5080" });
+    expect(String(d2.reply.rtjson.vars.failover_busy)).toMatch(/^forward:fwd_/);
+  });
+
+  test("inbound call limits: a hard per-period limit refuses past its count, a concurrent one becomes a CAC ceiling", async () => {
+    const f = await routeFixture(platform, { max_in: 50 });
+    const flow = await f.flow();
+    const did = await f.number({ dest_kind: "flow", dest_id: flow });
+    await f.callLimit({ direction: "in", period_sec: 3600, max_count: 2, hard: 1 });
+    await f.callLimit({ scope_kind: "did", scope_id: did.id, direction: "any", max_count: 7, hard: 1 });
+    const go = () => decideRoute(testDeps(platform), req({ to: did.e164, source_ip: CARRIER_IP }));
+    const first = await go();
+    expect(first.reply.rtjson.action).toBe("flow");
+    expect(first.slots).toContainEqual({ level: "number", id: did.id, limit: 7 });
+    expect((await go()).reply.rtjson.action).toBe("flow");
+    const third = await go();
+    expect(third.reply.rtjson).toMatchObject({ action: "reject", code: 403 });
+    expect(steps(third)).toContain("call_limit");
+  });
+
+  test("inbound ACL rules on the source address", async () => {
+    const f = await routeFixture(platform);
+    const flow = await f.flow();
+    const did = await f.number({ dest_kind: "flow", dest_id: flow });
+    await f.aclRule({ scope_kind: "did", scope_id: did.id, rule_type: "ip_deny", value: "192.0.2.66/32" });
+    expect((await decideRoute(testDeps(platform), req({ to: did.e164, source_ip: "192.0.2.66" }))).reply.rtjson.code).toBe(403);
+    expect((await decideRoute(testDeps(platform), req({ to: did.e164, source_ip: "192.0.2.67" }))).reply.rtjson.action).toBe("flow");
+  });
+});
+
+describe(`decideRoute internal calls [${storeKind}]`, () => {
+  async function office() {
+    const f = await routeFixture(platform);
+    const alice = await f.user({ username: "1001", ring_timeout_sec: 20, max_simultaneous: 2 });
+    const bob = await f.user({ username: "1002", ring_timeout_sec: 30, voicemail_id: "vm_bob" });
+    const aliceDev = await f.device(alice);
+    const bobDev = await f.device(bob);
+    const from = (to: string, extra: Record<string, unknown> = {}) => req({ from: "1001", fromDomain: "r.example", to, account_id: f.accountId, user_id: alice, device_id: aliceDev, ...extra });
+    return { f, alice, bob, aliceDev, bobDev, from };
+  }
+
+  test("to a user: proxy to each registered contact in parallel, ring timeout, user slot", async () => {
+    const o = await office();
+    const contacts = [
+      contact(o.bob, o.bobDev, "sip:1002@10.1.1.2:5060", { received: "sip:198.51.100.7:40000", socket: "udp:192.0.2.1:5060" }),
+      contact(o.bob, o.bobDev, "sip:1002@10.1.1.3:5060;transport=tcp", { path: "<sip:edge2.example;lr>" }),
+    ];
+    const d = await decideRoute(testDeps(platform, { contacts: { [o.bob]: contacts } }), o.from("1002"));
+    expect(d.direction).toBe("internal");
+    expect(d.userId).toBe(o.alice);
+    expect(d.deviceId).toBe(o.aliceDev);
+    expect(d.reply.rtjson).toMatchObject({ action: "proxy", version: "1.0", routing: "parallel", account_id: o.f.accountId });
+    expect(d.reply.rtjson.routes).toEqual([
+      { uri: "sip:1002@10.1.1.2:5060", dst_uri: "sip:198.51.100.7:40000", socket: "udp:192.0.2.1:5060", fr_inv_timer: 30000, headers: { extra: expect.stringContaining(`X-Account-Id: ${o.f.accountId}`) } },
+      { uri: "sip:1002@10.1.1.3:5060;transport=tcp", path: "<sip:edge2.example;lr>", fr_inv_timer: 30000, headers: { extra: expect.any(String) } },
+    ]);
+    expect(d.slots).toEqual([{ level: "user", id: o.bob, limit: 2 }]);
+    // Bob has a mailbox: busy and no-answer fail over to it.
+    expect(d.reply.rtjson.vars).toMatchObject({ failover_busy: "voicemail:vm_bob", failover_no_answer: "voicemail:vm_bob" });
+  });
+
+  test("a user at max_simultaneous: 486, or the busy forward", async () => {
+    const o = await office();
+    const c = { [o.bob]: [contact(o.bob, o.bobDev, "sip:1002@10.1.1.2")] };
+    const busy = await decideRoute(testDeps(platform, { contacts: c, calls: { [o.bob]: 2 } }), o.from("1002"));
+    expect(busy.reply.rtjson).toMatchObject({ action: "reject", code: 486 });
+    await o.f.forward({ user_id: o.bob, number: "447700900555", trigger: "busy" });
+    const fwd = await decideRoute(testDeps(platform, { contacts: c, calls: { [o.bob]: 2 } }), o.from("1002"));
+    expect(fwd.reply.rtjson).toMatchObject({ action: "outbound", routes: [{ uri: "sip:447700900555@carrier.example.net:5060" }] });
+  });
+
+  test("no contacts: the unreachable forward, else the user's voicemail, else 480", async () => {
+    const o = await office();
+    const vm = await decideRoute(testDeps(platform), o.from("1002"));
+    expect(vm.reply.rtjson).toMatchObject({ action: "flow", vars: { dest_kind: "voicemail", dest_id: "vm_bob" } });
+    const carol = await o.f.user({ username: "1003" });
+    expect((await decideRoute(testDeps(platform), o.from("1003"))).reply.rtjson.code).toBe(480);
+    await o.f.forward({ user_id: carol, number: "447700900777", trigger: "unreachable" });
+    const fwd = await decideRoute(testDeps(platform), o.from("1003"));
+    expect(fwd.reply.rtjson.action).toBe("outbound");
+  });
+
+  test("a no-answer forward shortens the ring and rides as failover", async () => {
+    const o = await office();
+    await o.f.forward({ user_id: o.bob, number: "447700900888", trigger: "no_answer", timeout_sec: 10 });
+    const d = await decideRoute(testDeps(platform, { contacts: { [o.bob]: [contact(o.bob, o.bobDev, "sip:1002@10.1.1.2")] } }), o.from("1002"));
+    expect(d.reply.rtjson.routes![0]!.fr_inv_timer).toBe(10000);
+    expect(d.reply.rtjson.vars).toMatchObject({ failover_no_answer_number: "447700900888", failover_no_answer_timeout: 10 });
+  });
+
+  test("extensions: to a user through the extension; a feature code goes to a media engine", async () => {
+    const o = await office();
+    await o.f.extension({ digits: "200", dest_kind: "user", dest_id: o.bob });
+    await o.f.extension({ digits: "*97", dest_kind: "feature", dest_id: "voicemail_main" });
+    await o.f.extension({ digits: "300", dest_kind: "extension", dest_id: await o.f.extension({ digits: "301", dest_kind: "user", dest_id: o.bob }) });
+    const c = { [o.bob]: [contact(o.bob, o.bobDev, "sip:1002@10.1.1.2")] };
+    const viaExt = await decideRoute(testDeps(platform, { contacts: c }), o.from("200"));
+    expect(viaExt.reply.rtjson).toMatchObject({ action: "proxy", routes: [{ uri: "sip:1002@10.1.1.2" }] });
+    expect(viaExt.trace.map((s) => s.step)).toEqual(["classify", "extension", "user", "proxy"]);
+    const chained = await decideRoute(testDeps(platform, { contacts: c }), o.from("300"));
+    expect(chained.reply.rtjson.action).toBe("proxy");
+    const feat = await decideRoute(testDeps(platform), o.from("*97"));
+    expect(feat.reply.rtjson).toMatchObject({ action: "flow", vars: { feature: "voicemail_main", dest_kind: "feature", dest_id: "voicemail_main" } });
+    expect(feat.reply.rtjson.routes![0]!.headers!.extra).toContain("X-Dest: feature:voicemail_main");
+  });
+
+  test("an unknown extension that is not a number is 404; an unknown device is 403", async () => {
+    const o = await office();
+    expect((await decideRoute(testDeps(platform), o.from("sales"))).reply.rtjson.code).toBe(404);
+    const bad = await decideRoute(testDeps(platform), o.from("1002", { device_id: "dev_nope" }));
+    expect(bad.reply.rtjson.code).toBe(403);
+  });
+});

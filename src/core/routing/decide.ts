@@ -1,0 +1,697 @@
+/**
+ * The call routing decision behind POST /route: who is calling (a trunk, the carrier, an
+ * authenticated device), where the call goes (a DID's destination, an extension, a user's
+ * registered contacts, a media engine, a trunk or the carrier), which CAC slots it holds, and a
+ * trace of every rule that decided it. Pure of HTTP; its database reads are prepared statements
+ * (decide.store.ts) and its live reads come in through `RouteDeps`.
+ */
+import type { DbOrTx } from "../db/db.ts";
+import type { LiveStore } from "../live/live-store.ts";
+import { accountKey } from "../live/live-store.ts";
+import type { Platform } from "../platform.ts";
+import type { Cidr } from "../net/cidr.ts";
+import { ipAllowed, parseCidr, parseIp } from "../net/cidr.ts";
+import { evaluateSchedule } from "../schedules/schedule-eval.ts";
+import { userContacts, userCallCount, type RegisteredContact } from "../presence/presence.service.ts";
+import type { RouteDecision, RouteRequest, RtjsonRoute } from "./route-types.ts";
+import { FEATURE_CODES } from "./route-target.ts";
+import { countryOfE164 } from "./country-codes.ts";
+import {
+  loadDevice,
+  loadDid,
+  loadOutbound,
+  loadTarget,
+  loadTrunkById,
+  loadTrunksBySource,
+  type RouteAccount,
+  type RouteAclRule,
+  type RouteCallLimit,
+  type RouteCidRule,
+  type RouteOutboundRoute,
+  type RouteForward,
+  type RoutedRow,
+  type RouteSchedule,
+  type RouteTransform,
+  type RouteUser,
+  type TrunkContext,
+} from "./decide.store.ts";
+import {
+  addSlot,
+  applyTransforms,
+  dialledDigits,
+  hostOf,
+  outbound,
+  proxy,
+  reject,
+  sipHeaders,
+  step,
+  toMediaEngine,
+  trunkUri,
+  withUser,
+  type DecisionDraft,
+} from "./decide-support.ts";
+
+/** Platform-level routing settings (from CARRIER_ADDRESSES, CARRIER_URI, MEDIA_ENGINES). */
+export interface RouteSettings {
+  /** Source ranges of the platform's wholesale carrier: calls from there are inbound to a DID. */
+  carrierAddresses: Cidr[];
+  /** SIP URI of the carrier default route for outbound calls; null = none. */
+  carrierUri: string | null;
+  /** SIP URIs of the media engines that run flows, queues, voicemail, conferences and feature codes. */
+  mediaEngines: string[];
+}
+
+/** What a decision depends on; tests pass their own contacts and counters. */
+export interface RouteDeps {
+  db: DbOrTx;
+  live: LiveStore;
+  settings: RouteSettings;
+  /** The user's live registered contacts (presence). */
+  contacts(accountId: string, userId: string): Promise<RegisteredContact[]>;
+  /** How many calls the user is in right now (presence dialogs). */
+  userCallCount(accountId: string, userId: string): Promise<number>;
+  /** The decision's clock (schedules, call-limit windows); default now. */
+  now?: () => Date;
+}
+
+/** The production wiring of `RouteDeps`. */
+export function routeDeps(platform: Platform): RouteDeps {
+  return {
+    db: platform.db,
+    live: platform.live,
+    settings: platform.config.routing,
+    contacts: (accountId, userId) => userContacts(platform.live, accountId, userId),
+    userCallCount: (accountId, userId) => userCallCount(platform.live, accountId, userId),
+  };
+}
+
+/** A number the outbound path accepts after transforms: E.164 without +, 7–15 digits. */
+const E164 = /^[1-9][0-9]{6,14}$/;
+/** How many route-target hops (extension → extension → user …) before a loop is assumed. */
+const MAX_HOPS = 6;
+
+/**
+ * Decides where a call goes. Never throws for a routing outcome: refusals are `reject` replies with
+ * a SIP code and a trace step saying why.
+ * @example const decision = await decideRoute(routeDeps(platform), { callId: "a1", from: "1001", fromDomain: "acme.example", to: "2000", account_id: "acc_…", device_id: "dev_…" })
+ */
+export async function decideRoute(deps: RouteDeps, req: RouteRequest): Promise<RouteDecision> {
+  const draft: DecisionDraft = {
+    req,
+    accountId: null,
+    direction: "inbound",
+    from: req.from,
+    to: req.to,
+    userId: null,
+    deviceId: null,
+    numberId: null,
+    trunkId: null,
+    queueId: null,
+    slots: [],
+    trace: [],
+    vars: {},
+    now: deps.now?.() ?? new Date(),
+  };
+  if (req.account_id && req.device_id) return fromDevice(deps, draft, req.account_id, req.device_id);
+  const trunkId = extraField(req, "trunk_id");
+  if (req.account_id && trunkId) {
+    const trunk = await loadTrunkById(deps.db, req.account_id, trunkId);
+    if (!trunk) {
+      step(draft, "classify", `trunk ${trunkId} is not an active inbound trunk of ${req.account_id}`);
+      return reject(draft, 403, "Forbidden", "unknown trunk");
+    }
+    step(draft, "classify", `inbound from trunk ${trunk.trunk.name} (${trunk.trunk.id}), authenticated by the edge`);
+    return inbound(deps, draft, [trunk]);
+  }
+  const ip = canonicalIp(req.source_ip);
+  if (ip) {
+    const trunks = await loadTrunksBySource(deps.db, ip);
+    const carrier = ipAllowed(ip, deps.settings.carrierAddresses);
+    if (trunks.length) {
+      // A tenant's trunk ACL may overlap the carrier's addresses: the carrier is then the last candidate,
+      // so such an ACL can never capture calls to other tenants' numbers.
+      const via = trunks.map((t) => `${t.trunk.name} (${t.trunk.id})`).join(" or ");
+      step(draft, "classify", `inbound from trunk ${via}${carrier ? " or the carrier" : ""} by source ${ip}`);
+      return inbound(deps, draft, carrier ? [...trunks, null] : trunks);
+    }
+    if (carrier) {
+      step(draft, "classify", `inbound from the carrier (${ip})`);
+      return inbound(deps, draft, [null]);
+    }
+  }
+  // Not a trunk, not the carrier, no credentials: a device that has yet to authenticate. The edge
+  // asks /route before challenging, so IP-authenticated trunks and the carrier are never challenged.
+  step(draft, "classify", `unknown source ${req.source_ip ?? "(none)"} and not authenticated: credentials required`);
+  const challenge = reject(draft, 407, "Proxy Authentication Required", "unknown source");
+  challenge.reply.rtjson.vars.auth_required = 1;
+  return challenge;
+}
+
+/**
+ * Optional request fields beyond the contract's (RouteRequest allows extra properties):
+ * `trunk_id` (a register/digest trunk the edge authenticated) and `source_country` (GeoIP of source_ip).
+ */
+function extraField(req: RouteRequest, name: "trunk_id" | "source_country"): string | null {
+  const value = (req as Record<string, unknown>)[name];
+  return typeof value === "string" && value !== "" ? value : null;
+}
+
+/** The address as PostgreSQL's inet reads it (IPv4-mapped IPv6 unwrapped), or null when not an address. */
+function canonicalIp(text: string | undefined): string | null {
+  if (!text) return null;
+  const parsed = parseIp(text);
+  if (!parsed) return null;
+  if (parsed.family === 4) {
+    const v = parsed.value;
+    return [24n, 16n, 8n, 0n].map((s) => String((v >> s) & 255n)).join(".");
+  }
+  return text.replace(/^\[|\]$/g, "").replace(/%.*$/, "");
+}
+
+// ---- inbound ----------------------------------------------------------------------------------
+
+function isAnonymous(req: RouteRequest): boolean {
+  const from = req.from.trim().toLowerCase();
+  if (from === "" || from === "anonymous" || from === "unknown" || from === "restricted") return true;
+  return /\bid\b/i.test(req.privacy ?? "");
+}
+
+/**
+ * Inbound to a DID, from the carrier (`trunks` null) or from one of the trunks the source matched:
+ * each candidate's inbound transforms run before the lookup, and the first whose account owns the
+ * resulting DID is the source (a trunk never reaches another account's numbers).
+ */
+/** Inbound to a DID from the first candidate source (a trunk, or null for the carrier) whose account owns it. */
+async function inbound(deps: RouteDeps, draft: DecisionDraft, candidates: Array<TrunkContext | null>): Promise<RouteDecision> {
+  draft.direction = "inbound";
+  const dialled = dialledDigits(draft.req.to);
+  let source: TrunkContext | null = null;
+  let ctx: Awaited<ReturnType<typeof loadDid>> = null;
+  let dst = dialled;
+  let cid = draft.from;
+  for (const candidate of candidates) {
+    const mark = draft.trace.length;
+    dst = candidate ? applyTransforms(draft, "inbound_dst", candidate.transforms, dialled) : dialled;
+    const found = await loadDid(deps.db, dst);
+    if (found && (!candidate || found.account.id === candidate.trunk.account_id)) {
+      source = candidate;
+      ctx = found;
+      break;
+    }
+    draft.trace.length = mark; // this candidate's transforms did not apply
+    step(draft, "number", found ? `${dst} belongs to another account than trunk ${candidate?.trunk.id}` : `no DID ${dst}`);
+  }
+  if (!ctx) return reject(draft, 404, "Not Found", "unknown number");
+  if (source) {
+    draft.accountId = source.trunk.account_id;
+    draft.trunkId = source.trunk.id;
+    cid = applyTransforms(draft, "inbound_cid", source.transforms, cid);
+  }
+  const { number, account } = ctx;
+  draft.accountId = account.id;
+  draft.numberId = number.id;
+  draft.vars.did = number.e164;
+  step(draft, "number", `matched ${number.id} (${number.e164}, ${number.status})`);
+  if (account.status !== "active") return reject(draft, 403, "Forbidden", `account ${account.status}`);
+  if (number.status === "disabled") return reject(draft, 480, "Temporarily Unavailable", "number disabled");
+  if (number.status === "virtual" && !source) return reject(draft, 404, "Not Found", "virtual number: not reachable from the carrier");
+  const acl = aclVerdict(draft, ctx.acls);
+  if (acl) return acl;
+  if (isAnonymous(draft.req) && number.allow_anonymous !== 1) {
+    step(draft, "anonymous", "anonymous caller, number refuses anonymous calls");
+    return reject(draft, 433, "Anonymity Disallowed", "anonymous caller");
+  }
+  // Account-scope transforms ran before the lookup when a trunk brought the call; DID scope runs now.
+  const after = (t: RouteTransform) => t.scope_kind === "did" || (!source && t.scope_kind === "account");
+  draft.to = applyTransforms(draft, "inbound_dst", ctx.transforms, number.e164, after);
+  draft.from = applyTransforms(draft, "inbound_cid", ctx.transforms, cid, after);
+  addSlot(draft, "account_in", account.id, account.max_in);
+  addSlot(draft, "number", number.id, number.max_channels);
+  if (source) addSlot(draft, "trunk", source.trunk.id, source.trunk.max_channels);
+  const limited = await callLimits(deps, draft, ctx.limits, "in", (l) => (l.scope_kind === "account" ? ["account_in", account.id] : ["number", number.id]));
+  if (limited) return limited;
+
+  const always = ctx.forwards.find((f) => f.trigger === "always");
+  if (always) {
+    step(draft, "forward", `number forwards always to ${always.number} (${always.id})`);
+    return forwardCall(deps, draft, account, always);
+  }
+  setFailovers(draft, ctx.forwards, null, deps.settings.mediaEngines[0] ?? null);
+  const target = scheduledTarget(draft, number, ctx.schedule, account.timezone) ?? didDefault(draft, account);
+  if (!target) return reject(draft, 480, "Temporarily Unavailable", "closed, and no closed destination");
+  return routeTo(deps, draft, account, target, 0);
+}
+
+/** The account's did_default_dest, for a number that has no destination at this moment. */
+function didDefault(draft: DecisionDraft, account: RouteAccount): Target | null {
+  if (!account.did_default_dest_kind) return null;
+  step(draft, "did_default", `account default destination ${account.did_default_dest_kind} ${account.did_default_dest_id ?? ""}`.trim());
+  return { kind: account.did_default_dest_kind, id: account.did_default_dest_id, xform: null };
+}
+
+// ---- targets ----------------------------------------------------------------------------------
+
+interface Target {
+  kind: string;
+  id: string | null;
+  xform: RoutedRow["dest_xform"];
+}
+
+/** Which slot of a number or extension applies now: main while open, closed / holiday otherwise. */
+function scheduledTarget(draft: DecisionDraft, row: RoutedRow, schedule: RouteSchedule | null, accountTz: string): Target | null {
+  const main: Target | null =
+    row.dest_kind && (row.dest_kind === "hangup" || row.dest_id) ? { kind: row.dest_kind, id: row.dest_id, xform: row.dest_xform } : null;
+  if (!row.schedule_id || !schedule) return main;
+  let state: "open" | "closed" | "holiday";
+  try {
+    state = evaluateSchedule(schedule, schedule.rules, accountTz, draft.now).state;
+  } catch {
+    // An unknown zone (schedules are validated on write): routing as open beats refusing every call.
+    step(draft, "schedule", `${schedule.id}: time zone not known here, treated as open`);
+    return main;
+  }
+  const slot = (kind: string | null, id: string | null): Target | null => (kind ? { kind, id, xform: null } : null);
+  const chosen =
+    state === "open"
+      ? main
+      : state === "holiday"
+        ? (slot(row.holiday_dest_kind, row.holiday_dest_id) ?? slot(row.closed_dest_kind, row.closed_dest_id))
+        : slot(row.closed_dest_kind, row.closed_dest_id);
+  step(draft, "schedule", `${schedule.id} ${state} → ${chosen ? `${chosen.kind} ${chosen.id ?? ""}`.trim() : "no destination"}`, {
+    timezone: schedule.timezone ?? accountTz,
+  });
+  return chosen;
+}
+
+/** Applies a destination transform: digits stripped / prepended, caller name prefix, variables. */
+function applyXform(draft: DecisionDraft, xform: Target["xform"]): void {
+  if (!xform) return;
+  let to = draft.to;
+  if (xform.strip_digits) to = to.slice(xform.strip_digits);
+  if (xform.prepend) to = xform.prepend + to;
+  if (to !== draft.to) step(draft, "dest_xform", `${draft.to} → ${to}`);
+  draft.to = to;
+  if (xform.cid_name_prefix) draft.vars.cid_name_prefix = xform.cid_name_prefix;
+  for (const [k, v] of Object.entries(xform.vars ?? {})) draft.vars[`x_${k}`] = v;
+}
+
+async function routeTo(deps: RouteDeps, draft: DecisionDraft, account: RouteAccount, target: Target, hops: number): Promise<RouteDecision> {
+  if (hops >= MAX_HOPS) return reject(draft, 482, "Loop Detected", "too many route-target hops");
+  applyXform(draft, target.xform);
+  const engines = deps.settings.mediaEngines;
+  switch (target.kind) {
+    case "hangup":
+      return reject(draft, 603, "Decline", "destination is hangup");
+    case "queue":
+      draft.queueId = target.id;
+      return toMediaEngine(draft, engines, { kind: "queue", id: target.id, flowId: null });
+    case "ring_group":
+    case "voicemail":
+    case "conference":
+      return toMediaEngine(draft, engines, { kind: target.kind, id: target.id, flowId: null });
+    case "feature":
+      return feature(deps, draft, target.id ?? "");
+  }
+  if (!target.id) return reject(draft, 480, "Temporarily Unavailable", `${target.kind} without an id`);
+  const hop = await loadTarget(deps.db, account.id, target.id);
+  switch (target.kind) {
+    case "flow": {
+      if (!hop.flow || hop.flow.is_published !== 1) {
+        step(draft, "flow", `${target.id} ${hop.flow ? "is not published" : "does not exist"}`);
+        return reject(draft, 480, "Temporarily Unavailable", "flow not published");
+      }
+      draft.vars.flow_version = hop.flow.version;
+      return toMediaEngine(draft, engines, { kind: "flow", id: target.id, flowId: target.id });
+    }
+    case "extension": {
+      if (!hop.extension) return reject(draft, 404, "Not Found", `extension ${target.id} does not exist`);
+      step(draft, "extension", `${hop.extension.digits} (${hop.extension.id})`);
+      const next = scheduledTarget(draft, hop.extension, hop.extension.schedule, account.timezone);
+      if (!next) return reject(draft, 480, "Temporarily Unavailable", "extension closed, and no closed destination");
+      return routeTo(deps, draft, account, next, hops + 1);
+    }
+    case "user":
+      if (!hop.user) return reject(draft, 404, "Not Found", `user ${target.id} does not exist`);
+      return toUser(deps, draft, account, hop.user);
+    case "forward":
+      if (!hop.forward) return reject(draft, 404, "Not Found", `forward ${target.id} does not exist`);
+      step(draft, "forward", `destination forward ${hop.forward.id} to ${hop.forward.number}`);
+      return forwardCall(deps, draft, account, hop.forward);
+  }
+  return reject(draft, 500, "Server Internal Error", `unknown destination kind ${target.kind}`);
+}
+
+/** Feature codes run on a media engine (tones, prompts, PIN entry); the router adds what it knows. */
+async function feature(deps: RouteDeps, draft: DecisionDraft, code: string): Promise<RouteDecision> {
+  if (!(code in FEATURE_CODES)) return reject(draft, 404, "Not Found", `unknown feature code ${code}`);
+  draft.vars.feature = code;
+  step(draft, "feature", code);
+  return toMediaEngine(draft, deps.settings.mediaEngines, { kind: "feature", id: code, flowId: null });
+}
+
+/**
+ * Busy / no-answer / unreachable forwards (and, without a no-answer forward, the user's mailbox)
+ * travel in `vars` as `failover_<trigger>` = `forward:fwd_…` or `voicemail:vm_…` with
+ * `failover_<trigger>_number`: the edge's failure route hands the call to a media engine with that
+ * X-Dest after a 486 (busy), a ring timeout (no_answer) or when no contact answers at all (unreachable).
+ */
+function setFailovers(draft: DecisionDraft, forwards: readonly RouteForward[], voicemailId: string | null, engine: string | null): void {
+  for (const trigger of ["busy", "no_answer", "unreachable"] as const) {
+    const f = forwards.find((x) => x.trigger === trigger);
+    if (f) {
+      draft.vars[`failover_${trigger}`] = `forward:${f.id}`;
+      draft.vars[`failover_${trigger}_number`] = f.number;
+      if (f.timeout_sec) draft.vars[`failover_${trigger}_timeout`] = f.timeout_sec;
+      step(draft, "forward", `${trigger} → ${f.number} (${f.id}), on failure`);
+    } else if (voicemailId && trigger !== "unreachable") {
+      draft.vars[`failover_${trigger}`] = `voicemail:${voicemailId}`;
+    }
+  }
+  if (engine && Object.keys(draft.vars).some((k) => k.startsWith("failover_"))) draft.vars.media_engine = engine;
+}
+
+async function toUser(deps: RouteDeps, draft: DecisionDraft, account: RouteAccount, user: RouteUser & { forwards: RouteForward[] }): Promise<RouteDecision> {
+  draft.vars.dest_kind = "user";
+  draft.vars.dest_id = user.id;
+  step(draft, "user", `${user.username} (${user.id})`);
+  if (user.status !== "active") return reject(draft, 480, "Temporarily Unavailable", "user disabled");
+  const always = user.forwards.find((f) => f.trigger === "always");
+  if (always) {
+    step(draft, "forward", `user forwards always to ${always.number} (${always.id})`);
+    return forwardCall(deps, draft, account, always);
+  }
+  const byTrigger = (t: RouteForward["trigger"]) => user.forwards.find((f) => f.trigger === t) ?? null;
+  const [active, contacts] = await Promise.all([deps.userCallCount(account.id, user.id), deps.contacts(account.id, user.id)]);
+  if (active >= user.max_simultaneous) {
+    step(draft, "user", `busy: ${active} of ${user.max_simultaneous} simultaneous calls`);
+    const busy = byTrigger("busy");
+    if (busy) return forwardCall(deps, draft, account, busy);
+    return reject(draft, 486, "Busy Here", "user at max_simultaneous");
+  }
+  if (contacts.length === 0) {
+    step(draft, "user", "no registered contacts");
+    const unreachable = byTrigger("unreachable");
+    if (unreachable) return forwardCall(deps, draft, account, unreachable);
+    if (user.voicemail_id) return toMediaEngine(draft, deps.settings.mediaEngines, { kind: "voicemail", id: user.voicemail_id, flowId: null });
+    return reject(draft, 480, "Temporarily Unavailable", "user not registered");
+  }
+  setFailovers(draft, user.forwards, user.voicemail_id, deps.settings.mediaEngines[0] ?? null);
+  const noAnswer = byTrigger("no_answer");
+  const ringSec = noAnswer?.timeout_sec ? Math.min(noAnswer.timeout_sec, user.ring_timeout_sec) : user.ring_timeout_sec;
+  addSlot(draft, "user", user.id, user.max_simultaneous);
+  const extra = sipHeaders({ "X-Account-Id": account.id, "X-Call-Direction": draft.direction });
+  const routes: RtjsonRoute[] = contacts.map((c) => {
+    const route: RtjsonRoute = { uri: c.contact, fr_inv_timer: ringSec * 1000, headers: { extra } };
+    if (c.received) route.dst_uri = c.received;
+    if (c.path) route.path = c.path;
+    if (c.socket) route.socket = c.socket;
+    return route;
+  });
+  step(draft, "proxy", `${routes.length} contact(s), ring ${ringSec}s`, { devices: [...new Set(contacts.map((c) => c.device_id))] });
+  return proxy(draft, routes, "parallel");
+}
+
+// ---- forwards and outbound legs ---------------------------------------------------------------
+
+async function forwardCall(deps: RouteDeps, draft: DecisionDraft, account: RouteAccount, fwd: RouteForward): Promise<RouteDecision> {
+  draft.vars.forward_id = fwd.id;
+  if (fwd.confirm === 1) {
+    // Press-1 screening needs a media engine on the forwarded leg.
+    return toMediaEngine(draft, deps.settings.mediaEngines, { kind: "forward", id: fwd.id, flowId: null });
+  }
+  const cid = fwd.cid_mode === "custom" && fwd.cid_number ? fwd.cid_number : fwd.cid_mode === "did" && draft.vars.did ? String(draft.vars.did) : draft.from;
+  const ctx = await loadOutbound(deps.db, account.id, draft.userId ?? "", fwd.number, Math.floor(draft.now.getTime() / 1000));
+  addSlot(draft, "account_out", account.id, account.max_out);
+  return pickRoutes(deps, draft, account, ctx.routes, [], fwd.number, { number: cid, name: null });
+}
+
+/**
+ * Chooses outbound routes for `e164`: the matching routes with the longest prefix (a country match
+ * before none, then priority) are serial failover, each to its trunk or to the carrier default.
+ * No matching route: the carrier default (CARRIER_URI) when set, else 503.
+ */
+function pickRoutes(
+  deps: RouteDeps,
+  draft: DecisionDraft,
+  account: RouteAccount,
+  routes: readonly RouteOutboundRoute[],
+  transforms: readonly RouteTransform[],
+  e164: string,
+  cid: { number: string; name: string | null },
+): RouteDecision {
+  const country = countryOfE164(e164);
+  const matching = routes
+    .filter((r) => (!r.match_prefix || e164.startsWith(r.match_prefix)) && (!r.match_country || r.match_country === country))
+    .sort((a, b) => (b.match_prefix?.length ?? 0) - (a.match_prefix?.length ?? 0) || Number(!!b.match_country) - Number(!!a.match_country) || a.priority - b.priority);
+  const best = matching[0];
+  const group = best ? matching.filter((r) => (r.match_prefix?.length ?? 0) === (best.match_prefix?.length ?? 0) && !!r.match_country === !!best.match_country) : [];
+  const out: RtjsonRoute[] = [];
+  let firstTrunk: { id: string; max: number | null } | null = null;
+  const carrier = deps.settings.carrierUri;
+  const leg = (routeId: string | null, trunkId: string | null, dst: string, cidNumber: string) => {
+    const inScope = (t: RouteTransform) => (t.scope_kind === "route" && t.scope_id === routeId) || (t.scope_kind === "trunk" && t.scope_id === trunkId);
+    return {
+      dst: applyTransforms(draft, "outbound_dst", transforms, dst, inScope),
+      cid: applyTransforms(draft, "outbound_cid", transforms, cidNumber, inScope),
+    };
+  };
+  const extra = sipHeaders({ "X-Account-Id": account.id, "X-Call-Direction": draft.direction });
+  const from = (cidNumber: string, domain: string) => ({ uri: `sip:${cidNumber}@${domain}`, ...(cid.name ? { display: cid.name } : {}) });
+  for (const r of group) {
+    if (r.via === "trunk") {
+      const t = r.trunk;
+      if (!t || t.status !== "active" || t.direction === "inbound" || !t.proxy) {
+        step(draft, "outbound_route", `${r.name}: trunk ${t?.name ?? r.id} unusable (${!t ? "missing" : t.status !== "active" ? t.status : !t.proxy ? "no proxy" : "inbound only"})`);
+        continue;
+      }
+      const { dst, cid: c } = leg(r.id, t.id, e164, cid.number || t.cid_number || draft.req.from);
+      out.push({ uri: trunkUri(t.proxy, t.transport, dst), headers: { from: from(c, t.from_domain ?? hostOf(t.proxy)), extra } });
+      firstTrunk ??= { id: t.id, max: t.max_channels };
+      step(draft, "outbound_route", `${r.name} (prefix ${r.match_prefix ?? "any"}, country ${r.match_country ?? "any"}, priority ${r.priority}) → trunk ${t.name}`);
+    } else {
+      if (!carrier) {
+        step(draft, "outbound_route", `${r.name}: via carrier, but no CARRIER_URI is configured`);
+        continue;
+      }
+      const { dst, cid: c } = leg(r.id, null, e164, cid.number || draft.req.from);
+      out.push({ uri: withUser(carrier, dst), headers: { from: from(c, hostOf(carrier)), extra } });
+      step(draft, "outbound_route", `${r.name} (prefix ${r.match_prefix ?? "any"}, country ${r.match_country ?? "any"}, priority ${r.priority}) → carrier`);
+    }
+  }
+  if (group.length === 0 && carrier) {
+    out.push({ uri: withUser(carrier, e164), headers: { from: from(cid.number || draft.req.from, hostOf(carrier)), extra } });
+    step(draft, "outbound_route", "no matching route → carrier default");
+  }
+  if (out.length === 0) return reject(draft, 503, "Service Unavailable", `no usable outbound route for ${e164}`);
+  if (firstTrunk) {
+    draft.trunkId = firstTrunk.id;
+    addSlot(draft, "trunk", firstTrunk.id, firstTrunk.max);
+  }
+  draft.to = e164;
+  draft.vars.country = country;
+  return outbound(draft, out);
+}
+
+// ---- device-originated: internal and outbound ------------------------------------------------
+
+async function fromDevice(deps: RouteDeps, draft: DecisionDraft, accountId: string, deviceId: string): Promise<RouteDecision> {
+  const ctx = await loadDevice(deps.db, accountId, deviceId, draft.req.to);
+  draft.accountId = ctx.account ? accountId : null;
+  const problem = !ctx.account
+    ? "unknown account"
+    : ctx.account.status !== "active"
+      ? `account ${ctx.account.status}`
+      : !ctx.device
+        ? "device not owned by the account"
+        : ctx.device.status !== "active"
+          ? "device disabled"
+          : !ctx.caller || ctx.caller.status !== "active"
+            ? "user disabled"
+            : draft.req.user_id && draft.req.user_id !== ctx.device.user_id
+              ? "user does not own the device"
+              : null;
+  if (problem || !ctx.account || !ctx.device || !ctx.caller) {
+    step(draft, "classify", `device ${deviceId}: ${problem}`);
+    return reject(draft, 403, "Forbidden", problem ?? "unknown device");
+  }
+  const account = ctx.account;
+  const caller = ctx.caller;
+  draft.userId = caller.id;
+  draft.deviceId = ctx.device.id;
+  if (ctx.extension) {
+    draft.direction = "internal";
+    step(draft, "classify", `internal from ${caller.username} to extension ${ctx.extension.digits}`);
+    step(draft, "extension", `${ctx.extension.digits} (${ctx.extension.id})`);
+    const target = scheduledTarget(draft, ctx.extension, ctx.extension.schedule, account.timezone);
+    if (!target) return reject(draft, 480, "Temporarily Unavailable", "extension closed, and no closed destination");
+    return routeTo(deps, draft, account, target, 1);
+  }
+  if (ctx.user) {
+    draft.direction = "internal";
+    step(draft, "classify", `internal from ${caller.username} to user ${ctx.user.username}`);
+    return toUser(deps, draft, account, ctx.user);
+  }
+  draft.direction = "outbound";
+  const digits = dialledDigits(draft.req.to);
+  if (!/^[0-9*#]+$/.test(digits)) {
+    step(draft, "classify", `no extension or user ${draft.req.to} in the account`);
+    return reject(draft, 404, "Not Found", "no such extension or user");
+  }
+  step(draft, "classify", `outbound from ${caller.username} (${ctx.device.id}) to ${digits}`);
+  return outboundCall(deps, draft, account, caller, digits, ctx.outTransforms);
+}
+
+async function outboundCall(
+  deps: RouteDeps,
+  draft: DecisionDraft,
+  account: RouteAccount,
+  caller: RouteUser,
+  digits: string,
+  transforms: readonly RouteTransform[],
+): Promise<RouteDecision> {
+  const e164 = applyTransforms(draft, "outbound_dst", transforms, digits, (t) => t.scope_kind === "account");
+  if (!E164.test(e164)) {
+    step(draft, "number", `${e164} is not an E.164 number after transforms`);
+    return reject(draft, 484, "Address Incomplete", "not an E.164 destination");
+  }
+  draft.to = e164;
+  const country = countryOfE164(e164);
+  const ctx = await loadOutbound(deps.db, account.id, caller.id, e164, Math.floor(draft.now.getTime() / 1000));
+  const acl = aclVerdict(draft, ctx.acls);
+  if (acl) return acl;
+  if (ctx.lists.includes("allow")) {
+    step(draft, "dnc", `${e164} is on an allow list: do-not-call and geo policies skipped`);
+  } else {
+    if (ctx.lists.includes("dnc_out")) return dncReject(draft, "on a do-not-call phone list");
+    if (ctx.dnc) return dncReject(draft, "on the account's do-not-call list");
+    for (const g of ctx.geo) {
+      const listed = country !== null && g.countries.includes(country);
+      if ((g.mode === "allowlist" && !listed) || (g.mode === "denylist" && listed)) {
+        step(draft, "geo", `${g.name} (${g.scope_kind} ${g.mode}) refuses ${country ?? "unknown country"}`);
+        return reject(draft, 403, "Forbidden", `destination country ${country ?? "unknown"} not allowed`);
+      }
+    }
+    if (ctx.geo.length) step(draft, "geo", `${country ?? "unknown country"} allowed by ${ctx.geo.map((g) => g.name).join(", ")}`);
+  }
+  addSlot(draft, "account_out", account.id, account.max_out);
+  addSlot(draft, "user", caller.id, caller.max_simultaneous);
+  const limited = await callLimits(deps, draft, ctx.limits, "out", (l) => (l.scope_kind === "user" ? ["user", caller.id] : ["account_out", account.id]));
+  if (limited) return limited;
+  const cid = callerId(draft, account, caller, ctx.cidRules, country);
+  const cidNumber = cid.number ? applyTransforms(draft, "outbound_cid", transforms, cid.number, (t) => t.scope_kind === "account") : "";
+  return pickRoutes(deps, draft, account, ctx.routes, transforms, e164, { number: cidNumber, name: cid.name });
+}
+
+function dncReject(draft: DecisionDraft, why: string): RouteDecision {
+  step(draft, "dnc", `${draft.to} is ${why}`);
+  return reject(draft, 603, "Decline", `do not call: ${why}`);
+}
+
+/**
+ * The presented caller-ID, most specific first: a user-scope caller_id_rule; an account rule for
+ * the destination country; the user's out_cid; an account rule for any country; the account's
+ * default_cid_number; else the From as sent (a trunk's cid_number applies on that trunk's leg).
+ */
+function callerId(
+  draft: DecisionDraft,
+  account: RouteAccount,
+  caller: RouteUser,
+  rules: readonly RouteCidRule[],
+  country: string | null,
+): { number: string; name: string | null } {
+  const fits = (r: (typeof rules)[number]) => r.match_country === null || r.match_country === country;
+  const byPriority = (a: (typeof rules)[number], b: (typeof rules)[number]) => a.priority - b.priority || a.name.localeCompare(b.name);
+  const user = rules.filter((r) => r.scope_kind === "user" && fits(r)).sort(byPriority)[0];
+  const accountCountry = rules.filter((r) => r.scope_kind === "account" && r.match_country !== null && r.match_country === country).sort(byPriority)[0];
+  const accountAny = rules.filter((r) => r.scope_kind === "account" && r.match_country === null).sort(byPriority)[0];
+  const rule = user ?? accountCountry;
+  let chosen: { number: string; name: string | null; why: string };
+  if (rule) chosen = { number: rule.cid_number, name: rule.cid_name, why: `rule ${rule.name}` };
+  else if (caller.out_cid_number) chosen = { number: caller.out_cid_number, name: caller.out_cid_name, why: "user out_cid" };
+  else if (accountAny) chosen = { number: accountAny.cid_number, name: accountAny.cid_name, why: `rule ${accountAny.name}` };
+  else if (account.default_cid_number) chosen = { number: account.default_cid_number, name: caller.out_cid_name, why: "account default_cid_number" };
+  else chosen = { number: "", name: caller.out_cid_name, why: "none (trunk cid_number or From as sent)" };
+  step(draft, "caller_id", `${chosen.number || "(unchanged)"}${chosen.name ? ` "${chosen.name}"` : ""} from ${chosen.why}`);
+  if (chosen.number) {
+    draft.from = chosen.number;
+    draft.vars.caller_id = chosen.number;
+  }
+  return { number: chosen.number, name: chosen.name };
+}
+
+// ---- policies ---------------------------------------------------------------------------------
+
+/**
+ * ACL rules on the call's source: an ip_deny match refuses; ip_allow rules, when any, must match.
+ * Geo rules need the source's country, which only the edge knows (`source_country`, e.g. from a
+ * GeoIP lookup); without it they are skipped and the trace says so.
+ */
+function aclVerdict(draft: DecisionDraft, rules: readonly RouteAclRule[]): RouteDecision | null {
+  if (rules.length === 0) return null;
+  const ip = draft.req.source_ip ?? null;
+  const country = extraField(draft.req, "source_country")?.toUpperCase() ?? null;
+  const inRange = (r: RouteAclRule) => {
+    try {
+      return ipAllowed(ip, [parseCidr(r.value)]);
+    } catch {
+      return false; // stored canonical on write; a value that no longer parses matches nothing
+    }
+  };
+  const denied = rules.find((r) => r.rule_type === "ip_deny" && inRange(r));
+  if (denied) {
+    step(draft, "acl", `${ip} denied by ${denied.name}`);
+    return reject(draft, 403, "Forbidden", "source address denied");
+  }
+  const allows = rules.filter((r) => r.rule_type === "ip_allow");
+  if (allows.length && !allows.some(inRange)) {
+    step(draft, "acl", `${ip ?? "(no source address)"} not in any ip_allow rule`);
+    return reject(draft, 403, "Forbidden", "source address not allowed");
+  }
+  const geo = rules.filter((r) => r.rule_type === "geo_allow" || r.rule_type === "geo_deny");
+  if (geo.length) {
+    if (!country) step(draft, "acl", "geo rules skipped: the edge sent no source_country");
+    else {
+      const deny = geo.find((r) => r.rule_type === "geo_deny" && r.value === country);
+      const allowsGeo = geo.filter((r) => r.rule_type === "geo_allow");
+      if (deny || (allowsGeo.length && !allowsGeo.some((r) => r.value === country))) {
+        step(draft, "acl", `source country ${country} refused${deny ? ` by ${deny.name}` : ""}`);
+        return reject(draft, 403, "Forbidden", "source country not allowed");
+      }
+    }
+  }
+  step(draft, "acl", `passed ${rules.length} rule(s)`);
+  return null;
+}
+
+/**
+ * call_limit policies of one direction. Per-period limits count this call in the live store's
+ * fixed window (`hitWindow`); a hard one over its count refuses (403), a soft one lets the call
+ * through with a warning in the trace. Concurrent limits (no period) become CAC slot ceilings.
+ */
+async function callLimits(
+  deps: RouteDeps,
+  draft: DecisionDraft,
+  limits: readonly RouteCallLimit[],
+  direction: "in" | "out",
+  concurrentSlot: (l: RouteCallLimit) => [level: "account_in" | "account_out" | "number" | "user", id: string],
+): Promise<RouteDecision | null> {
+  for (const l of limits) {
+    if (l.direction !== direction && l.direction !== "any") continue;
+    if (l.period_sec === null) {
+      if (l.hard === 1) {
+        const [level, id] = concurrentSlot(l);
+        addSlot(draft, level, id, l.max_count);
+        step(draft, "call_limit", `${l.name}: at most ${l.max_count} concurrent (CAC ${level})`);
+      } else step(draft, "call_limit", `${l.name}: soft concurrent limit, not enforced by CAC`);
+      continue;
+    }
+    const hit = await deps.live.hitWindow(accountKey(draft.accountId!, "call_limit", l.id), l.max_count, l.period_sec * 1000);
+    if (hit.allowed) continue;
+    if (l.hard === 1) {
+      step(draft, "call_limit", `${l.name}: ${hit.count} calls in ${l.period_sec}s, limit ${l.max_count}`);
+      return reject(draft, 403, "Forbidden", `call limit ${l.name} reached`);
+    }
+    step(draft, "call_limit", `warning: ${l.name} soft limit exceeded (${hit.count} of ${l.max_count} in ${l.period_sec}s), call allowed`, { soft: true });
+  }
+  return null;
+}

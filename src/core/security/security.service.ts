@@ -1,0 +1,196 @@
+/**
+ * The edge's bans: nodes report snapshots of their ban tables (pike floods, failed digests); the
+ * platform keeps one record per (address, node), flags repeat offenders, and never records an
+ * allow-listed address (the reply tells the node to lift it).
+ */
+import { Value } from "@sinclair/typebox/value";
+import type { DbOrTx } from "../db/db.ts";
+import { nowSeconds } from "../db/columns.ts";
+import { notFound, validationFailed, type ErrorDetail } from "../errors/app-error.ts";
+import { ipAllowed } from "../net/cidr.ts";
+import { canonicalIp, canonicalRange } from "./address.ts";
+import { SecurityModel } from "./security.model.ts";
+import type { SecurityAllowRow, SecurityBanRow } from "./security.schema.ts";
+import {
+  activeBans,
+  activeBansElsewhere,
+  bansOfNode,
+  deleteAllow,
+  expireMissing,
+  expireStale,
+  flagAddresses,
+  liftBans,
+  listAllow,
+  listBans,
+  upsertAllow,
+  writeBans,
+} from "./security.store.ts";
+
+/** Failed digests from one address (within the auth service's window) that flag it. */
+export const AUTH_FAILURES_TO_FLAG = 20;
+/** A ban no snapshot carried for this long is expired: its node is gone (5 report intervals). */
+export const SILENT_NODE_SEC = 150;
+/** GET /security/bans default page. */
+export const DEFAULT_BAN_LIMIT = 100;
+
+/** Dependencies of a report. */
+export interface ReportOptions {
+  /** Now, epoch seconds (tests pin it). */
+  now?: number;
+  /** Failed digest attempts from `ip` the auth service counted; absent: not consulted. */
+  authFailures?: (ip: string) => Promise<number>;
+}
+
+function toBan(row: SecurityBanRow): SecurityModel.Ban {
+  return {
+    ip: row.ip,
+    node: row.node,
+    status: row.status as SecurityModel.Status,
+    reason: row.reason,
+    hits: row.hits,
+    ban_count: row.ban_count,
+    first_seen: row.first_seen,
+    last_seen: row.last_seen,
+    expires_at: row.expires_at,
+    flagged: row.flagged === 1 ? 1 : 0,
+  };
+}
+
+function toAllow(row: SecurityAllowRow): SecurityModel.Allow {
+  return { address: row.address, note: row.note, created_at: row.created_at };
+}
+
+/**
+ * Checks a report body as it arrived (JSON, or a form whose `bans` is JSON text) against the model;
+ * every problem is a detail with its path.
+ */
+export function parseReport(body: unknown): SecurityModel.Report {
+  let input = body;
+  if (input && typeof input === "object" && !Array.isArray(input)) {
+    const b = { ...(input as Record<string, unknown>) };
+    if (typeof b.bans === "string") {
+      try {
+        b.bans = JSON.parse(b.bans);
+      } catch {
+        throw validationFailed([{ path: "/bans", message: "Not JSON text of an array of bans." }]);
+      }
+    }
+    // A form body carries ts as text.
+    if (typeof b.ts === "string" && /^\d{1,12}$/.test(b.ts)) b.ts = Number(b.ts);
+    input = b;
+  }
+  if (Value.Check(SecurityModel.Report, input)) return input;
+  const details: ErrorDetail[] = [];
+  const seen = new Set<string>();
+  for (const e of Value.Errors(SecurityModel.Report, input)) {
+    if (seen.has(e.path)) continue;
+    seen.add(e.path);
+    details.push({ path: e.path, message: e.message === "Unexpected property" ? "This field cannot be set here." : e.message });
+    if (details.length >= 20) break;
+  }
+  throw validationFailed(details);
+}
+
+/**
+ * Records a node's snapshot. Allow-listed addresses are not recorded (their existing records are
+ * lifted) and come back in `lift`. Bans of the node missing from the snapshot are expired.
+ */
+export async function reportBans(db: DbOrTx, report: SecurityModel.Report, options: ReportOptions = {}): Promise<{ lift: string[] }> {
+  const now = options.now ?? nowSeconds();
+  const details: ErrorDetail[] = [];
+  const byIp = new Map<string, SecurityModel.ReportedBan>();
+  report.bans.forEach((ban, i) => {
+    const ip = canonicalIp(ban.ip);
+    if (!ip) details.push({ path: `/bans/${i}/ip`, message: "Not an IP address." });
+    else byIp.set(ip, ban);
+  });
+  if (details.length) throw validationFailed(details.slice(0, 20));
+
+  const allow = (await listAllow(db)).map((a) => canonicalRange(a.address)!.cidr);
+  const lift: string[] = [];
+  for (const ip of byIp.keys()) {
+    if (ipAllowed(ip, allow)) {
+      lift.push(ip);
+      byIp.delete(ip);
+    }
+  }
+  const ips = [...byIp.keys()];
+  const failures = new Map<string, number>();
+  if (options.authFailures) for (const ip of ips) failures.set(ip, await options.authFailures(ip));
+
+  await db.transaction(async (tx) => {
+    await liftBans(tx, lift);
+    const previous = new Map((await bansOfNode(tx, report.node, ips)).map((r) => [r.ip, r]));
+    const elsewhere = new Set((await activeBansElsewhere(tx, report.node, ips)).map((r) => r.ip));
+    const rows: SecurityBanRow[] = [];
+    const flagEverywhere: string[] = [];
+    for (const [ip, ban] of byIp) {
+      const prev = previous.get(ip);
+      // A ban that had ended (expired, lifted) or that the node says it set after our last sighting is a new ban.
+      const again = prev !== undefined && (prev.status !== "active" || (ban.banned_at !== undefined && ban.banned_at > prev.last_seen));
+      const banCount = prev ? prev.ban_count + (again ? 1 : 0) : 1;
+      const repeat = banCount >= 2;
+      const multiNode = elsewhere.has(ip);
+      const manyFailures = (failures.get(ip) ?? 0) >= AUTH_FAILURES_TO_FLAG;
+      const flagged = prev?.flagged === 1 || repeat || multiNode || manyFailures ? 1 : 0;
+      if (repeat || multiNode) flagEverywhere.push(ip);
+      rows.push({
+        ip,
+        node: report.node,
+        status: "active",
+        reason: ban.reason ?? prev?.reason ?? null,
+        hits: ban.hits ?? prev?.hits ?? 0,
+        ban_count: Math.min(banCount, 32_767),
+        first_seen: prev?.first_seen ?? Math.min(ban.banned_at ?? now, now),
+        last_seen: now,
+        expires_at: ban.expires_at ?? null,
+        flagged,
+      });
+    }
+    await writeBans(tx, rows);
+    await flagAddresses(tx, flagEverywhere);
+    await expireMissing(tx, report.node, ips);
+  });
+  return { lift: lift.sort() };
+}
+
+/** GET /security/bans: bans, most recently seen first; stale ones are expired first. */
+export async function searchBans(
+  db: DbOrTx,
+  query: { status?: SecurityModel.Status; q?: string; flagged?: "0" | "1"; limit?: number },
+  now = nowSeconds(),
+): Promise<SecurityModel.Ban[]> {
+  await expireStale(db, now, now - SILENT_NODE_SEC);
+  const rows = await listBans(db, {
+    status: query.status,
+    ipPrefix: query.q?.toLowerCase(),
+    flagged: query.flagged === undefined ? undefined : query.flagged === "1" ? 1 : 0,
+    limit: query.limit ?? DEFAULT_BAN_LIMIT,
+  });
+  return rows.map(toBan);
+}
+
+/** GET /security/allow. */
+export async function listAllowlist(db: DbOrTx): Promise<SecurityModel.Allow[]> {
+  return (await listAllow(db)).map(toAllow);
+}
+
+/** POST /security/allow: adds an address or range and lifts the active bans it covers. */
+export async function addToAllowlist(db: DbOrTx, input: SecurityModel.AddAllow, now = nowSeconds()): Promise<SecurityModel.AddAllowResult & { created: boolean }> {
+  const range = canonicalRange(input.address);
+  if (!range) throw validationFailed([{ path: "/address", message: "Not an IP address or CIDR range." }]);
+  return db.transaction(async (tx) => {
+    const existed = (await listAllow(tx)).some((a) => a.address === range.text);
+    const entry = await upsertAllow(tx, { address: range.text, note: input.note ?? null, created_at: now });
+    const covered = [...new Set((await activeBans(tx)).filter((b) => ipAllowed(b.ip, [range.cidr])).map((b) => b.ip))];
+    const lifted = await liftBans(tx, covered);
+    return { entry: toAllow(entry), lifted, created: !existed };
+  });
+}
+
+/** DELETE /security/allow/{address}: 404 when it is not on the list. */
+export async function removeFromAllowlist(db: DbOrTx, address: string): Promise<void> {
+  const range = canonicalRange(address);
+  if (!range) throw validationFailed([{ path: "/address", message: "Not an IP address or CIDR range." }]);
+  if (!(await deleteAllow(db, range.text))) throw notFound("allowlist entry");
+}

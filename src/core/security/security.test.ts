@@ -1,0 +1,142 @@
+/** Ban snapshots and the allowlist, on the stores (bans are global: each test uses its own addresses and node names). */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import type { Platform } from "../platform.ts";
+import { storeKind, testPlatform } from "../../../test/support/platform.ts";
+import { canonicalIp, canonicalRange } from "./address.ts";
+import { addToAllowlist, listAllowlist, parseReport, removeFromAllowlist, reportBans, searchBans, SILENT_NODE_SEC } from "./security.service.ts";
+import { AppError } from "../errors/app-error.ts";
+
+let platform: Platform;
+beforeAll(async () => {
+  platform = await testPlatform();
+});
+afterAll(() => platform.close());
+
+/** A /24 of 10.0.0.0/8 nobody else in this run uses: "10.a.b." */
+let netCounter = 0;
+function freshNet(): string {
+  const n = (Date.now() % 60_000) * 4 + (++netCounter % 4) + Math.floor(Math.random() * 4096) * 240_000;
+  return `10.${(n >> 8) & 0xff}.${n & 0xff}.`;
+}
+const node = () => `edge-${crypto.randomUUID().slice(0, 8)}`;
+
+describe("address canonical text", () => {
+  test("one address is one text whatever way it is written; bad input is null", () => {
+    expect(canonicalIp("::FFFF:10.0.0.1")).toBe("10.0.0.1");
+    expect(canonicalIp("2001:DB8:0:0:0:0:0:1")).toBe("2001:db8::1");
+    expect(canonicalIp("2001:db8:0:1:0:0:0:0")).toBe("2001:db8:0:1::");
+    expect(canonicalIp("[::1]")).toBe("::1");
+    expect(canonicalIp("10.0.0.256")).toBeNull();
+    expect(canonicalIp("example.com")).toBeNull();
+    expect(canonicalRange("10.1.2.3/8")?.text).toBe("10.0.0.0/8");
+    expect(canonicalRange("10.1.2.3/32")?.text).toBe("10.1.2.3");
+    expect(canonicalRange("2001:db8::7/64")?.text).toBe("2001:db8::/64");
+    expect(canonicalRange("10.0.0.0/33")).toBeNull();
+    expect(canonicalRange("10.0.0.0/")).toBeNull();
+  });
+});
+
+describe(`ban reports [${storeKind}]`, () => {
+  test("a snapshot records bans; the next snapshot without one expires it; a ban coming back is a repeat offender", async () => {
+    const net = freshNet();
+    const n = node();
+    const t0 = 1_900_000_000;
+    const a = `${net}1`;
+    const b = `${net}2`;
+    expect(await reportBans(platform.db, { node: n, bans: [{ ip: a, reason: "pike", hits: 40, expires_at: t0 + 300 }, { ip: b, reason: "auth" }] }, { now: t0 })).toEqual({ lift: [] });
+    let bans = await searchBans(platform.db, { q: net }, t0);
+    expect(bans.map((x) => [x.ip, x.status, x.reason, x.hits, x.flagged, x.ban_count]).sort()).toEqual([
+      [a, "active", "pike", 40, 0, 1],
+      [b, "active", "auth", 0, 0, 1],
+    ]);
+    expect(bans.find((x) => x.ip === a)).toMatchObject({ node: n, first_seen: t0, last_seen: t0, expires_at: t0 + 300 });
+
+    await reportBans(platform.db, { node: n, bans: [{ ip: a, reason: "pike", hits: 90 }] }, { now: t0 + 30 });
+    bans = await searchBans(platform.db, { q: net }, t0 + 30);
+    expect(bans.find((x) => x.ip === a)).toMatchObject({ status: "active", hits: 90, first_seen: t0, last_seen: t0 + 30 });
+    expect(bans.find((x) => x.ip === b)).toMatchObject({ status: "expired", last_seen: t0 });
+
+    // b comes back: banned a second time by this node.
+    await reportBans(platform.db, { node: n, bans: [{ ip: a }, { ip: b, reason: "pike" }] }, { now: t0 + 60 });
+    expect((await searchBans(platform.db, { q: b }, t0 + 60))[0]).toMatchObject({ status: "active", ban_count: 2, flagged: 1, first_seen: t0 });
+    expect(await searchBans(platform.db, { q: net, flagged: "1" }, t0 + 60)).toHaveLength(1);
+    expect((await searchBans(platform.db, { q: net, status: "expired" }, t0 + 60))).toHaveLength(0);
+  });
+
+  test("the same address banned by two nodes is flagged on both; many failed digests flag it too", async () => {
+    const net = freshNet();
+    const [n1, n2] = [node(), node()];
+    const t0 = 1_900_000_000;
+    await reportBans(platform.db, { node: n1, bans: [{ ip: `${net}7` }] }, { now: t0 });
+    expect((await searchBans(platform.db, { q: `${net}7` }, t0))[0]!.flagged).toBe(0);
+    await reportBans(platform.db, { node: n2, bans: [{ ip: `${net}7` }] }, { now: t0 + 1 });
+    const rows = await searchBans(platform.db, { q: `${net}7` }, t0 + 1);
+    expect(rows.map((r) => `${r.node}:${r.flagged}`).sort()).toEqual([`${n1}:1`, `${n2}:1`].sort());
+
+    const failures = async (ip: string) => (ip === `${net}8` ? 25 : 3);
+    await reportBans(platform.db, { node: n1, bans: [{ ip: `${net}7` }, { ip: `${net}8` }, { ip: `${net}9` }] }, { now: t0 + 2, authFailures: failures });
+    const flagged = (await searchBans(platform.db, { q: net, flagged: "1" }, t0 + 2)).map((r) => r.ip);
+    expect(flagged).toContain(`${net}8`);
+    expect(flagged).not.toContain(`${net}9`);
+  });
+
+  test("an allow-listed address is never recorded and comes back in lift; adding a range lifts existing bans", async () => {
+    const net = freshNet();
+    const n = node();
+    const now = 1_900_000_000;
+    await reportBans(platform.db, { node: n, bans: [{ ip: `${net}20` }, { ip: `${net}21` }, { ip: `${net}99` }] }, { now });
+    const added = await addToAllowlist(platform.db, { address: `${net}16/28`, note: "carrier" }, now);
+    expect(added).toMatchObject({ created: true, lifted: 2, entry: { address: `${net}16/28`, note: "carrier" } });
+    const rows = await searchBans(platform.db, { q: net }, now);
+    expect(rows.map((r) => [r.ip, r.status]).sort()).toEqual([[`${net}20`, "lifted"], [`${net}21`, "lifted"], [`${net}99`, "active"]]);
+
+    // The node still holds them at its next report: it is told to lift them, and nothing is recorded.
+    const r = await reportBans(platform.db, { node: n, bans: [{ ip: `${net}21` }, { ip: `${net}20` }, { ip: `${net}99` }, { ip: `${net}17` }] }, { now: now + 30 });
+    expect(r.lift).toEqual([`${net}17`, `${net}20`, `${net}21`]);
+    expect(await searchBans(platform.db, { q: `${net}17` }, now + 30)).toEqual([]);
+    expect((await searchBans(platform.db, { q: `${net}2` }, now + 30)).map((x) => x.status)).toEqual(["lifted", "lifted"]);
+
+    expect((await addToAllowlist(platform.db, { address: `${net}20/28` }, now)).created).toBe(false); // same range, written another way
+    expect((await listAllowlist(platform.db)).find((a) => a.address === `${net}16/28`)?.note).toBe("carrier");
+    await removeFromAllowlist(platform.db, `${net}16/28`);
+    expect((await listAllowlist(platform.db)).some((a) => a.address === `${net}16/28`)).toBe(false);
+    const again = await reportBans(platform.db, { node: n, bans: [{ ip: `${net}17` }] }, { now: now + 60 });
+    expect(again.lift).toEqual([]);
+    expect((await searchBans(platform.db, { q: `${net}17` }, now + 60))[0]?.status).toBe("active");
+  });
+
+  test("a ban past its deadline, or of a silent node, reads as expired", async () => {
+    const net = freshNet();
+    const t0 = 1_900_000_000;
+    await reportBans(platform.db, { node: node(), bans: [{ ip: `${net}1`, expires_at: t0 + 100 }, { ip: `${net}2` }] }, { now: t0 });
+    expect((await searchBans(platform.db, { q: net, status: "active" }, t0 + 50))).toHaveLength(2);
+    expect((await searchBans(platform.db, { q: net, status: "active" }, t0 + 100)).map((r) => r.ip)).toEqual([`${net}2`]);
+    expect((await searchBans(platform.db, { q: net, status: "active" }, t0 + SILENT_NODE_SEC + 1))).toHaveLength(0);
+  });
+
+  test("bad input changes nothing: every bad address is named", async () => {
+    const net = freshNet();
+    const n = node();
+    const bad = (fn: () => unknown) => {
+      try {
+        fn();
+      } catch (e) {
+        return (e as AppError).extra.details;
+      }
+      throw new Error("no error");
+    };
+    expect(bad(() => parseReport({ node: n, bans: [{ ip: "1.2.3.4", hits: -1 }] }))).toEqual([{ path: "/bans/0/hits", message: expect.any(String) }]);
+    expect(bad(() => parseReport({ node: "bad node", bans: [] }))).toEqual([{ path: "/node", message: expect.any(String) }]);
+    expect(bad(() => parseReport({ node: n, bans: "[x" }))).toEqual([{ path: "/bans", message: expect.any(String) }]);
+    expect(bad(() => parseReport({ node: n, bans: [], extra: 1 }))).toEqual([{ path: "/extra", message: expect.any(String) }]);
+    expect(parseReport({ node: n, bans: JSON.stringify([{ ip: `${net}1` }]), ts: "1900000000" })).toEqual({ node: n, bans: [{ ip: `${net}1` }], ts: 1_900_000_000 });
+    const error = await reportBans(platform.db, { node: n, bans: [{ ip: `${net}1` }, { ip: "not-an-ip" }, { ip: "10.0.0.300" }] }).catch((e: AppError) => e);
+    expect((error as AppError).extra.details).toEqual([
+      { path: "/bans/1/ip", message: "Not an IP address." },
+      { path: "/bans/2/ip", message: "Not an IP address." },
+    ]);
+    expect(await searchBans(platform.db, { q: net })).toEqual([]);
+    await expect(addToAllowlist(platform.db, { address: "10.0.0.0/40" })).rejects.toThrow(AppError);
+    await expect(removeFromAllowlist(platform.db, `${net}0/24`)).rejects.toMatchObject({ code: "not_found" });
+  });
+});

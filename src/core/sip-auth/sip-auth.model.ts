@@ -1,0 +1,45 @@
+/** TypeBox models of POST /auth (the edge asks whether a SIP digest is right). */
+import { Type as T, type Static } from "@sinclair/typebox";
+import { Flag } from "../validation/fields.ts";
+
+export namespace SipAuthModel {
+  /**
+   * The parsed digest parameters, form or JSON with the same names (DESIGN.md section 4). Optional
+   * fields sent empty are treated as absent (edge configs often send empty variables).
+   */
+  export const Request = T.Object(
+    {
+      username: T.String({ minLength: 1, maxLength: 255, description: "Digest username: the auth username, or `user@realm` (then verified against ha1b)." }),
+      realm: T.String({ minLength: 1, maxLength: 253, description: "Digest realm: the account's SIP domain." }),
+      nonce: T.String({ minLength: 1, maxLength: 255, description: "The edge's nonce (the edge checks its freshness)." }),
+      uri: T.String({ minLength: 1, maxLength: 1024, description: "The digest uri as sent in the Authorization header (not the Request-URI)." }),
+      response: T.String({ pattern: "^[0-9a-fA-F]{32}$", description: "The digest response: 32 hex characters." }),
+      method: T.String({ pattern: "^[A-Za-z]{1,32}$", description: "SIP method of the request (REGISTER, INVITE, …)." }),
+      qop: T.Optional(T.Literal("auth", { description: "auth when the challenge offered qop (then nc and cnonce are required); absent for the RFC 2069 form." })),
+      nc: T.Optional(T.String({ pattern: "^[0-9a-fA-F]{8}$", description: "Nonce count: 8 hex digits (with qop)." })),
+      cnonce: T.Optional(T.String({ minLength: 1, maxLength: 255, description: "Client nonce (with qop)." })),
+      algorithm: T.Optional(
+        T.String({ pattern: "^[Mm][Dd]5(-[Ss][Ee][Ss][Ss])?$", description: "MD5 (default) or MD5-sess; any other algorithm is refused." }),
+      ),
+      opaque: T.Optional(T.String({ maxLength: 255, description: "Echoed by the client; the edge owns it, we ignore it." })),
+      source_ip: T.Optional(T.String({ maxLength: 64, description: "Address the request came from; failed attempts are counted per address." })),
+      transport: T.Optional(T.String({ maxLength: 16, description: "udp, tcp, tls, ws or wss." })),
+      user_agent: T.Optional(T.String({ maxLength: 255, description: "User-Agent header, for the logs." })),
+    },
+    { additionalProperties: false },
+  );
+  export type Request = Static<typeof Request>;
+
+  /** The success reply, exactly SPEC.md's fields. */
+  export const Reply = T.Object(
+    {
+      ok: T.Literal(true),
+      account_id: T.String({ description: "acc_… of the device." }),
+      user_id: T.String({ description: "us_… owning the device." }),
+      device_id: T.String({ description: "dev_… that authenticated." }),
+      webrtc: Flag("1 when the device is a WebRTC endpoint."),
+    },
+    { additionalProperties: false },
+  );
+  export type Reply = Static<typeof Reply>;
+}

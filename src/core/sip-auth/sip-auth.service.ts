@@ -1,0 +1,138 @@
+/**
+ * SIP digest verification for the edge (POST /auth). The edge owns challenges and nonces; we verify
+ * the response against the device's stored HA1, refuse replays, check that device, user and account
+ * are active, and count failures per source address for the security module.
+ */
+import { AppError, validationFailed } from "../errors/app-error.ts";
+import type { Db } from "../db/db.ts";
+import { accountKey, globalKey, type LiveStore } from "../live/live-store.ts";
+import type { Logger } from "../log/logger.ts";
+import { parseIp } from "../net/cidr.ts";
+import type { SipAuthModel } from "./sip-auth.model.ts";
+import { digestEquals, expectedResponse } from "./sip-digest.ts";
+import { findDigestIdentity } from "./sip-auth.store.ts";
+
+/** Failed attempts of one address are counted in a window that restarts with every failure. */
+export const AUTH_FAIL_WINDOW_MS = 10 * 60_000;
+
+/**
+ * How long a used (nonce, nc, cnonce) is remembered. Kamailio's auth module rejects a nonce older
+ * than its `nonce_expire` (300 s by default) before it asks us; a minute more covers clock skew.
+ */
+export const DIGEST_REPLAY_WINDOW_MS = 360_000;
+
+/**
+ * The live-store key of the failed-attempt counter of one source address.
+ * @example AUTH_FAIL_KEY("203.0.113.9") // "{parley}:authfail:203.0.113.9"
+ */
+export function AUTH_FAIL_KEY(ip: string): string {
+  return globalKey("authfail", ip);
+}
+
+/**
+ * Failed /auth attempts from `ip` in the current window (0 when none). The security module reads it.
+ * @example if ((await authFailures(platform.live, ip)) > 20) ban(ip)
+ */
+export async function authFailures(live: LiveStore, ip: string): Promise<number> {
+  const value = await live.get(AUTH_FAIL_KEY(ip));
+  const n = value === null ? 0 : Number(value);
+  return Number.isFinite(n) ? n : 0;
+}
+
+/** What /auth answers on success (SPEC.md: { ok, account_id, user_id, device_id, webrtc }). */
+export type DigestAuthResult = SipAuthModel.Reply;
+
+export interface DigestAuthDeps {
+  db: Db;
+  live: LiveStore;
+  log?: Logger;
+}
+
+export interface DigestAuthOptions {
+  /** How long a used (nonce, nc, cnonce) is refused; default {@link DIGEST_REPLAY_WINDOW_MS}. */
+  replayWindowMs?: number;
+}
+
+/** Used when the identity is unknown, so that case computes a digest too and takes about as long. */
+const DUMMY_HA1 = "00000000000000000000000000000000";
+
+const UNAUTHORIZED_MESSAGE = "Authentication failed.";
+const FORBIDDEN_MESSAGE = "This credential may not be used.";
+
+/**
+ * Verifies one SIP digest. Throws 401 (wrong response, unknown identity and replay look the same),
+ * 403 (right password, but device, user or account not active), or 400 (malformed input).
+ * @example await authenticateDigest(platform, { username: "1001", realm: "acme.example.com", nonce, uri, response, method: "REGISTER", qop: "auth", nc, cnonce })
+ */
+export async function authenticateDigest(deps: DigestAuthDeps, input: SipAuthModel.Request, options: DigestAuthOptions = {}): Promise<DigestAuthResult> {
+  const { db, live, log } = deps;
+  if (input.qop !== undefined) {
+    const missing = [];
+    if (input.nc === undefined) missing.push({ path: "/nc", message: "Required with qop." });
+    if (input.cnonce === undefined) missing.push({ path: "/cnonce", message: "Required with qop." });
+    if (missing.length) throw validationFailed(missing);
+  }
+  const sourceIp = input.source_ip === undefined ? null : input.source_ip.trim().toLowerCase();
+  if (sourceIp !== null && !parseIp(sourceIp)) throw validationFailed([{ path: "/source_ip", message: "Not an IP address." }]);
+  const sess = input.algorithm !== undefined && input.algorithm.toLowerCase() === "md5-sess";
+  if (sess && input.cnonce === undefined) throw validationFailed([{ path: "/cnonce", message: "Required with MD5-sess." }]);
+
+  // `1001@acme.example.com`: phones that put the domain in the username are checked against ha1b.
+  const at = input.username.lastIndexOf("@");
+  const withDomain = at > 0;
+  const authUsername = withDomain ? input.username.slice(0, at) : input.username;
+  const realm = input.realm.toLowerCase();
+
+  const identity = await findDigestIdentity(db, realm, authUsername);
+  const stored = identity ? (withDomain ? identity.ha1b : identity.ha1) : DUMMY_HA1;
+  const expected = expectedResponse(stored, {
+    method: input.method,
+    uri: input.uri,
+    nonce: input.nonce,
+    qop: input.qop,
+    nc: input.nc,
+    cnonce: input.cnonce,
+    algorithm: input.algorithm,
+  });
+  const matches = digestEquals(expected, input.response);
+
+  const fail = async (reason: "unknown_identity" | "wrong_response" | "replay"): Promise<never> => {
+    if (sourceIp !== null) await live.incr(AUTH_FAIL_KEY(sourceIp), 1, AUTH_FAIL_WINDOW_MS);
+    log?.info("sip auth failed", { reason, realm, username: authUsername, source_ip: sourceIp, method: input.method, user_agent: input.user_agent });
+    throw new AppError("unauthorized", UNAUTHORIZED_MESSAGE);
+  };
+
+  if (!identity) return fail("unknown_identity");
+  if (!matches) return fail("wrong_response");
+
+  // Only a verified response is remembered: nobody without the password can burn a nonce.
+  const replayKey = accountKey(identity.account_id, "digest", replayFingerprint(realm, input));
+  const fresh = await live.setIfAbsent(replayKey, "1", options.replayWindowMs ?? DIGEST_REPLAY_WINDOW_MS);
+  if (!fresh) return fail("replay");
+
+  if (identity.device_status !== "active" || identity.user_status !== "active" || identity.account_status !== "active") {
+    log?.info("sip auth refused: not active", {
+      account_id: identity.account_id,
+      device_id: identity.device_id,
+      device_status: identity.device_status,
+      user_status: identity.user_status,
+      account_status: identity.account_status,
+    });
+    throw new AppError("forbidden", FORBIDDEN_MESSAGE);
+  }
+  return {
+    ok: true,
+    account_id: identity.account_id,
+    user_id: identity.user_id,
+    device_id: identity.device_id,
+    webrtc: identity.is_webrtc === 1 ? 1 : 0,
+  };
+}
+
+/**
+ * One key per (realm, nonce, nc, cnonce), hashed so its length is bounded whatever the edge sends.
+ * Without qop (RFC 2069) nc and cnonce are empty: such a nonce is good for one request.
+ */
+function replayFingerprint(realm: string, input: SipAuthModel.Request): string {
+  return new Bun.CryptoHasher("sha256").update(`${realm}\n${input.nonce}\n${input.nc ?? ""}\n${input.cnonce ?? ""}`).digest("base64url");
+}

@@ -1,0 +1,58 @@
+/**
+ * The one query of the edge's hot path: a digest identity (realm, auth_username) resolved to its
+ * device, user and account in a single indexed round trip (primary keys all the way), prepared once
+ * per database handle (the query builder path costs ~250 µs per call; TOOLCHAIN.md).
+ */
+import { and, eq, sql } from "drizzle-orm";
+import type { Db } from "../db/db.ts";
+import { accounts } from "../accounts/accounts.schema.ts";
+import { deviceCredentials, devices } from "../devices/devices.schema.ts";
+import { appUsers } from "../users/users.schema.ts";
+
+/** Everything /auth needs to decide, in one row. */
+export interface DigestIdentity {
+  account_id: string;
+  device_id: string;
+  user_id: string;
+  ha1: string;
+  ha1b: string;
+  is_webrtc: number;
+  device_status: string;
+  user_status: string;
+  account_status: string;
+}
+
+function prepareLookup(db: Db) {
+  return db
+    .select({
+      account_id: devices.account_id,
+      device_id: devices.id,
+      user_id: devices.user_id,
+      ha1: devices.ha1,
+      ha1b: devices.ha1b,
+      is_webrtc: devices.is_webrtc,
+      device_status: devices.status,
+      user_status: appUsers.status,
+      account_status: accounts.status,
+    })
+    .from(deviceCredentials)
+    .innerJoin(devices, and(eq(devices.account_id, deviceCredentials.account_id), eq(devices.id, deviceCredentials.device_id)))
+    .innerJoin(appUsers, and(eq(appUsers.account_id, devices.account_id), eq(appUsers.id, devices.user_id)))
+    .innerJoin(accounts, eq(accounts.id, devices.account_id))
+    .where(and(eq(deviceCredentials.realm, sql.placeholder("realm")), eq(deviceCredentials.auth_username, sql.placeholder("username"))))
+    .limit(1)
+    .prepare("sip_auth_identity");
+}
+
+const prepared = new WeakMap<Db, ReturnType<typeof prepareLookup>>();
+
+/** The device, user and account of a digest identity, or null when no device has it. */
+export async function findDigestIdentity(db: Db, realm: string, authUsername: string): Promise<DigestIdentity | null> {
+  let statement = prepared.get(db);
+  if (!statement) {
+    statement = prepareLookup(db);
+    prepared.set(db, statement);
+  }
+  const [row] = await statement.execute({ realm, username: authUsername });
+  return row ?? null;
+}

@@ -1,0 +1,562 @@
+/**
+ * The webhook delivery worker. Any number of processes run one each against the same database:
+ * a worker claims due `webhook_delivery` rows atomically (`FOR UPDATE SKIP LOCKED` plus a lease),
+ * makes one attempt per claim, and records the outcome under the claim it holds, so each
+ * (event, subscription) is delivered once by us. A crashed worker's claims are taken again when
+ * their lease runs out; the only duplicate a receiver can then see is a POST whose 2xx we got but
+ * could not record before the crash (at-least-once; receivers dedupe on `webhook-id`).
+ *
+ * Each attempt checks the addresses of the subscription's host, refuses non-public ones (unless
+ * WEBHOOK_ALLOW_PRIVATE) and connects to the very address it checked, with TLS still verifying the
+ * certificate against the URL's host name (SNI and Host header from the URL), so a DNS answer that
+ * changes between check and connect (rebinding) cannot redirect a delivery. A host's answer is
+ * reused for at most `dnsCacheMs` (default 5 s; one lookup per host at a time): the check runs on
+ * every attempt, against that answer, and a new lookup follows once it expires. Failed lookups are
+ * not cached.
+ *
+ * Throughput: claims come in large batches and the next one is taken while the current one is in
+ * flight (slots never wait for the database); outcomes are written by one writer that takes every
+ * outcome queued so far in one UPDATE; TLS connections are kept alive per host name.
+ */
+import { randomUUID } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { rootCertificates } from "node:tls";
+import { isIP } from "node:net";
+import type { Platform } from "../platform.ts";
+import { describeError } from "../../http/describe-error.ts";
+import { blockedReason, resolveHost } from "./url-safety.ts";
+import { serviceSignature, standardWebhookKey, standardWebhookSignature } from "./delivery-signing.ts";
+import { deleteDeliveredBefore, exchangeDeliveries, releaseClaims, type AttemptRecord, type ClaimedDelivery } from "./delivery.store.ts";
+
+/** A claimed delivery waiting for, or holding, a slot of this worker. */
+interface Job {
+  delivery: ClaimedDelivery;
+  token: string;
+  /** Epoch ms when the claim's lease ends. */
+  leaseEnd: number;
+}
+
+/** Tuning of one worker; every field has a production default. */
+export interface DeliveryWorkerOptions {
+  /** Attempts in flight at once in this process (default 64). */
+  concurrency?: number;
+  /** Attempts in flight at once per subscription in this process, so a slow endpoint cannot hold up the others (default 16). */
+  perSubscription?: number;
+  /** Time limit of one attempt, DNS included, in ms (default 5000, SPEC.md section 8). */
+  timeoutMs?: number;
+  /** Wait before the 2nd and 3rd attempt, in ms (default [500, 2000], SPEC.md section 6); attempts = length + 1. */
+  retryDelaysMs?: number[];
+  /** Longest wait between scans for due rows (other instances' events, leases run out), in ms (default 1000). */
+  pollMs?: number;
+  /** How long a claim is held before another worker may take it, in ms (default 30000; must exceed timeoutMs). */
+  leaseMs?: number;
+  /** PEM file of extra trusted CAs (default config.webhookCaFile). */
+  caFile?: string;
+  /** Deliver to private and loopback addresses (default config.webhookAllowPrivate). */
+  allowPrivate?: boolean;
+  /** Delivered rows older than this are deleted (default 7 days). */
+  retentionDays?: number;
+  /** How often the retention sweep runs, in ms (default 1 hour; the first run is a minute after start). */
+  sweepEveryMs?: number;
+  /** How long a decrypted signing secret is kept in memory, in ms (default 60000). */
+  secretCacheMs?: number;
+  /** How long a host's DNS answer is reused before it is resolved again, in ms (default 5000; 0 = every attempt). */
+  dnsCacheMs?: number;
+}
+
+export interface DeliveryWorker {
+  /** Scan for due deliveries now (the bus calls it after each commit). */
+  wake(): void;
+  /** Stops claiming, lets attempts in flight finish and records them. */
+  stop(): Promise<void>;
+}
+
+/** Most bytes of a receiver's reply we read (the rest is discarded). */
+const MAX_REPLY_BYTES = 64 * 1024;
+/** Sizes the default lease: a claim outlives HOLD + 2 attempt timeouts. */
+const HOLD = 4;
+/**
+ * Claimed jobs a worker holds per slot (in flight and waiting), and per subscription per its share,
+ * so claims come in large batches while a batch is in flight. A job that waited so long that its
+ * attempt could outlive its lease is not attempted (another claim takes it after the lease).
+ */
+const BUFFER = Number(process.env.WH_BUF ?? 8);
+/** Most outcomes one UPDATE records; one writer takes every outcome queued while the previous UPDATE ran. */
+const RECORD_BATCH = 1000;
+/** Outcomes waiting to be written beyond which claiming pauses (a slow database slows claiming down). */
+const RECORD_BACKLOG = 2 * RECORD_BATCH;
+/** Exchanges (record + claim statements) a worker has in flight at once. */
+const EXCHANGES = Number(process.env.WH_EX ?? 1);
+/** Most host names whose DNS answer is cached. */
+const MAX_DNS_ENTRIES = 4096;
+/** Most rows one claim takes. */
+const MAX_CLAIM = Number(process.env.WH_MAX ?? 500);
+/** Most host names with a pooled TLS session at once. */
+const MAX_SESSIONS = 256;
+const USER_AGENT = "Parley-Webhooks/1";
+
+type Outcome =
+  | { kind: "delivered"; status: number }
+  | { kind: "retry"; status: number | null; error: string }
+  | { kind: "fail"; status: number | null; error: string };
+
+/** A short, secret-free reason for a failed fetch (Bun's messages carry the URL; we keep codes only). */
+function networkReason(error: unknown, timeoutMs: number): string {
+  const e = error as { name?: string; code?: string };
+  if (e?.name === "TimeoutError" || e?.name === "AbortError") return `timeout after ${timeoutMs} ms`;
+  const code = typeof e?.code === "string" ? e.code : "";
+  if (code === "ECONNREFUSED" || code === "ConnectionRefused") return "connection refused";
+  if (code === "ECONNRESET" || code === "ConnectionClosed") return "connection reset";
+  if (code.startsWith("ERR_TLS") || code === "EPROTO" || /CERT|SELF_SIGNED|UNABLE_TO/.test(code)) return `TLS error (${code})`;
+  return code ? `network error (${code})` : "network error";
+}
+
+/** Reads and discards up to MAX_REPLY_BYTES of a reply so its connection can be reused. */
+async function drain(response: Response): Promise<void> {
+  const reader = response.body?.getReader();
+  if (!reader) return;
+  let read = 0;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      read += value.byteLength;
+      if (read > MAX_REPLY_BYTES) {
+        await reader.cancel();
+        return;
+      }
+    }
+  } catch {
+    // The reply body broke off after its status arrived; the status is what counts.
+  }
+}
+
+/**
+ * Starts the worker of this process.
+ * @example const worker = startDeliveryWorker(platform); … await worker.stop();
+ */
+export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerOptions = {}): DeliveryWorker {
+  const { db, log, secrets } = platform;
+  const concurrency = options.concurrency ?? 64;
+  const perSubscription = Math.min(options.perSubscription ?? 16, concurrency);
+  const timeoutMs = options.timeoutMs ?? 5000;
+  const retryDelays = options.retryDelaysMs ?? [500, 2000];
+  const maxAttempts = retryDelays.length + 1;
+  const pollMs = options.pollMs ?? 1000;
+  const leaseMs = Math.max(options.leaseMs ?? 30_000, timeoutMs * (HOLD + 2));
+  const allowPrivate = options.allowPrivate ?? platform.config.webhookAllowPrivate;
+  const retentionDays = options.retentionDays ?? 7;
+  const secretCacheMs = options.secretCacheMs ?? 60_000;
+  const dnsCacheMs = options.dnsCacheMs ?? 5000;
+  const caFile = options.caFile ?? platform.config.webhookCaFile;
+  // Bun replaces its built-in CAs when `ca` is given, so the extra file is added to the bundled set.
+  const ca = caFile ? [...rootCertificates, readFileSync(caFile, "utf8")] : undefined;
+
+  let stopped = false;
+  let inflight = 0;
+  /** Per subscription: attempts in flight plus claimed jobs waiting here (not outcomes being written). */
+  const queued = new Map<string, number>();
+  const running = new Map<string, number>();
+  /** Claimed, not yet started (a slot frees without a database round trip). */
+  let ready: Job[] = [];
+  const attempts = new Set<Promise<void>>();
+  let kickQueued = false;
+  const timers = new Set<ReturnType<typeof setTimeout>>();
+
+  // ── TLS sessions: one per host name, so SNI and the certificate check use the name while the
+  // connection goes to the address we checked; each keeps its own keep-alive pool (per address).
+  const sessions = new Map<string, Bun.FetchSession>();
+  function sessionFor(host: string): Bun.FetchSession {
+    let session = sessions.get(host);
+    if (session) {
+      if (sessions.size > 1) {
+        sessions.delete(host);
+        sessions.set(host, session); // most recently used last
+      }
+      return session;
+    }
+    const tls = { ...(ca ? { ca } : {}), ...(isIP(host) ? {} : { serverName: host }) };
+    session = new Bun.FetchSession({ tls });
+    sessions.set(host, session);
+    if (sessions.size > MAX_SESSIONS) {
+      const [oldest, old] = sessions.entries().next().value as [string, Bun.FetchSession];
+      sessions.delete(oldest);
+      old.close();
+    }
+    return session;
+  }
+
+  // ── DNS answers, reused for dnsCacheMs; one lookup per host at a time. The SSRF check still runs
+  // on every attempt (on the cached answer), and the attempt connects to the address it checked.
+  const dnsCache = new Map<string, { addresses: string[]; until: number }>();
+  const dnsLookups = new Map<string, Promise<string[]>>();
+  /** The host's addresses (empty when it does not resolve), or null when the lookup took longer than `ms`. */
+  function addressesOf(host: string, ms: number): string[] | Promise<string[] | null> {
+    const hit = dnsCache.get(host);
+    if (hit && hit.until > Date.now()) return hit.addresses;
+    let lookup = dnsLookups.get(host);
+    if (!lookup) {
+      lookup = resolveHost(host).then((addresses) => {
+        dnsLookups.delete(host);
+        if (addresses.length && dnsCacheMs > 0) {
+          dnsCache.delete(host);
+          dnsCache.set(host, { addresses, until: Date.now() + dnsCacheMs });
+          if (dnsCache.size > MAX_DNS_ENTRIES) dnsCache.delete(dnsCache.keys().next().value as string);
+        }
+        return addresses;
+      });
+      dnsLookups.set(host, lookup);
+    }
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timeout = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), ms)));
+    return Promise.race([lookup, timeout]).finally(() => clearTimeout(timer));
+  }
+
+  // ── Signing secrets (and their Standard Webhooks keys), decrypted briefly.
+  interface Secret {
+    text: string;
+    key: Uint8Array;
+  }
+  const secretCache = new Map<string, { value: Secret | null; until: number }>();
+  async function secretOf(accountId: string, ref: string): Promise<Secret | null> {
+    const key = `${accountId}:${ref}`;
+    const hit = secretCache.get(key);
+    if (hit && hit.until > Date.now()) return hit.value;
+    const text = await secrets.reveal(db, accountId, ref);
+    const value = text === null ? null : { text, key: standardWebhookKey(text) };
+    secretCache.set(key, { value, until: Date.now() + secretCacheMs });
+    if (secretCache.size > 10_000) {
+      const now = Date.now();
+      for (const [k, v] of secretCache) if (v.until <= now) secretCache.delete(k);
+    }
+    return value;
+  }
+
+  /** One HTTP attempt of a claimed delivery. */
+  async function post(job: ClaimedDelivery, url: URL, body: string, secret: Secret | null): Promise<Outcome> {
+    const deadline = Date.now() + timeoutMs;
+    const host = url.hostname.replace(/^\[|\]$/g, "");
+    const answer = addressesOf(host, timeoutMs);
+    const resolved = Array.isArray(answer) ? answer : await answer;
+    if (resolved === null) return { kind: "retry", status: null, error: `DNS timeout after ${timeoutMs} ms` };
+    if (!resolved.length) return { kind: "retry", status: null, error: "host does not resolve" };
+    const allowed = allowPrivate ? resolved : resolved.filter((a) => blockedReason(a) === null);
+    if (!allowed.length) {
+      return { kind: "fail", status: null, error: `refused: the host resolves to a ${blockedReason(resolved[0]!)} address` };
+    }
+    const headers: Record<string, string> = {
+      host: url.host,
+      "content-type": "application/json",
+      "user-agent": USER_AGENT,
+      "x-service-event": job.event!.name,
+      "webhook-id": job.id,
+    };
+    const session = sessionFor(host);
+    let lastError: unknown = null;
+    for (const address of allowed) {
+      const left = deadline - Date.now();
+      if (left <= 0) break;
+      const target = new URL(url);
+      target.hostname = address.includes(":") ? `[${address}]` : address;
+      const timestamp = Math.floor(Date.now() / 1000);
+      headers["webhook-timestamp"] = String(timestamp);
+      if (secret !== null) {
+        headers["x-service-signature"] = serviceSignature(secret.text, body);
+        headers["webhook-signature"] = standardWebhookSignature(secret.key, job.id, timestamp, body);
+      }
+      try {
+        const response = await session.fetch(target, { method: "POST", headers, body, redirect: "manual", signal: AbortSignal.timeout(left) });
+        await drain(response);
+        const status = response.status;
+        if (status >= 200 && status < 300) return { kind: "delivered", status };
+        if (status === 429 || status >= 500) return { kind: "retry", status, error: `HTTP ${status}` };
+        if (status >= 300 && status < 400) return { kind: "fail", status, error: `HTTP ${status} (redirects are not followed)` };
+        return { kind: "fail", status, error: `HTTP ${status}` };
+      } catch (error) {
+        lastError = error;
+        const code = (error as { code?: string }).code;
+        // Only a refused connection moves on to the host's next address; anything else may have reached the receiver.
+        if (code !== "ECONNREFUSED" && code !== "ConnectionRefused") break;
+      }
+    }
+    return { kind: "retry", status: null, error: lastError === null ? `timeout after ${timeoutMs} ms` : networkReason(lastError, timeoutMs) };
+  }
+
+  /** Decides what to record for one claimed delivery (making the attempt when it can). */
+  async function attempt(job: ClaimedDelivery): Promise<Outcome | { kind: "dead"; error: string }> {
+    if (!job.subscription) return { kind: "dead", error: "the subscription was removed" };
+    if (job.subscription.status !== "active") return { kind: "dead", error: "the subscription is disabled" };
+    if (!job.event) return { kind: "dead", error: "the event is no longer stored" };
+    let secret: Secret | null = null;
+    if (job.subscription.secret_ref) {
+      try {
+        secret = await secretOf(job.account_id, job.subscription.secret_ref);
+      } catch (error) {
+        log.error("webhook secret unreadable", { delivery: job.id, error: describeError(error) });
+      }
+      // Never send unsigned what the subscriber expects signed.
+      if (secret === null) return { kind: "retry", status: null, error: "signing secret unavailable" };
+    }
+    const body = JSON.stringify({ event: job.event.name, account_id: job.account_id, data: job.event.data, ts: job.event.ts });
+    return post(job, new URL(job.subscription.url), body, secret);
+  }
+
+  // ── The database side: one loop of exchanges, each ONE statement that records every outcome
+  // queued so far and claims the next batch (exchangeDeliveries). Under load the loop runs back to
+  // back: outcomes are written in batches of hundreds, and the next batch is claimed while the
+  // current one is in flight, so slots never wait for the database. A claim takes the room left
+  // (BUFFER × concurrency jobs waiting or in flight), and only when at least half a round of room
+  // is free or less than one round waits, so claims stay large. Claiming pauses while more than
+  // RECORD_BACKLOG outcomes wait, so claimed-but-unrecorded work (what a crash would send again)
+  // stays bounded and a slow database slows claiming down.
+  interface Pending {
+    record: AttemptRecord;
+    leaseEnd: number;
+  }
+  let toRecord: Pending[] = [];
+  /** Exchange loops running (at most EXCHANGES), and the rows their claims in flight may bring. */
+  let loops = 0;
+  let claiming = 0;
+  const loopsDone = new Set<() => void>();
+  let again = false;
+  /** Due rows may be waiting that we have not claimed (a wake-up, or the last claim filled up). */
+  let dueLeft = true;
+  /** The last claim found nothing but rows of subscriptions we skip: wait for an attempt to finish. */
+  let blocked = false;
+
+  /** How many rows to claim now (0: none). */
+  function roomToClaim(): number {
+    if (stopped || !dueLeft || blocked || toRecord.length >= RECORD_BACKLOG) return 0;
+    const room = Math.min(MAX_CLAIM, BUFFER * concurrency - ready.length - inflight - claiming);
+    return room > 0 && (room >= concurrency / 2 || ready.length < concurrency) ? room : 0;
+  }
+
+  /** Starts an exchange loop when there is work and fewer than EXCHANGES run. */
+  function kick(): void {
+    if (loops >= EXCHANGES || (!toRecord.length && !roomToClaim())) {
+      if (loops) again = true;
+      return;
+    }
+    loops++;
+    void sync().finally(() => {
+      loops--;
+      for (const done of loopsDone) done();
+      if (again) {
+        again = false;
+        kick();
+      }
+    });
+  }
+
+  /** Resolves once no exchange loop runs. */
+  async function idle(): Promise<void> {
+    while (loops) await new Promise<void>((resolve) => loopsDone.add(function done() { loopsDone.delete(done); resolve(); }));
+  }
+
+  async function sync(): Promise<void> {
+    for (;;) {
+      const room = roomToClaim();
+      if (!toRecord.length && !room) return;
+      const batch = toRecord.length <= RECORD_BATCH ? toRecord : toRecord.slice(0, RECORD_BATCH);
+      toRecord = toRecord.length <= RECORD_BATCH ? [] : toRecord.slice(RECORD_BATCH);
+      // A second loop may start while this one waits on the database (two exchanges in flight).
+      if (loops < EXCHANGES) queueKick();
+      const skip: string[] = [];
+      if (room) for (const [id, n] of queued) if (n >= BUFFER * perSubscription) skip.push(id);
+      const now = Date.now();
+      const token = randomUUID();
+      const leaseEnd = now + leaseMs;
+      claiming += room;
+      let result: Awaited<ReturnType<typeof exchangeDeliveries>>;
+      try {
+        result = await exchangeDeliveries(db, {
+          records: batch.map((b) => b.record),
+          now,
+          limit: room,
+          leaseUntil: leaseEnd,
+          token,
+          skipWebhooks: skip,
+        });
+      } catch (error) {
+        log.error("webhook delivery exchange failed", { error: describeError(error), recording: batch.length, claiming: room });
+        // Keep the outcomes whose claim still holds for another try; the others are attempted
+        // again by whoever claims them after their lease. Claims wait for the next poll.
+        const later = Date.now();
+        toRecord.push(...batch.filter((b) => b.leaseEnd > later + 1000));
+        dueLeft = false;
+        await Bun.sleep(500);
+        continue;
+      } finally {
+        claiming -= room;
+      }
+      for (const { record } of batch) {
+        if (!result.recorded.has(record.id)) log.warn("webhook delivery claim lost before its attempt was recorded", { delivery: record.id });
+        else if (record.status === "retrying") wakeAt(record.next_attempt_at);
+      }
+      if (!room) continue;
+      for (const delivery of result.claimed) {
+        queued.set(delivery.webhook_id, (queued.get(delivery.webhook_id) ?? 0) + 1);
+        ready.push({ delivery, token, leaseEnd });
+      }
+      dispatch();
+      // A full claim may have left more behind; a short one emptied the due set, unless busy
+      // subscriptions were skipped (their finishing attempts unblock us).
+      dueLeft = result.claimed.length === room || skip.length > 0;
+      blocked = result.claimed.length === 0 && skip.length > 0;
+    }
+  }
+
+  function launch({ delivery: job, token, leaseEnd }: Job): void {
+    inflight++;
+    running.set(job.webhook_id, (running.get(job.webhook_id) ?? 0) + 1);
+    const run = (async () => {
+      if (leaseEnd - Date.now() < timeoutMs + 1000) {
+        // Waited here so long that the attempt could outlive the claim: leave it to whoever
+        // claims it when the lease ends (us, most likely).
+        log.warn("webhook delivery claim ran out before its attempt", { delivery: job.id });
+        return;
+      }
+      let outcome: Outcome | { kind: "dead"; error: string };
+      try {
+        outcome = await attempt(job);
+      } catch (error) {
+        log.error("webhook attempt failed unexpectedly", { delivery: job.id, error: describeError(error) });
+        outcome = { kind: "retry", status: null, error: "internal error" };
+      }
+      const now = Date.now();
+      const made = outcome.kind === "dead" ? job.attempts : job.attempts + 1;
+      const status: AttemptRecord["status"] =
+        outcome.kind === "delivered" ? "delivered" : outcome.kind === "retry" && made < maxAttempts ? "retrying" : "failed";
+      toRecord.push({
+        leaseEnd,
+        record: {
+          account_id: job.account_id,
+          id: job.id,
+          token,
+          status,
+          attempts: made,
+          last_status: outcome.kind === "dead" ? null : outcome.status,
+          last_error: outcome.kind === "delivered" ? null : outcome.error,
+          next_attempt_at: status === "retrying" ? now + retryDelays[made - 1]! : now,
+          updated_at: Math.floor(now / 1000),
+          delivered_at: status === "delivered" ? Math.floor(now / 1000) : null,
+        },
+      });
+      if (log.enabled("debug")) log.debug("webhook attempt", { delivery: job.id, status, attempts: made });
+    })().finally(() => {
+      inflight--;
+      decrement(running, job.webhook_id);
+      decrement(queued, job.webhook_id);
+      attempts.delete(run);
+      blocked = false;
+      dispatch();
+      queueKick();
+    });
+    attempts.add(run);
+  }
+
+  /** Starts waiting jobs while slots are free, respecting each subscription's share. */
+  function dispatch(): void {
+    if (stopped || !ready.length || inflight >= concurrency) return;
+    let kept = 0;
+    let i = 0;
+    for (; i < ready.length && inflight < concurrency; i++) {
+      const job = ready[i]!;
+      if ((running.get(job.delivery.webhook_id) ?? 0) < perSubscription) launch(job);
+      else ready[kept++] = job;
+    }
+    if (kept === i) return; // nothing started
+    for (; i < ready.length; i++) ready[kept++] = ready[i]!;
+    ready.length = kept;
+  }
+
+  /** A scan for due rows now (events committed, the poll, a retry falling due). */
+  function wake(): void {
+    if (stopped) return;
+    dueLeft = true;
+    kick();
+  }
+
+  /** Coalesces the kicks of many finishing attempts into one. */
+  function queueKick(): void {
+    if (kickQueued) return;
+    kickQueued = true;
+    setImmediate(() => {
+      kickQueued = false;
+      kick();
+    });
+  }
+
+  function wakeAt(at: number): void {
+    if (stopped) return;
+    const timer = setTimeout(() => {
+      timers.delete(timer);
+      wake();
+    }, Math.max(0, at - Date.now()) + 5);
+    timers.add(timer);
+  }
+
+  async function sweep(): Promise<void> {
+    try {
+      const removed = await sweepDeliveredWebhooks(platform, retentionDays);
+      if (removed) log.info("old webhook deliveries removed", { removed });
+    } catch (error) {
+      log.warn("webhook delivery sweep failed", { error: describeError(error) });
+    }
+  }
+
+  const unsubscribe = platform.events.onCommitted(() => wake());
+  const poll = setInterval(wake, pollMs);
+  const firstSweep = setTimeout(() => void sweep(), 60_000);
+  const sweeper = setInterval(() => void sweep(), options.sweepEveryMs ?? 3600_000);
+  firstSweep.unref();
+  sweeper.unref();
+  wake();
+
+  return {
+    wake,
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      unsubscribe();
+      clearInterval(poll);
+      clearTimeout(firstSweep);
+      clearInterval(sweeper);
+      for (const timer of timers) clearTimeout(timer);
+      await idle();
+      const unstarted = ready;
+      ready = [];
+      try {
+        await releaseClaims(db, unstarted.map((j) => ({ account_id: j.delivery.account_id, id: j.delivery.id, token: j.token })));
+      } catch (error) {
+        // Their leases run out instead; another worker takes them then.
+        log.warn("releasing webhook claims failed", { error: describeError(error) });
+      }
+      await Promise.allSettled([...attempts]);
+      // Record what finished (the loop claims nothing once stopped).
+      while (loops || toRecord.length) {
+        kick();
+        await idle();
+      }
+      for (const session of sessions.values()) session.close();
+      sessions.clear();
+    },
+  };
+}
+
+/** The retention sweep: deletes delivered rows older than `retentionDays`; returns how many. */
+export async function sweepDeliveredWebhooks(platform: Pick<Platform, "db">, retentionDays = 7): Promise<number> {
+  const before = Math.floor(Date.now() / 1000) - retentionDays * 86400;
+  let removed = 0;
+  for (;;) {
+    const n = await deleteDeliveredBefore(platform.db, before, 5000);
+    removed += n;
+    if (n < 5000) return removed;
+  }
+}
+
+function decrement(counts: Map<string, number>, key: string): void {
+  const left = (counts.get(key) ?? 1) - 1;
+  if (left > 0) counts.set(key, left);
+  else counts.delete(key);
+}

@@ -1,0 +1,88 @@
+/**
+ * Webhook delivery use cases: planning deliveries in the emitting transaction (the bus planner),
+ * firing a test event, and reading the delivery log. The worker that POSTs is delivery-worker.ts.
+ */
+import type { DbOrTx, Tx } from "../db/db.ts";
+import { conflict, notFound, validationFailed } from "../errors/app-error.ts";
+import type { EventBus, EventPlanner, PlatformEvent } from "../events/bus.ts";
+import { newId } from "../ids/ids.ts";
+import { decodeCursor, toPage } from "../pagination/pagination.ts";
+import { isEventName } from "./event-catalog.ts";
+import type { DeliveryModel } from "./delivery.model.ts";
+import type { WebhookDeliveryRow } from "./delivery.schema.ts";
+import { countDeliveriesOfEvent, insertDeliveries, listDeliveryRows, matchingSubscriptionIds } from "./delivery.store.ts";
+import { findWebhookStatus } from "./webhooks.store.ts";
+
+/**
+ * The bus planner: one `webhook_delivery` row per active subscription that receives the event, in
+ * the transaction that emits it. A `test` event naming a `webhook_id` goes to that subscription only.
+ */
+export const planWebhookDeliveries: EventPlanner = async (tx: Tx, event: PlatformEvent) => {
+  const target = event.event === "test" && typeof event.data.webhook_id === "string" ? event.data.webhook_id : null;
+  const ids = await matchingSubscriptionIds(tx, event.account_id, event.event, target);
+  if (!ids.length) return;
+  const now = Math.floor(event.ts / 1000);
+  await insertDeliveries(
+    tx,
+    ids.map((webhook_id) => ({
+      account_id: event.account_id,
+      id: newId("whd"),
+      webhook_id,
+      event_id: event.id,
+      event: event.event,
+      status: "pending",
+      attempts: 0,
+      next_attempt_at: 0, // due at once
+      created_at: now,
+      updated_at: now,
+    })),
+  );
+};
+
+/**
+ * Emits a `test` event for the account: to one subscription (`webhook_id`, 404 when it is not
+ * this account's, 409 when disabled) or to every active subscription that receives `test`.
+ */
+export async function fireTestEvent(bus: EventBus, accountId: string, input: DeliveryModel.Test): Promise<DeliveryModel.TestResult> {
+  const webhookId = input.webhook_id ?? null;
+  return bus.transaction(async (tx, emit) => {
+    if (webhookId !== null) {
+      const status = await findWebhookStatus(tx, accountId, webhookId);
+      if (status === null) throw notFound("webhook");
+      if (status !== "active") throw conflict("This subscription is disabled; it receives no events.");
+    }
+    const ts = Date.now();
+    const event = await emit(accountId, "test", { message: "This is a test event from Parley.", webhook_id: webhookId, ts }, ts);
+    return { event_id: event.id, deliveries: await countDeliveriesOfEvent(tx, accountId, event.id) };
+  });
+}
+
+function toDelivery(row: WebhookDeliveryRow): DeliveryModel.Delivery {
+  return {
+    id: row.id,
+    webhook_id: row.webhook_id,
+    event: row.event,
+    event_id: row.event_id,
+    status: row.status as DeliveryModel.Status,
+    attempts: row.attempts,
+    last_status: row.last_status,
+    last_error: row.last_error,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+    delivered_at: row.delivered_at,
+  };
+}
+
+/** The account's delivery log, newest first, keyset-paginated, with the log's filters. */
+export async function listDeliveries(
+  db: DbOrTx,
+  accountId: string,
+  query: { limit: number; cursor?: string; webhook_id?: string; event?: string; failed?: "0" | "1" },
+): Promise<{ data: DeliveryModel.Delivery[]; next_cursor?: string }> {
+  if (query.event !== undefined && !isEventName(query.event)) {
+    throw validationFailed([{ path: "/query/event", message: `Unknown event: ${query.event}. See GET /v1/webhooks/events.` }]);
+  }
+  const filter = { webhookId: query.webhook_id, event: query.event, failedOnly: query.failed === "1" };
+  const rows = await listDeliveryRows(db, accountId, filter, decodeCursor(query.cursor), query.limit + 1);
+  return toPage(rows, query.limit, toDelivery);
+}

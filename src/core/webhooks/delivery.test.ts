@@ -1,0 +1,357 @@
+/**
+ * Webhook delivery against a real HTTPS receiver (self-signed, trusted through WEBHOOK_CA_FILE):
+ * planning in the emitting transaction, both signature schemes verified by their reference
+ * libraries, the retry schedule and fail-fast rules, timeouts, the lease of a crashed worker, per
+ * subscription concurrency, the SSRF re-check, and retention.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { sql } from "drizzle-orm";
+import { verify as verifyGithubStyle } from "@octokit/webhooks-methods";
+import { Webhook } from "standardwebhooks";
+import type { Platform } from "../platform.ts";
+import { rawRows } from "../db/migrate.ts";
+import { seedTenant, storeKind, testPlatform, type Tenant } from "../../../test/support/platform.ts";
+import { createWebhook, deleteWebhook } from "./webhooks.service.ts";
+import { fireTestEvent } from "./delivery.service.ts";
+import { listDeliveryRows } from "./delivery.store.ts";
+import type { WebhookDeliveryRow } from "./delivery.schema.ts";
+import { startDeliveryWorker, sweepDeliveredWebhooks, type DeliveryWorkerOptions } from "./delivery-worker.ts";
+import { standardWebhookKey } from "./delivery-signing.ts";
+import { startTestReceiver, type TestReceiver } from "./delivery-test-receiver.ts";
+
+let platform: Platform;
+let receiver: TestReceiver;
+
+beforeAll(async () => {
+  receiver = await startTestReceiver();
+  platform = await testPlatform({ env: { WEBHOOK_ALLOW_PRIVATE: "1", WEBHOOK_CA_FILE: receiver.caFile } });
+});
+afterAll(async () => {
+  await platform.close();
+  await receiver.stop();
+});
+
+/** Runs `fn` with a worker of this platform (fast polling, short timeout), stopping it afterwards. */
+async function withWorker<T>(fn: () => Promise<T>, options: DeliveryWorkerOptions = {}): Promise<T> {
+  const worker = startDeliveryWorker(platform, { pollMs: 100, timeoutMs: 2000, ...options });
+  try {
+    return await fn();
+  } finally {
+    await worker.stop();
+  }
+}
+
+let pathCounter = 0;
+/** A fresh receiver path, so tests never see each other's requests. */
+const freshPath = (label: string) => `/${label}-${++pathCounter}-${Math.random().toString(36).slice(2, 8)}`;
+
+async function subscribe(t: Tenant, path: string, body: { events?: string; secret?: string } = {}) {
+  return createWebhook(platform.db, platform.secrets, t.accountId, { url: receiver.url(path), ...body }, { allowPrivate: true });
+}
+
+async function deliveries(accountId: string): Promise<WebhookDeliveryRow[]> {
+  return listDeliveryRows(platform.db, accountId, {}, null, 1000);
+}
+
+/** Waits until every delivery of the account is settled (delivered or failed). */
+async function settled(accountId: string, count: number, timeoutMs = 15_000): Promise<WebhookDeliveryRow[]> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const rows = await deliveries(accountId);
+    if (rows.length >= count && rows.every((r) => r.status === "delivered" || r.status === "failed")) return rows;
+    if (Date.now() > deadline) throw new Error(`deliveries not settled: ${JSON.stringify(rows.map((r) => [r.status, r.attempts, r.last_error]))}`);
+    await Bun.sleep(50);
+  }
+}
+
+describe(`webhook delivery [${storeKind}]`, () => {
+  test("a test event reaches the subscription once, with the exact body and both signatures valid", async () => {
+    const t = await seedTenant(platform);
+    const path = freshPath("signed");
+    const hook = await subscribe(t, path);
+    const fired = await fireTestEvent(platform.events, t.accountId, {});
+    expect(fired.deliveries).toBe(1);
+    const [row] = await withWorker(() => settled(t.accountId, 1));
+    expect(row).toMatchObject({ status: "delivered", attempts: 1, last_status: 200, last_error: null, webhook_id: hook.id, event: "test", event_id: fired.event_id });
+    expect(row!.delivered_at).toEqual(expect.any(Number));
+
+    const [req] = receiver.at(path);
+    expect(receiver.at(path)).toHaveLength(1);
+    const body = JSON.parse(req!.body);
+    expect(Object.keys(body)).toEqual(["event", "account_id", "data", "ts"]);
+    expect(body).toEqual({ event: "test", account_id: t.accountId, data: { message: expect.any(String), webhook_id: null, ts: body.ts }, ts: expect.any(Number) });
+    expect(body.ts).toBeGreaterThan(1_600_000_000_000); // epoch ms
+    expect(req!.headers["content-type"]).toBe("application/json");
+    expect(req!.headers["x-service-event"]).toBe("test");
+    expect(req!.headers["webhook-id"]).toBe(row!.id);
+    expect(req!.headers["host"]).toBe(`localhost:${receiver.port}`);
+
+    // Both schemes, checked by their reference implementations with the secret as the user got it.
+    expect(req!.headers["x-service-signature"]).toMatch(/^sha256=[0-9a-f]{64}$/);
+    expect(await verifyGithubStyle(hook.secret!, req!.body, req!.headers["x-service-signature"]!)).toBe(true);
+    expect(await verifyGithubStyle("whsec_wrong", req!.body, req!.headers["x-service-signature"]!)).toBe(false);
+    const payload = new Webhook(hook.secret!).verify(req!.body, req!.headers);
+    expect(payload).toEqual(body);
+    expect(() => new Webhook(`whsec_${Buffer.alloc(32, 7).toString("base64")}`).verify(req!.body, req!.headers)).toThrow();
+    // A tampered body fails both.
+    const tampered = req!.body.replace('"test"', '"tesT"');
+    expect(await verifyGithubStyle(hook.secret!, tampered, req!.headers["x-service-signature"]!)).toBe(false);
+    expect(() => new Webhook(hook.secret!).verify(tampered, req!.headers)).toThrow();
+  });
+
+  test("a secret the client chose signs too: octokit with the text, standardwebhooks with its bytes (raw format)", async () => {
+    const t = await seedTenant(platform);
+    const path = freshPath("own-secret");
+    const secret = "my-own-signing-secret-ü-123";
+    await subscribe(t, path, { secret });
+    await fireTestEvent(platform.events, t.accountId, {});
+    await withWorker(() => settled(t.accountId, 1));
+    const [req] = receiver.at(path);
+    expect(await verifyGithubStyle(secret, req!.body, req!.headers["x-service-signature"]!)).toBe(true);
+    expect(new Webhook(new TextEncoder().encode(secret), { format: "raw" }).verify(req!.body, req!.headers)).toMatchObject({ event: "test" });
+  });
+
+  test("503 three times: attempts spaced ≥ 0.5 s then ≥ 2 s, same webhook-id, recorded failed with attempts=3", async () => {
+    const t = await seedTenant(platform);
+    const path = freshPath("down");
+    receiver.on(path, () => new Response("down", { status: 503 }));
+    await subscribe(t, path);
+    await fireTestEvent(platform.events, t.accountId, {});
+    const [row] = await withWorker(() => settled(t.accountId, 1));
+    expect(row).toMatchObject({ status: "failed", attempts: 3, last_status: 503, last_error: "HTTP 503", delivered_at: null });
+    const seen = receiver.at(path);
+    expect(seen).toHaveLength(3);
+    expect(new Set(seen.map((r) => r.headers["webhook-id"]))).toEqual(new Set([row!.id]));
+    expect(seen[1]!.at - seen[0]!.at).toBeGreaterThanOrEqual(500);
+    expect(seen[2]!.at - seen[1]!.at).toBeGreaterThanOrEqual(2000);
+  });
+
+  test("400 and 404 fail fast: one attempt, no retry", async () => {
+    for (const code of [400, 404]) {
+      const t = await seedTenant(platform);
+      const path = freshPath(`client-${code}`);
+      receiver.on(path, () => new Response("no", { status: code }));
+      await subscribe(t, path);
+      await fireTestEvent(platform.events, t.accountId, {});
+      const [row] = await withWorker(async () => {
+        const rows = await settled(t.accountId, 1);
+        await Bun.sleep(700); // a retry, if one were wrongly scheduled, would come after 0.5 s
+        return rows;
+      });
+      expect(row).toMatchObject({ status: "failed", attempts: 1, last_status: code, last_error: `HTTP ${code}` });
+      expect(receiver.at(path)).toHaveLength(1);
+    }
+  });
+
+  test("a redirect is not followed and fails fast", async () => {
+    const t = await seedTenant(platform);
+    const path = freshPath("moved");
+    const target = freshPath("moved-target");
+    receiver.on(path, () => new Response(null, { status: 302, headers: { location: receiver.url(target) } }));
+    await subscribe(t, path);
+    await fireTestEvent(platform.events, t.accountId, {});
+    const [row] = await withWorker(() => settled(t.accountId, 1));
+    expect(row).toMatchObject({ status: "failed", attempts: 1, last_status: 302 });
+    expect(row!.last_error).toMatch(/redirect/);
+    expect(receiver.at(target)).toHaveLength(0);
+  });
+
+  test("503 then 200 is delivered on the second attempt; 429 is retried too", async () => {
+    for (const code of [503, 429]) {
+      const t = await seedTenant(platform);
+      const path = freshPath(`flaky-${code}`);
+      receiver.on(path, (_r, n) => new Response(null, { status: n === 1 ? code : 200 }));
+      await subscribe(t, path);
+      await fireTestEvent(platform.events, t.accountId, {});
+      const [row] = await withWorker(() => settled(t.accountId, 1));
+      expect(row).toMatchObject({ status: "delivered", attempts: 2, last_status: 200, last_error: null });
+      expect(receiver.at(path)).toHaveLength(2);
+    }
+  });
+
+  test("an endpoint slower than the timeout is retried, then recorded as timed out", async () => {
+    const t = await seedTenant(platform);
+    const path = freshPath("slow");
+    receiver.on(path, async () => {
+      await Bun.sleep(1500);
+      return new Response("late");
+    });
+    await subscribe(t, path);
+    await fireTestEvent(platform.events, t.accountId, {});
+    const [row] = await withWorker(() => settled(t.accountId, 1), { timeoutMs: 300 });
+    expect(row).toMatchObject({ status: "failed", attempts: 3, last_status: null });
+    expect(row!.last_error).toMatch(/timeout/);
+  });
+
+  test("a refused connection is a network failure: retried, then failed with a short reason and no URL", async () => {
+    const t = await seedTenant(platform);
+    const dead = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+    const port = dead.port;
+    dead.stop(true);
+    await createWebhook(platform.db, platform.secrets, t.accountId, { url: `https://127.0.0.1:${port}/secret-path?token=abc` }, { allowPrivate: true });
+    await fireTestEvent(platform.events, t.accountId, {});
+    const [row] = await withWorker(() => settled(t.accountId, 1));
+    expect(row).toMatchObject({ status: "failed", attempts: 3, last_status: null, last_error: "connection refused" });
+  });
+
+  test("each attempt re-checks the address: a loopback target is refused without any request when private targets are not allowed", async () => {
+    const t = await seedTenant(platform);
+    const path = freshPath("ssrf");
+    await subscribe(t, path); // saved while allowed (or before the name changed)
+    await fireTestEvent(platform.events, t.accountId, {});
+    const [row] = await withWorker(() => settled(t.accountId, 1), { allowPrivate: false });
+    expect(row).toMatchObject({ status: "failed", attempts: 1, last_status: null });
+    expect(row!.last_error).toMatch(/refused: the host resolves to a loopback/);
+    expect(receiver.at(path)).toHaveLength(0);
+  });
+
+  test("an event emitted in a rolled-back transaction is never planned nor delivered", async () => {
+    const t = await seedTenant(platform);
+    const path = freshPath("rollback");
+    await subscribe(t, path);
+    await expect(
+      platform.events.transaction(async (_tx, emit) => {
+        await emit(t.accountId, "test", { message: "rolled back", webhook_id: null, ts: Date.now() });
+        throw new Error("abort the change");
+      }),
+    ).rejects.toThrow("abort the change");
+    const kept = await fireTestEvent(platform.events, t.accountId, {});
+    const rows = await withWorker(() => settled(t.accountId, 1));
+    expect(rows.map((r) => r.event_id)).toEqual([kept.event_id]);
+    expect(receiver.at(path).map((r) => JSON.parse(r.body).data.message)).toEqual(["This is a test event from Parley."]);
+  });
+
+  test("planning: only active subscriptions receiving the event; a targeted test reaches its one subscription whatever its events", async () => {
+    const t = await seedTenant(platform);
+    const all = await subscribe(t, freshPath("all"));
+    const ended = await subscribe(t, freshPath("ended"), { events: "call.ended" });
+    const off = await subscribe(t, freshPath("off"));
+    await platform.db.execute(sql`update webhook_subscription set status = 'disabled' where account_id = ${t.accountId} and id = ${off.id}`);
+
+    const broad = await fireTestEvent(platform.events, t.accountId, {});
+    expect(broad.deliveries).toBe(1);
+    const targeted = await fireTestEvent(platform.events, t.accountId, { webhook_id: ended.id });
+    expect(targeted.deliveries).toBe(1);
+    await platform.events.emit(t.accountId, "call.ended", {
+      callId: "call_1", direction: "inbound", answered: 1, billsec: 30, hangup_cause: "NORMAL_CLEARING", queue_id: null, agent_id: null, ts: Date.now(),
+    });
+    const rows = await deliveries(t.accountId);
+    const got = rows.map((r) => `${r.event}→${r.webhook_id === all.id ? "all" : r.webhook_id === ended.id ? "ended" : "off"}`).sort();
+    expect(got).toEqual(["call.ended→all", "call.ended→ended", "test→all", "test→ended"]);
+    await expect(fireTestEvent(platform.events, t.accountId, { webhook_id: off.id })).rejects.toMatchObject({ status: 409 });
+    await expect(fireTestEvent(platform.events, t.accountId, { webhook_id: "wh_NOPE" })).rejects.toMatchObject({ status: 404 });
+  });
+
+  test("a subscription removed before its delivery ran is recorded failed, with no request", async () => {
+    const t = await seedTenant(platform);
+    const path = freshPath("removed");
+    const hook = await subscribe(t, path);
+    await fireTestEvent(platform.events, t.accountId, {});
+    await deleteWebhook(platform.db, platform.secrets, t.accountId, hook.id);
+    const [row] = await withWorker(() => settled(t.accountId, 1));
+    expect(row).toMatchObject({ status: "failed", attempts: 0, last_error: "the subscription was removed" });
+    expect(receiver.at(path)).toHaveLength(0);
+  });
+
+  test("a claim left by a crashed worker is taken again after its lease, and delivered once", async () => {
+    const t = await seedTenant(platform);
+    const path = freshPath("lease");
+    await subscribe(t, path);
+    await fireTestEvent(platform.events, t.accountId, {});
+    const leaseEnd = Date.now() + 1200;
+    await platform.db.execute(sql`update webhook_delivery set claimed_until = ${leaseEnd}, claim_token = 'crashed' where account_id = ${t.accountId}`);
+    const [row] = await withWorker(async () => {
+      await Bun.sleep(500);
+      expect(receiver.at(path)).toHaveLength(0); // still leased to the dead worker
+      return settled(t.accountId, 1);
+    });
+    expect(row).toMatchObject({ status: "delivered", attempts: 1, claim_token: null, claimed_until: null });
+    expect(receiver.at(path)).toHaveLength(1);
+    expect(receiver.at(path)[0]!.at).toBeGreaterThanOrEqual(leaseEnd);
+  });
+
+  test("two workers on one database deliver each (event, subscription) exactly once", async () => {
+    const t = await seedTenant(platform);
+    const paths = [freshPath("pair-a"), freshPath("pair-b")];
+    for (const p of paths) await subscribe(t, p);
+    const fired = 60;
+    const second = startDeliveryWorker(platform, { pollMs: 50, concurrency: 4 });
+    try {
+      await withWorker(async () => {
+        await Promise.all(Array.from({ length: fired }, () => fireTestEvent(platform.events, t.accountId, {})));
+        await settled(t.accountId, fired * 2, 30_000);
+      }, { concurrency: 4 });
+    } finally {
+      await second.stop();
+    }
+    for (const p of paths) {
+      const ids = receiver.at(p).map((r) => r.headers["webhook-id"]);
+      expect(ids).toHaveLength(fired);
+      expect(new Set(ids).size).toBe(fired);
+    }
+    const rows = await deliveries(t.accountId);
+    expect(rows.filter((r) => r.status === "delivered" && r.attempts === 1)).toHaveLength(fired * 2);
+  });
+
+  test("a slow endpoint does not hold up another subscription (per-subscription concurrency)", async () => {
+    const t = await seedTenant(platform);
+    const slow = freshPath("per-sub-slow");
+    const fast = freshPath("per-sub-fast");
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    receiver.on(slow, async () => {
+      await gate;
+      return new Response("finally");
+    });
+    await subscribe(t, slow);
+    await subscribe(t, fast);
+    for (let i = 0; i < 10; i++) await fireTestEvent(platform.events, t.accountId, {});
+    await withWorker(
+      async () => {
+        // Every fast delivery completes while all slow ones are still stuck at the receiver.
+        await receiver.until(() => receiver.at(fast).length === 10, 10_000, "fast deliveries");
+        expect(receiver.at(slow).length).toBeLessThanOrEqual(2);
+        release();
+        await settled(t.accountId, 20);
+      },
+      { concurrency: 4, perSubscription: 2, timeoutMs: 10_000 },
+    );
+    expect(receiver.at(slow)).toHaveLength(10);
+  });
+
+  test("retention: delivered rows older than 7 days are removed; newer and failed ones stay", async () => {
+    const t = await seedTenant(platform);
+    const path = freshPath("retention");
+    const hook = await subscribe(t, path);
+    const day = 86400;
+    const now = Math.floor(Date.now() / 1000);
+    const rows = [
+      { id: "whd_OLDDELIVERED0000000000000", status: "delivered", delivered_at: now - 8 * day },
+      { id: "whd_NEWDELIVERED0000000000000", status: "delivered", delivered_at: now - 6 * day },
+      { id: "whd_OLDFAILED0000000000000000", status: "failed", delivered_at: null },
+    ];
+    for (const [i, r] of rows.entries()) {
+      await platform.db.execute(sql`insert into webhook_delivery (account_id, id, webhook_id, event_id, event, status, attempts, next_attempt_at, created_at, updated_at, delivered_at)
+        values (${t.accountId}, ${r.id}, ${hook.id}, ${-1 - i}, 'test', ${r.status}, 1, 0, ${now - 9 * day}, ${now - 9 * day}, ${r.delivered_at})`);
+    }
+    expect(await sweepDeliveredWebhooks(platform)).toBeGreaterThanOrEqual(1);
+    const left = await rawRows<{ id: string }>(platform.db, sql`select id from webhook_delivery where account_id = ${t.accountId} order by id`);
+    expect(left.map((r) => r.id).sort()).toEqual(["whd_NEWDELIVERED0000000000000", "whd_OLDFAILED0000000000000000"]);
+  });
+});
+
+describe("standardWebhookKey", () => {
+  test("a whsec_ base64 secret gives its decoded bytes, exactly like the standardwebhooks library", () => {
+    for (const bytes of [24, 32, 33]) {
+      const raw = crypto.getRandomValues(new Uint8Array(bytes));
+      const secret = `whsec_${Buffer.from(raw).toString("base64")}`;
+      expect(Buffer.from(standardWebhookKey(secret)).equals(Buffer.from(raw))).toBe(true);
+    }
+  });
+
+  test("anything else is its UTF-8 bytes (what receivers pass with format: raw)", () => {
+    for (const secret of ["plain-secret-1234567", "whsec_not*base64!!!!", "whsec_abc-_def"]) {
+      expect(Buffer.from(standardWebhookKey(secret)).toString("utf8")).toBe(secret);
+    }
+  });
+});

@@ -1,0 +1,235 @@
+/** GET /v1/calls (+csv), /v1/calls/{id}(/trace), POST /v1/cac/reset, /v1/usage, /v1/balance, /v1/live(/interactions). */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import type { Platform } from "../../core/platform.ts";
+import { createPublicApp } from "../app.ts";
+import { callRoutes } from "./calls.ts";
+import { usageRoutes } from "./usage.ts";
+import { keyWithScopes, seedTenant, storeKind, testPlatform } from "../../../test/support/platform.ts";
+import { call, type Json } from "../../../test/support/http.ts";
+import { newId } from "../../core/ids/ids.ts";
+import { nowSeconds } from "../../core/db/columns.ts";
+import { callRecords } from "../../core/calls/calls.schema.ts";
+import { admitCall } from "../../core/calls/admission.ts";
+import { handleDialogEvent } from "../../core/calls/dialog.ts";
+import { decision, routeRequest, sipCallId } from "../../core/calls/calls.fixture.ts";
+import { insertRatePlan } from "../../core/rates/rates.store.ts";
+import { updateAccount } from "../../core/accounts/accounts.store.ts";
+import { CSV_PAGE } from "../../core/calls/calls.service.ts";
+
+let platform: Platform;
+let app: ReturnType<typeof createPublicApp>;
+
+beforeAll(async () => {
+  platform = await testPlatform();
+  app = createPublicApp(platform, [callRoutes, usageRoutes]);
+});
+afterAll(() => platform.close());
+
+/** Ended calls written directly (fast): `n` calls one second apart from `startSec`. */
+async function seedCalls(accountId: string, n: number, startSec: number, over: (i: number) => Partial<typeof callRecords.$inferInsert> = () => ({})) {
+  const rows = Array.from({ length: n }, (_, i) => {
+    const started = (startSec + i) * 1000;
+    return {
+      account_id: accountId,
+      id: newId("call"),
+      sip_call_id: sipCallId(),
+      direction: "outbound",
+      from: "14155550123",
+      to: `4420712345${String(i % 100).padStart(2, "0")}`,
+      status: "completed",
+      answered: 1,
+      started_ms: started,
+      answered_ms: started + 2000,
+      ended_ms: started + 62_000,
+      billsec: 60,
+      hangup_cause: "NORMAL_CLEARING",
+      cost_micro: 1000,
+      currency: "USD",
+      reply: { rtjson: { action: "outbound" as const, account_id: accountId, flow_id: null, vars: {} } },
+      ...over(i),
+    };
+  });
+  for (let i = 0; i < rows.length; i += 500) await platform.db.insert(callRecords).values(rows.slice(i, i + 500));
+  return rows;
+}
+
+function parseCsv(text: string): string[][] {
+  const rows: string[][] = [];
+  let row: string[] = [];
+  let cell = "";
+  let quoted = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]!;
+    if (quoted) {
+      if (c === '"' && text[i + 1] === '"') (cell += '"'), i++;
+      else if (c === '"') quoted = false;
+      else cell += c;
+    } else if (c === '"') quoted = true;
+    else if (c === ",") row.push(cell), (cell = "");
+    else if (c === "\r" && text[i + 1] === "\n") {
+      row.push(cell), rows.push(row), (row = []), (cell = ""), i++;
+    } else cell += c;
+  }
+  return rows;
+}
+
+describe(`GET /v1/calls [${storeKind}]`, () => {
+  test("newest first, keyset pages, range and filters", async () => {
+    const t = await seedTenant(platform);
+    const rows = await seedCalls(t.accountId, 5, 1_700_000_000, (i) => ({ direction: i % 2 ? "inbound" : "outbound", user_id: i === 4 ? "us_F" : null }));
+    const first = await call(app, "GET", "/v1/calls?limit=2", { key: t.key });
+    expect(first.status).toBe(200);
+    expect(first.body.data.map((c: Json) => c.id)).toEqual([rows[4]!.id, rows[3]!.id]);
+    expect(first.body.data[0]).toMatchObject({ started_at: 1_700_000_004, answered_at: 1_700_000_006, ended_at: 1_700_000_066, billsec: 60, duration_sec: 62, cost_micro: 1000 });
+    const second = await call(app, "GET", `/v1/calls?limit=2&cursor=${first.body.next_cursor}`, { key: t.key });
+    const third = await call(app, "GET", `/v1/calls?limit=2&cursor=${second.body.next_cursor}`, { key: t.key });
+    expect(second.body.data.map((c: Json) => c.id)).toEqual([rows[2]!.id, rows[1]!.id]);
+    expect(third.body.data.map((c: Json) => c.id)).toEqual([rows[0]!.id]);
+    expect(third.body.next_cursor).toBeUndefined();
+    const ranged = await call(app, "GET", "/v1/calls?since=1700000001&until=1700000003", { key: t.key });
+    expect(ranged.body.data.map((c: Json) => c.id)).toEqual([rows[2]!.id, rows[1]!.id]);
+    const inbound = await call(app, "GET", "/v1/calls?direction=inbound", { key: t.key });
+    expect(inbound.body.data.map((c: Json) => c.id)).toEqual([rows[3]!.id, rows[1]!.id]);
+    const byUser = await call(app, "GET", "/v1/calls?user_id=us_F", { key: t.key });
+    expect(byUser.body.data.map((c: Json) => c.id)).toEqual([rows[4]!.id]);
+  });
+
+  test("a call admitted and ended through the call path, its detail and trace", async () => {
+    const t = await seedTenant(platform);
+    const cid = sipCallId();
+    const reply = await admitCall(platform, decision(t.accountId, { slots: [{ level: "account_out", id: t.accountId, limit: 5 }] }), routeRequest(cid));
+    const id = reply.rtjson.vars.call_id as string;
+    await handleDialogEvent(platform, { type: "dialog", callId: cid, state: "confirmed" });
+    await handleDialogEvent(platform, { type: "dialog", callId: cid, state: "terminated", sip_code: 200 });
+    const detail = await call(app, "GET", `/v1/calls/${id}`, { key: t.key });
+    expect(detail.status).toBe(200);
+    expect(detail.body.data).toMatchObject({ id, sip_call_id: cid, status: "completed", answered: 1, hangup_cause: "NORMAL_CLEARING", recording_ids: [] });
+    const trace = await call(app, "GET", `/v1/calls/${id}/trace`, { key: t.key });
+    expect(trace.body.data.steps.map((s: Json) => s.step)).toEqual(["classify", "outbound_route", "cac", "dialog", "dialog"]);
+    expect(trace.body.data.steps[4].result).toContain("NORMAL_CLEARING");
+  });
+
+  test("errors: 400 bad cursor / reversed range / over-limit; 401; 403 without cdr; 404 for another account's call", async () => {
+    const t = await seedTenant(platform);
+    const other = await seedTenant(platform);
+    const [row] = await seedCalls(other.accountId, 1, 1_700_000_000);
+    for (const q of ["cursor=abc", "since=10&until=5", "limit=501", "direction=sideways", "format=xml", "bogus=1"]) {
+      const r = await call(app, "GET", `/v1/calls?${q}`, { key: t.key });
+      expect(r.status, q).toBe(400);
+      expect(r.body.error).toBe("validation_failed");
+    }
+    expect((await call(app, "GET", "/v1/calls")).status).toBe(401);
+    const noScope = await keyWithScopes(platform, t.accountId, ["usage"]);
+    const denied = await call(app, "GET", "/v1/calls", { key: noScope });
+    expect(denied.status).toBe(403);
+    expect(denied.body.need).toBe("cdr");
+    expect((await call(app, "GET", `/v1/calls/${row!.id}`, { key: t.key })).status).toBe(404);
+    expect((await call(app, "GET", `/v1/calls/${row!.id}/trace`, { key: t.key })).status).toBe(404);
+    expect((await call(app, "GET", "/v1/calls", { key: t.key })).body.data).toEqual([]);
+    expect((await call(app, "GET", `/v1/calls/${row!.id}`, { key: other.key })).status).toBe(200);
+  });
+});
+
+describe(`GET /v1/calls?format=csv [${storeKind}]`, () => {
+  test("streams a range bigger than one page, RFC 4180 quoting, formula injection guarded", async () => {
+    const t = await seedTenant(platform);
+    const n = CSV_PAGE + 7; // more than one page
+    const rows = await seedCalls(t.accountId, n, 1_710_000_000, (i) =>
+      i === 0 ? { from: '=HYPERLINK("http://evil.test","x")', to: "+14155550100" } : i === 1 ? { from: 'Smith, "Bob"\nJr', to: "@SUM(A1)" } : i === 2 ? { from: "-2+3" } : {},
+    );
+    const r = await app.handle(new Request("http://localhost/v1/calls?format=csv&since=1710000000", { headers: { "x-api-key": t.key } }));
+    expect(r.status).toBe(200);
+    expect(r.headers.get("content-type")).toBe("text/csv; charset=utf-8");
+    expect(r.headers.get("ratelimit-limit")).not.toBeNull();
+    expect(r.body).toBeInstanceOf(ReadableStream);
+    const text = await r.text();
+    const table = parseCsv(text);
+    expect(table[0]!.slice(0, 5)).toEqual(["id", "sip_call_id", "direction", "from", "to"]);
+    expect(table.length).toBe(n + 1);
+    expect(new Set(table.slice(1).map((line) => line[0])).size).toBe(n);
+    expect(table[1]![0]).toBe(rows[n - 1]!.id);
+    const byId = new Map(table.slice(1).map((line) => [line[0], line]));
+    expect(byId.get(rows[0]!.id)!.slice(3, 5)).toEqual(['\'=HYPERLINK("http://evil.test","x")', "'+14155550100"]);
+    expect(byId.get(rows[1]!.id)!.slice(3, 5)).toEqual(['Smith, "Bob"\nJr', "'@SUM(A1)"]);
+    expect(byId.get(rows[2]!.id)![3]).toBe("'-2+3");
+    expect(text).toContain('"Smith, ""Bob""\nJr"');
+    // Every row has every column.
+    expect(table.every((line) => line.length === table[0]!.length)).toBe(true);
+  });
+
+  test("a reversed range is a 400 before any CSV is sent; an empty range is a header line", async () => {
+    const t = await seedTenant(platform);
+    expect((await call(app, "GET", "/v1/calls?format=csv&since=10&until=5", { key: t.key })).status).toBe(400);
+    const empty = await call(app, "GET", "/v1/calls?format=csv", { key: t.key });
+    expect(empty.text.split("\r\n").filter(Boolean)).toHaveLength(1);
+  });
+});
+
+describe(`usage, balance, live, CAC reset [${storeKind}]`, () => {
+  test("usage totals and a daily series in the account's timezone", async () => {
+    const t = await seedTenant(platform);
+    await updateAccount(platform.db, t.accountId, { timezone: "America/New_York" });
+    // 2024-03-10 03:30 UTC = 2024-03-09 22:30 in New York; 2024-03-10 15:00 UTC = 2024-03-10 11:00 there.
+    const late = Date.UTC(2024, 2, 10, 3, 30) / 1000;
+    const noon = Date.UTC(2024, 2, 10, 15, 0) / 1000;
+    await seedCalls(t.accountId, 2, late, () => ({ billsec: 90, cost_micro: 1500 }));
+    await seedCalls(t.accountId, 1, noon, () => ({ billsec: 30, cost_micro: 500 }));
+    await seedCalls(t.accountId, 1, noon + 10, () => ({ answered: 0, billsec: 0, cost_micro: 0, status: "no_answer" }));
+    await seedCalls(t.accountId, 1, noon + 20, () => ({ status: "rejected", answered: 0, billsec: 0, cost_micro: 0 }));
+    const since = Date.UTC(2024, 2, 9) / 1000;
+    const until = Date.UTC(2024, 2, 12) / 1000;
+    const r = await call(app, "GET", `/v1/usage?since=${since}&until=${until}&daily=1`, { key: t.key });
+    expect(r.status).toBe(200);
+    expect(r.body.data).toMatchObject({ since, until, timezone: "America/New_York", count: 4, answered: 3, billsec: 210, minutes: 3.5, spend_micro: 3500 });
+    expect(r.body.data.daily).toEqual([
+      { day: "2024-03-09", count: 2, answered: 2, billsec: 180, minutes: 3, spend_micro: 3000 },
+      { day: "2024-03-10", count: 2, answered: 1, billsec: 30, minutes: 0.5, spend_micro: 500 },
+    ]);
+    const plain = await call(app, "GET", `/v1/usage?since=${since}&until=${until}`, { key: t.key });
+    expect(plain.body.data.daily).toBeUndefined();
+    expect((await call(app, "GET", `/v1/usage?since=${until}&until=${since}`, { key: t.key })).status).toBe(400);
+    const cdrOnly = await keyWithScopes(platform, t.accountId, ["cdr"]);
+    expect((await call(app, "GET", "/v1/usage", { key: cdrOnly })).status).toBe(403);
+  });
+
+  test("balance: status, rate plan, month-to-date spend", async () => {
+    const t = await seedTenant(platform);
+    const none = await call(app, "GET", "/v1/balance", { key: t.key });
+    expect(none.body.data).toMatchObject({ status: "active", rate_plan: null, currency: null, month_to_date_spend_micro: 0 });
+    const planId = newId("rp");
+    await insertRatePlan(platform.db, { account_id: t.accountId, id: planId, name: "Retail", currency: "EUR", is_default: 1, rates: [], created_at: nowSeconds(), updated_at: nowSeconds() });
+    await seedCalls(t.accountId, 3, nowSeconds() - 120, () => ({ cost_micro: 2500 }));
+    await seedCalls(t.accountId, 1, none.body.data.month_start - 3600, () => ({ cost_micro: 99_999 }));
+    const r = await call(app, "GET", "/v1/balance", { key: t.key });
+    expect(r.body.data).toMatchObject({ status: "active", rate_plan: { id: planId, name: "Retail", currency: "EUR" }, currency: "EUR", month_to_date_spend_micro: 7500, month_to_date_calls: 3 });
+  });
+
+  test("live snapshot, interactions and POST /v1/cac/reset", async () => {
+    const t = await seedTenant(platform);
+    const other = await seedTenant(platform);
+    await updateAccount(platform.db, t.accountId, { max_out: 3 });
+    const cid = sipCallId();
+    const reply = await admitCall(platform, decision(t.accountId, { slots: [{ level: "account_out", id: t.accountId, limit: 3 }] }), routeRequest(cid));
+    await admitCall(platform, decision(other.accountId, { slots: [{ level: "account_out", id: other.accountId, limit: 3 }] }), routeRequest(sipCallId()));
+    const live = await call(app, "GET", "/v1/live", { key: t.key });
+    expect(live.status).toBe(200);
+    expect(live.body.data).toMatchObject({ active_calls: 1, ceilings: { max_in: null, max_out: 3, max_dialer: null } });
+    expect(live.body.data.calls[0].id).toBe(reply.rtjson.vars.call_id);
+    expect(live.body.data.cac).toEqual([{ level: "account_out", id: t.accountId, limit: 3, active: 1, call_ids: [reply.rtjson.vars.call_id] }]);
+    const interactions = await call(app, "GET", "/v1/live/interactions", { key: t.key });
+    expect(interactions.body.data.map((c: Json) => c.id)).toEqual([reply.rtjson.vars.call_id]);
+    const cdrOnly = await keyWithScopes(platform, t.accountId, ["cdr"]);
+    expect((await call(app, "GET", "/v1/live/interactions", { key: cdrOnly })).status).toBe(403);
+
+    const noKey = await call(app, "POST", "/v1/cac/reset");
+    expect(noKey.status).toBe(401);
+    const reset = await call(app, "POST", "/v1/cac/reset", { key: t.key, headers: { "idempotency-key": `r-${cid}` } });
+    expect(reset.status).toBe(200);
+    expect(reset.body.data).toEqual({ counters: 1, calls: 1 });
+    expect((await call(app, "GET", "/v1/live", { key: t.key })).body.data.cac).toEqual([]);
+    expect((await call(app, "GET", "/v1/live", { key: other.key })).body.data.cac).toHaveLength(1);
+
+    await handleDialogEvent(platform, { type: "dialog", callId: cid, state: "terminated" });
+    expect((await call(app, "GET", "/v1/live", { key: t.key })).body.data.active_calls).toBe(0);
+  });
+});

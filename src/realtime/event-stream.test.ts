@@ -1,0 +1,406 @@
+/**
+ * The realtime event stream over real WebSockets: tickets (single use, expiry, kinds), account
+ * isolation, filters, heartbeats, resume without gaps or duplicates, slow consumers, fan-out.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { connect as tcpConnect, type Socket } from "node:net";
+import type { Platform } from "../core/platform.ts";
+import { eventChannel } from "../core/events/bus.ts";
+import { openLiveStore } from "../core/live/index.ts";
+import type { LiveStore } from "../core/live/live-store.ts";
+import { createPublicApp } from "../public/app.ts";
+import { identityRoutes } from "../public/routes/identity.ts";
+import { eventRoutes } from "../public/routes/events.ts";
+import { keyWithScopes, seedTenant, storeKind, testPlatform, type Tenant } from "../../test/support/platform.ts";
+import { call } from "../../test/support/http.ts";
+import { createRealtimeApp, type RealtimeOptions } from "./app.ts";
+import { EventHub } from "./event-hub.ts";
+import { CLOSE } from "./stream-protocol.ts";
+import { StreamConnection, type StreamMessage } from "./ws-test-client.ts";
+
+let platform: Platform;
+let api: ReturnType<typeof createPublicApp>;
+const servers: Array<{ stop(): unknown }> = [];
+
+beforeAll(async () => {
+  platform = await testPlatform();
+  api = createPublicApp(platform, [identityRoutes, eventRoutes]);
+}, 60_000);
+afterAll(async () => {
+  for (const s of servers) await s.stop();
+  await platform.close();
+});
+
+/** A listening realtime host; returns its base ws:// URL and its stream handle. */
+function realtime(options: RealtimeOptions = {}, on: Platform = platform) {
+  const app = createRealtimeApp(on, { heartbeatMs: 60_000, ...options }).listen({ hostname: "127.0.0.1", port: 0 });
+  servers.push(app);
+  const port = app.server!.port!;
+  return { base: `ws://127.0.0.1:${port}`, port, stream: app.decorator.eventStream };
+}
+
+let host: ReturnType<typeof realtime>;
+beforeAll(() => {
+  host = realtime();
+});
+
+async function ticket(key: string, body?: unknown): Promise<{ ticket: string; kind: string; url: string; expires_in: number }> {
+  const r = await call(api, "POST", "/v1/events/ticket", { key, ...(body === undefined ? {} : { body }) });
+  expect(r.status).toBe(200);
+  return r.body.data;
+}
+
+/** Opens the stream with a fresh ticket of `key` on `at`, and waits for `ready`. */
+async function open(key: string, query = "", at = host): Promise<StreamConnection> {
+  const t = await ticket(key);
+  const conn = new StreamConnection(`${at.base}/v1/events/stream?ticket=${t.ticket}${query}`);
+  await conn.next("ready");
+  return conn;
+}
+
+const testEvent = (accountId: string, message: string) => platform.events.emit(accountId, "test", { message, webhook_id: null, ts: Date.now() });
+
+const callStarted = (accountId: string, n: number) =>
+  platform.events.emit(accountId, "call.started", {
+    callId: `call_${n}`,
+    direction: "inbound",
+    from: "14155550123",
+    to: "14155550100",
+    number_id: null,
+    ts: Date.now(),
+  });
+
+const callEnded = (accountId: string) =>
+  platform.events.emit(accountId, "call.ended", {
+    callId: "call_x",
+    direction: "inbound",
+    answered: 1,
+    billsec: 3,
+    hangup_cause: "NORMAL_CLEARING",
+    queue_id: null,
+    agent_id: null,
+    ts: Date.now(),
+  });
+
+const ids = (ms: StreamMessage[]) => ms.filter((m) => m.type === "event").map((m) => m.id as number);
+
+describe(`realtime host [${storeKind}]`, () => {
+  test("still serves the wallboard page and its config beside the stream", async () => {
+    const http = host.base.replace(/^ws/, "http");
+    const page = await fetch(`${http}/`);
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain("<div id=\"root\">");
+    const config = await (await fetch(`${http}/config.json`)).json();
+    expect(config.realtimeUrl).toBe(platform.config.urls.realtime);
+    const plain = await fetch(`${http}/v1/events/stream`);
+    expect(plain.status).toBeGreaterThanOrEqual(400);
+  });
+});
+
+describe(`realtime stream: tickets [${storeKind}]`, () => {
+  test("a ticket opens the stream once and carries the account's events in the documented shape", async () => {
+    const t = await seedTenant(platform);
+    const minted = await ticket(t.key);
+    expect(minted.kind).toBe("events");
+    expect(minted.expires_in).toBe(60);
+    expect(minted.url).toBe(`${platform.config.urls.realtime.replace(/^http/, "ws")}/v1/events/stream?ticket=${encodeURIComponent(minted.ticket)}`);
+    const conn = new StreamConnection(`${host.base}/v1/events/stream?ticket=${minted.ticket}`);
+    const ready = await conn.next("ready");
+    expect(ready).toEqual({ type: "ready", kind: "events", account_id: t.accountId, events: "*", heartbeat_sec: 60, last_event_id: null });
+    const emitted = await testEvent(t.accountId, "hello");
+    await conn.until(() => conn.events().length === 1);
+    expect(conn.events()[0]).toEqual({ type: "event", id: emitted.id, event: "test", account_id: t.accountId, data: emitted.data, ts: emitted.ts });
+    conn.close();
+
+    const again = new StreamConnection(`${host.base}/v1/events/stream?ticket=${minted.ticket}`);
+    const refused = await again.closed;
+    expect(refused.code).toBe(CLOSE.ticketRefused);
+    expect(refused.reason).toContain("already used");
+    expect(again.messages).toEqual([]);
+  });
+
+  test("an expired ticket is refused, and spent", async () => {
+    const t = await seedTenant(platform);
+    const later = realtime({ clock: () => Date.now() + 61_000 });
+    const minted = await ticket(t.key);
+    const conn = new StreamConnection(`${later.base}/v1/events/stream?ticket=${minted.ticket}`);
+    const refused = await conn.closed;
+    expect(refused).toEqual({ code: CLOSE.ticketRefused, reason: expect.stringContaining("expired") });
+    const retry = new StreamConnection(`${host.base}/v1/events/stream?ticket=${minted.ticket}`);
+    expect((await retry.closed).code).toBe(CLOSE.ticketRefused);
+  });
+
+  test("missing, malformed and invented tickets are refused with 4401", async () => {
+    const t = await seedTenant(platform);
+    const forged = `rt1.${t.accountId}.${"A".repeat(43)}`;
+    for (const query of ["", "?ticket=nope", `?ticket=${forged}`]) {
+      const conn = new StreamConnection(`${host.base}/v1/events/stream${query}`);
+      expect((await conn.closed).code).toBe(CLOSE.ticketRefused);
+    }
+  });
+
+  test("a bad events filter is refused with 4400 before the ticket is spent", async () => {
+    const t = await seedTenant(platform);
+    const minted = await ticket(t.key);
+    const bad = new StreamConnection(`${host.base}/v1/events/stream?ticket=${minted.ticket}&events=call.started,call.exploded`);
+    expect(await bad.closed).toEqual({ code: CLOSE.badRequest, reason: expect.stringContaining("call.exploded") });
+    const good = new StreamConnection(`${host.base}/v1/events/stream?ticket=${minted.ticket}`);
+    expect((await good.next("ready")).account_id).toBe(t.accountId);
+    good.close();
+  });
+
+  test("a wallboard-scoped credential mints a wallboard ticket that opens the same stream", async () => {
+    const t = await seedTenant(platform);
+    const wallboardKey = await keyWithScopes(platform, t.accountId, ["wallboard"]);
+    const minted = await ticket(wallboardKey);
+    expect(minted.kind).toBe("wallboard");
+    const conn = new StreamConnection(`${host.base}/v1/events/stream?ticket=${minted.ticket}`);
+    expect((await conn.next("ready")).kind).toBe("wallboard");
+    await testEvent(t.accountId, "to the wallboard");
+    await conn.until(() => conn.events().length === 1);
+    conn.close();
+    expect((await ticket(t.key, { kind: "wallboard" })).kind).toBe("wallboard");
+  });
+
+  test("403 without events or wallboard scope, 403 naming the kind asked for, 401 without a credential, 400 for a bad body", async () => {
+    const t = await seedTenant(platform);
+    const cdrOnly = await keyWithScopes(platform, t.accountId, ["cdr"]);
+    const r = await call(api, "POST", "/v1/events/ticket", { key: cdrOnly });
+    expect(r.status).toBe(403);
+    expect(r.body).toMatchObject({ ok: false, error: "forbidden", need: "events" });
+    const eventsOnly = await keyWithScopes(platform, t.accountId, ["events"]);
+    const asked = await call(api, "POST", "/v1/events/ticket", { key: eventsOnly, body: { kind: "wallboard" } });
+    expect(asked.status).toBe(403);
+    expect(asked.body).toMatchObject({ error: "forbidden", need: "wallboard" });
+    expect((await call(api, "POST", "/v1/events/ticket")).status).toBe(401);
+    const bad = await call(api, "POST", "/v1/events/ticket", { key: t.key, body: { kind: "everything" } });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error).toBe("validation_failed");
+  });
+});
+
+describe(`realtime stream: delivery [${storeKind}]`, () => {
+  test("an account never receives another account's events", async () => {
+    const a = await seedTenant(platform);
+    const b = await seedTenant(platform);
+    const connA = await open(a.key);
+    const connB = await open(b.key);
+    for (let i = 0; i < 5; i++) await testEvent(b.accountId, `b${i}`);
+    const markA = await testEvent(a.accountId, "a-marker");
+    const markB = await testEvent(b.accountId, "b-marker");
+    await connA.until(() => ids(connA.messages).includes(markA.id));
+    await connB.until(() => ids(connB.messages).includes(markB.id));
+    expect(connA.events().map((m) => m.account_id)).toEqual([a.accountId]);
+    expect(connA.events().map((m) => m.data.message)).toEqual(["a-marker"]);
+    expect(connB.events().map((m) => m.data.message)).toEqual(["b0", "b1", "b2", "b3", "b4", "b-marker"]);
+    connA.close();
+    connB.close();
+  });
+
+  test("events= filters by type, and a subscribe message changes the filter", async () => {
+    const t = await seedTenant(platform);
+    const conn = await open(t.key, "&events=call.started,call.ended");
+    expect(conn.messages[0]!.events).toEqual(["call.started", "call.ended"]);
+    await testEvent(t.accountId, "filtered out");
+    await callStarted(t.accountId, 1);
+    await callEnded(t.accountId);
+    await conn.until(() => conn.events().length === 2);
+    conn.send({ type: "subscribe", events: ["test"] });
+    expect(await conn.next("subscribed")).toEqual({ type: "subscribed", events: ["test"] });
+    await callStarted(t.accountId, 2);
+    const last = await testEvent(t.accountId, "now wanted");
+    await conn.until(() => ids(conn.messages).includes(last.id));
+    expect(conn.events().map((m) => m.event)).toEqual(["call.started", "call.ended", "test"]);
+
+    conn.send({ type: "subscribe", events: ["call.nope"] });
+    const error = await conn.next("error");
+    expect(error.error).toBe("bad_filter");
+    conn.send("not json");
+    await conn.until(() => conn.messages.filter((m) => m.type === "error").length === 2);
+    expect(conn.messages.filter((m) => m.type === "error")[1]!.error).toBe("bad_message");
+    const after = await testEvent(t.accountId, "filter kept");
+    await conn.until(() => ids(conn.messages).includes(after.id));
+    conn.close();
+  });
+
+  test("heartbeats arrive every heartbeat interval; a pong is accepted silently", async () => {
+    const t = await seedTenant(platform);
+    const fast = realtime({ heartbeatMs: 100 });
+    const conn = await open(t.key, "", fast);
+    expect(conn.messages[0]!.heartbeat_sec).toBe(0.1);
+    await conn.until((ms) => ms.filter((m) => m.type === "ping").length >= 2);
+    const ping = conn.messages.find((m) => m.type === "ping")!;
+    expect(typeof ping.ts).toBe("number");
+    conn.send({ type: "pong" });
+    await conn.until((ms) => ms.filter((m) => m.type === "ping").length >= 4);
+    expect(conn.messages.some((m) => m.type === "error")).toBe(false);
+    conn.close();
+  });
+
+  test("the instance subscribes once per account and unsubscribes when the account's last socket closes", async () => {
+    const t = await seedTenant(platform);
+    const hub = new EventHub(platform.events, platform.log);
+    const own = realtime({ hub });
+    const first = await open(t.key, "", own);
+    const second = await open(t.key, "", own);
+    expect(hub.subscribedAccounts()).toEqual([t.accountId]);
+    expect(hub.listenerCount(t.accountId)).toBe(2);
+    const e = await testEvent(t.accountId, "both");
+    await first.until(() => ids(first.messages).includes(e.id));
+    await second.until(() => ids(second.messages).includes(e.id));
+    first.close();
+    await first.closed;
+    await Bun.sleep(50);
+    expect(hub.subscribedAccounts()).toEqual([t.accountId]);
+    second.close();
+    await second.closed;
+    const deadline = Date.now() + 5000;
+    while (hub.subscribedAccounts().length && Date.now() < deadline) await Bun.sleep(20);
+    expect(hub.subscribedAccounts()).toEqual([]);
+    expect(own.stream.connections()).toBe(0);
+  });
+});
+
+describe(`realtime stream: resume [${storeKind}]`, () => {
+  test("reconnecting with last_event_id replays what was missed, then continues live, without gaps or duplicates", async () => {
+    const t = await seedTenant(platform);
+    const first = await open(t.key);
+    const seen: number[] = [];
+    for (let i = 0; i < 3; i++) seen.push((await testEvent(t.accountId, `before ${i}`)).id);
+    await first.until(() => first.events().length === 3);
+    expect(ids(first.messages)).toEqual(seen);
+    first.close();
+    await first.closed;
+
+    const missed: number[] = [];
+    for (let i = 0; i < 4; i++) missed.push((await testEvent(t.accountId, `missed ${i}`)).id);
+    const second = await open(t.key, `&last_event_id=${seen[2]}`);
+    expect(second.messages[0]!.last_event_id).toBe(seen[2]);
+    await second.until(() => second.events().length === 4);
+    const live = await testEvent(t.accountId, "live");
+    await second.until(() => ids(second.messages).includes(live.id));
+    expect(ids(second.messages)).toEqual([...missed, live.id]);
+    second.close();
+  });
+
+  test("events emitted while a resume reads the store arrive exactly once (the seam)", async () => {
+    const t = await seedTenant(platform);
+    const before: number[] = [];
+    for (let i = 0; i < 20; i++) before.push((await testEvent(t.accountId, `old ${i}`)).id);
+    const resumeFrom = before[4]!;
+    // Emit continuously while the socket opens, subscribes and backfills.
+    const during: number[] = [];
+    let stop = false;
+    const producer = (async () => {
+      for (let i = 0; !stop && i < 100; i++) during.push((await testEvent(t.accountId, `during ${i}`)).id);
+    })();
+    const conn = await open(t.key, `&last_event_id=${resumeFrom}`);
+    await conn.until(() => conn.events().length >= 20);
+    stop = true;
+    await producer;
+    const final = await testEvent(t.accountId, "final");
+    await conn.until(() => ids(conn.messages).includes(final.id));
+    const got = ids(conn.messages);
+    const expected = [...before.filter((id) => id > resumeFrom), ...during, final.id];
+    expect(new Set(got).size).toBe(got.length);
+    expect([...got].sort((x, y) => x - y)).toEqual(expected);
+    conn.close();
+  });
+
+  test("more missed events than the replay bound: the first ones, then a resync hint, then live", async () => {
+    const t = await seedTenant(platform);
+    const bounded = realtime({ backfillLimit: 5 });
+    const start = await testEvent(t.accountId, "start");
+    const missed: number[] = [];
+    for (let i = 0; i < 8; i++) missed.push((await testEvent(t.accountId, `missed ${i}`)).id);
+    const conn = await open(t.key, `&last_event_id=${start.id}`, bounded);
+    const resync = await conn.next("resync");
+    expect(resync).toEqual({ type: "resync", reason: "too_many_missed", last_event_id: missed[4], limit: 5 });
+    expect(ids(conn.messages)).toEqual(missed.slice(0, 5));
+    const live = await testEvent(t.accountId, "live");
+    await conn.until(() => ids(conn.messages).includes(live.id));
+    conn.close();
+  });
+
+  test("a resume message replays after the given id, skipping events already sent", async () => {
+    const t = await seedTenant(platform);
+    const old = await testEvent(t.accountId, "old");
+    const old2 = await testEvent(t.accountId, "old2");
+    const conn = await open(t.key);
+    const live = await testEvent(t.accountId, "live");
+    await conn.until(() => ids(conn.messages).includes(live.id));
+    conn.send({ type: "resume", last_event_id: old.id - 1 });
+    await conn.until(() => ids(conn.messages).includes(old2.id));
+    const after = await testEvent(t.accountId, "after");
+    await conn.until(() => ids(conn.messages).includes(after.id));
+    expect(ids(conn.messages)).toEqual([live.id, old.id, old2.id, after.id]);
+    conn.close();
+  });
+});
+
+describe(`realtime stream: slow consumers [${storeKind}]`, () => {
+  test("a client that stops reading is closed instead of buffering without bound", async () => {
+    const t = await seedTenant(platform);
+    const small = realtime({ maxBufferedBytes: 64 * 1024 });
+    const minted = await ticket(t.key);
+    // A raw client that completes the upgrade and then never reads.
+    const socket: Socket = tcpConnect(small.port, "127.0.0.1");
+    await new Promise<void>((resolve) => socket.once("connect", () => resolve()));
+    let handshake = "";
+    const upgraded = new Promise<void>((resolve) =>
+      socket.on("data", (chunk) => {
+        handshake += chunk.toString("latin1");
+        if (handshake.includes("\r\n\r\n") && handshake.includes('"ready"')) {
+          socket.pause();
+          resolve();
+        }
+      }),
+    );
+    socket.write(
+      `GET /v1/events/stream?ticket=${minted.ticket} HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` +
+        `Sec-WebSocket-Key: ${Buffer.from(crypto.getRandomValues(new Uint8Array(16))).toString("base64")}\r\nSec-WebSocket-Version: 13\r\n\r\n`,
+    );
+    await upgraded;
+    expect(small.stream.connections()).toBe(1);
+    const big = "x".repeat(64 * 1024);
+    const deadline = Date.now() + 20_000;
+    for (let id = 1_000_000_000; small.stream.connections() > 0 && Date.now() < deadline; id++) {
+      // Straight onto the account's channel: fast enough to outrun the socket's kernel buffers.
+      await platform.live.publish(
+        eventChannel(t.accountId),
+        JSON.stringify({ id, account_id: t.accountId, event: "test", data: { message: big, webhook_id: null, ts: 0 }, ts: 0 }),
+      );
+      if (id % 20 === 0) await Bun.sleep(5);
+    }
+    expect(small.stream.connections()).toBe(0);
+    socket.destroy();
+  });
+});
+
+describe.skipIf(!process.env.TEST_REDIS_URL)(`realtime stream: two instances sharing PostgreSQL and Redis [${storeKind}]`, () => {
+  let other: Platform;
+  let otherLive: LiveStore;
+  beforeAll(async () => {
+    otherLive = await openLiveStore(process.env.TEST_REDIS_URL);
+    other = await testPlatform({ live: otherLive });
+  });
+  afterAll(async () => {
+    await other.close();
+    await otherLive.close();
+  });
+
+  test("an event emitted on one instance reaches a socket on the other; a ticket is single-use across both", async () => {
+    const t = await seedTenant(platform);
+    const b = realtime({}, other);
+    const minted = await ticket(t.key);
+    const conn = new StreamConnection(`${b.base}/v1/events/stream?ticket=${minted.ticket}`);
+    await conn.next("ready");
+    const onA = await testEvent(t.accountId, "from instance A");
+    const onB = await other.events.emit(t.accountId, "test", { message: "from instance B", webhook_id: null, ts: Date.now() });
+    await conn.until(() => conn.events().length === 2);
+    expect(ids(conn.messages).sort()).toEqual([onA.id, onB.id].sort());
+    const reuse = new StreamConnection(`${host.base}/v1/events/stream?ticket=${minted.ticket}`);
+    expect((await reuse.closed).code).toBe(CLOSE.ticketRefused);
+    conn.close();
+  });
+});

@@ -1,0 +1,295 @@
+/**
+ * The realtime event stream: GET /v1/events/stream?ticket=…[&events=a,b][&last_event_id=N] upgrades
+ * to a WebSocket that carries one account's events as JSON messages (docs/realtime.md).
+ *
+ * Each socket: redeems its single-use ticket, attaches to the instance's EventHub (one pub/sub
+ * subscription per account per instance), then, when resuming, reads stored events after
+ * last_event_id while live ones wait in a buffer, and flushes the buffer skipping ids already sent:
+ * no gap and no duplicate at the seam. Sends go through a bounded buffer; a client that reads too
+ * slowly is closed with 4429 instead of growing the server's memory.
+ */
+import { Elysia } from "elysia";
+import type { ServerWebSocket } from "bun";
+import type { Platform } from "../core/platform.ts";
+import type { PlatformEvent } from "../core/events/bus.ts";
+import type { EventName } from "../core/webhooks/event-catalog.ts";
+import { redeemTicket, type TicketKind, type TicketRefusal } from "../core/tickets/tickets.service.ts";
+import { describeError } from "../http/describe-error.ts";
+import { EventHub } from "./event-hub.ts";
+import { CLOSE, STREAM_PATH, closeReason, parseClientMessage, parseEventFilter } from "./stream-protocol.ts";
+
+/** Tunables of the stream; defaults suit production, tests shorten them. */
+export interface EventStreamOptions {
+  /** Milliseconds between `{ type: "ping" }` messages. Default 25,000. */
+  heartbeatMs?: number;
+  /** Most stored events a resume replays before it sends `{ type: "resync" }`. Default 1,000. */
+  backfillLimit?: number;
+  /** Bytes a socket may have queued and unsent before it is closed as a slow consumer. Default 1 MiB. */
+  maxBufferedBytes?: number;
+  /** Live events a socket may hold while its resume reads stored ones. Default 10,000. */
+  maxPendingEvents?: number;
+  /** Clock for ticket expiry (epoch ms); tests step it past a ticket's 60 s. */
+  clock?: () => number;
+  /** The instance's fan-out hub; tests pass their own to watch subscriptions. */
+  hub?: EventHub;
+}
+
+const REFUSALS: Record<TicketRefusal | "missing", string> = {
+  missing: "connect with ?ticket= from POST /v1/events/ticket",
+  malformed: "not a ticket this platform issued",
+  unknown: "unknown or already used; tickets are single-use",
+  expired: "expired; tickets are valid for 60 s",
+};
+
+/** Ids recently sent on one socket, bounded: what dedupes the resume seam. */
+class RecentIds {
+  private readonly ids = new Set<number>();
+  constructor(private readonly capacity: number) {}
+  has(id: number): boolean {
+    return this.ids.has(id);
+  }
+  add(id: number): void {
+    this.ids.add(id);
+    if (this.ids.size > this.capacity) this.ids.delete(this.ids.values().next().value!);
+  }
+}
+
+interface StreamDeps {
+  platform: Platform;
+  hub: EventHub;
+  heartbeatMs: number;
+  backfillLimit: number;
+  maxBufferedBytes: number;
+  maxPendingEvents: number;
+  clock: () => number;
+}
+
+type Query = Record<string, string | undefined>;
+
+/** One connected socket and its stream state. */
+class StreamClient {
+  private accountId: string | null = null;
+  private kind: TicketKind | null = null;
+  private filter: Set<EventName> | null = null;
+  /** While true, live events wait in `pending` (until start-up or a resume has sent stored ones). */
+  private buffering = true;
+  private pending: PlatformEvent[] = [];
+  private readonly sent: RecentIds;
+  private chain: Promise<void> = Promise.resolve();
+  private closed = false;
+  private readonly listener = (event: PlatformEvent) => this.onLive(event);
+
+  constructor(
+    private readonly raw: ServerWebSocket<unknown>,
+    private readonly deps: StreamDeps,
+  ) {
+    this.sent = new RecentIds(Math.max(4096, deps.backfillLimit * 2));
+  }
+
+  /** Start-up and every client message run one at a time, in arrival order. */
+  private enqueue(step: () => Promise<void> | void): void {
+    this.chain = this.chain
+      .then(() => (this.closed ? undefined : step()))
+      .catch((error) => {
+        this.deps.platform.log.error("event stream failed", { account_id: this.accountId, error: describeError(error) });
+        this.close(CLOSE.internal, closeReason("internal", "stream failed; reconnect and resume"));
+      });
+  }
+
+  start(query: Query): void {
+    this.enqueue(() => this.init(query));
+  }
+
+  receive(message: unknown): void {
+    this.enqueue(() => this.handle(message));
+  }
+
+  private async init(query: Query): Promise<void> {
+    const ticket = query.ticket;
+    if (!ticket) return this.close(CLOSE.ticketRefused, closeReason("ticket_refused", REFUSALS.missing));
+    // The query is checked before the ticket is spent, so a typo does not cost a ticket.
+    try {
+      this.filter = parseEventFilter(query.events);
+    } catch (error) {
+      return this.close(CLOSE.badRequest, closeReason("bad_request", (error as Error).message));
+    }
+    let resumeFrom: number | null = null;
+    if (query.last_event_id !== undefined) {
+      if (!/^[0-9]{1,15}$/.test(query.last_event_id)) return this.close(CLOSE.badRequest, closeReason("bad_request", "last_event_id must be a whole number"));
+      resumeFrom = Number(query.last_event_id);
+    }
+    const redeemed = await redeemTicket(this.deps.platform.live, ticket, this.deps.clock());
+    if (!redeemed.ok) return this.close(CLOSE.ticketRefused, closeReason("ticket_refused", REFUSALS[redeemed.reason]));
+    if (this.closed) return;
+    this.accountId = redeemed.grant.accountId;
+    this.kind = redeemed.grant.kind;
+    await this.deps.hub.attach(this.accountId, this.listener);
+    if (this.closed) {
+      // Closed while subscribing: dispose() ran before the listener was attached.
+      this.deps.hub.detach(this.accountId, this.listener);
+      return;
+    }
+    this.sendJson({
+      type: "ready",
+      kind: this.kind,
+      account_id: this.accountId,
+      events: this.filter ? [...this.filter] : "*",
+      heartbeat_sec: this.deps.heartbeatMs / 1000,
+      last_event_id: resumeFrom,
+    });
+    if (resumeFrom !== null) await this.backfill(resumeFrom);
+    else this.flush();
+  }
+
+  /** Sends stored events after `afterId` (bounded), then the live ones that arrived meanwhile. */
+  private async backfill(afterId: number): Promise<void> {
+    this.buffering = true;
+    try {
+      const limit = this.deps.backfillLimit;
+      const stored = await this.deps.platform.events.since(this.accountId!, afterId, limit + 1, this.filter ? [...this.filter] : undefined);
+      for (const event of stored.slice(0, limit)) this.sendEvent(event);
+      if (stored.length > limit) {
+        this.sendJson({ type: "resync", reason: "too_many_missed", last_event_id: stored[limit - 1]!.id, limit });
+      }
+    } finally {
+      this.flush();
+    }
+  }
+
+  private flush(): void {
+    this.buffering = false;
+    const waiting = this.pending;
+    this.pending = [];
+    for (const event of waiting) this.sendEvent(event);
+  }
+
+  private onLive(event: PlatformEvent): void {
+    // The channel is the account's own; the check keeps a mis-published message from crossing accounts.
+    if (this.closed || event.account_id !== this.accountId) return;
+    if (!this.buffering) return this.sendEvent(event);
+    if (this.pending.length >= this.deps.maxPendingEvents) {
+      return this.close(CLOSE.slowConsumer, closeReason("slow_consumer", "too many events while resuming; reconnect and resume"));
+    }
+    this.pending.push(event);
+  }
+
+  private sendEvent(event: PlatformEvent): void {
+    if (this.filter && !this.filter.has(event.event)) return;
+    if (this.sent.has(event.id)) return;
+    this.sent.add(event.id);
+    this.sendJson({ type: "event", id: event.id, event: event.event, account_id: event.account_id, data: event.data, ts: event.ts });
+  }
+
+  private sendJson(message: Record<string, unknown>): void {
+    if (this.closed) return;
+    if (this.raw.getBufferedAmount() > this.deps.maxBufferedBytes) {
+      return this.close(CLOSE.slowConsumer, closeReason("slow_consumer", "the client reads too slowly; reconnect and resume"));
+    }
+    this.raw.send(JSON.stringify(message));
+  }
+
+  /** A heartbeat; sockets still starting up get none. */
+  ping(now: number): void {
+    if (this.accountId !== null && !this.buffering) this.sendJson({ type: "ping", ts: now });
+  }
+
+  private async handle(raw: unknown): Promise<void> {
+    if (this.accountId === null) return;
+    const message = parseClientMessage(raw);
+    if (!message) {
+      return this.sendJson({ type: "error", error: "bad_message", message: "Send { type: 'pong' | 'subscribe' | 'resume', … } as JSON." });
+    }
+    switch (message.type) {
+      case "pong":
+        return;
+      case "subscribe": {
+        try {
+          this.filter = parseEventFilter(message.events);
+        } catch (error) {
+          return this.sendJson({ type: "error", error: "bad_filter", message: `${(error as Error).message}; the filter is unchanged.` });
+        }
+        return this.sendJson({ type: "subscribed", events: this.filter ? [...this.filter] : "*" });
+      }
+      case "resume":
+        return this.backfill(message.last_event_id);
+    }
+  }
+
+  /** Closes the socket (once) and releases its subscription. */
+  close(code: number, reason: string): void {
+    if (this.closed) return;
+    this.dispose();
+    try {
+      this.raw.close(code, reason);
+    } catch {
+      // Already closed by the peer: nothing left to tell it.
+    }
+  }
+
+  /** Releases the socket's subscription; called on close from either side. */
+  dispose(): void {
+    if (this.closed && this.accountId === null) return;
+    this.closed = true;
+    this.pending = [];
+    if (this.accountId !== null) this.deps.hub.detach(this.accountId, this.listener);
+  }
+}
+
+/**
+ * The stream as an Elysia plugin for the realtime host. `closeAll()` ends every socket with 1001
+ * (call it before stopping the server: open sockets would otherwise hold a graceful stop).
+ */
+export function eventStream(platform: Platform, options: EventStreamOptions = {}) {
+  const deps: StreamDeps = {
+    platform,
+    hub: options.hub ?? new EventHub(platform.events, platform.log.child({ host: "realtime" })),
+    heartbeatMs: options.heartbeatMs ?? 25_000,
+    backfillLimit: options.backfillLimit ?? 1000,
+    maxBufferedBytes: options.maxBufferedBytes ?? 1024 * 1024,
+    maxPendingEvents: options.maxPendingEvents ?? 10_000,
+    clock: options.clock ?? Date.now,
+  };
+  const clients = new Map<string, StreamClient>();
+  let heartbeat: ReturnType<typeof setInterval> | null = null;
+
+  const startHeartbeat = () => {
+    if (heartbeat) return;
+    heartbeat = setInterval(() => {
+      const now = Date.now();
+      for (const client of clients.values()) client.ping(now);
+    }, deps.heartbeatMs);
+    heartbeat.unref();
+  };
+  const stopHeartbeatWhenIdle = () => {
+    if (heartbeat && clients.size === 0) {
+      clearInterval(heartbeat);
+      heartbeat = null;
+    }
+  };
+  const closeAll = () => {
+    for (const client of clients.values()) client.close(CLOSE.goingAway, closeReason("going_away", "server shutting down; reconnect and resume"));
+    clients.clear();
+    stopHeartbeatWhenIdle();
+  };
+
+  const plugin = new Elysia({ name: "realtime-event-stream", normalize: false })
+    .onStop(closeAll)
+    .ws(STREAM_PATH, {
+      detail: { hide: true },
+      open(ws) {
+        const client = new StreamClient(ws.raw as ServerWebSocket<unknown>, deps);
+        clients.set(ws.id, client);
+        startHeartbeat();
+        client.start(ws.data.query as Query);
+      },
+      message(ws, message) {
+        clients.get(ws.id)?.receive(message);
+      },
+      close(ws) {
+        clients.get(ws.id)?.dispose();
+        clients.delete(ws.id);
+        stopHeartbeatWhenIdle();
+      },
+    });
+  return { plugin, hub: deps.hub, closeAll, connections: () => clients.size };
+}

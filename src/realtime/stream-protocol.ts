@@ -1,0 +1,66 @@
+/**
+ * The realtime event stream's wire protocol (docs/realtime.md is the reader's version): the messages
+ * each side sends, the close codes, and the checks on what a client sends. JSON text frames only.
+ */
+import { Type as T, type Static } from "@sinclair/typebox";
+import { Value } from "@sinclair/typebox/value";
+import { EVENT_NAMES, type EventName } from "../core/webhooks/event-catalog.ts";
+
+/** The stream's path on the realtime host. */
+export const STREAM_PATH = "/v1/events/stream";
+
+/** Close codes (4xxx mirror HTTP statuses so they read at a glance). */
+export const CLOSE = {
+  /** The server is shutting down: reconnect (with a new ticket) and resume. */
+  goingAway: 1001,
+  /** Something failed on our side; reconnect and resume. */
+  internal: 1011,
+  /** The query string or a client message is invalid (e.g. an unknown event name in events=). */
+  badRequest: 4400,
+  /** The ticket is missing, malformed, unknown, already used or expired. Mint a new one. */
+  ticketRefused: 4401,
+  /** The client read too slowly and its send buffer passed the limit. Reconnect and resume. */
+  slowConsumer: 4429,
+} as const;
+
+/** Messages the client may send. */
+export const ClientMessage = T.Union([
+  T.Object({ type: T.Literal("pong") }, { additionalProperties: true }),
+  T.Object({ type: T.Literal("subscribe"), events: T.Union([T.Array(T.String(), { maxItems: 64 }), T.Literal("*")]) }, { additionalProperties: false }),
+  T.Object({ type: T.Literal("resume"), last_event_id: T.Integer({ minimum: 0 }) }, { additionalProperties: false }),
+]);
+export type ClientMessage = Static<typeof ClientMessage>;
+
+/** Parses a client message (text or an object Elysia already parsed). Null when it is not one. */
+export function parseClientMessage(raw: unknown): ClientMessage | null {
+  let value = raw;
+  if (typeof raw === "string") {
+    try {
+      value = JSON.parse(raw);
+    } catch {
+      return null;
+    }
+  }
+  return Value.Check(ClientMessage, value) ? value : null;
+}
+
+const KNOWN_EVENTS = new Set<string>(EVENT_NAMES);
+
+/**
+ * An event filter from `events=a,b` or a subscribe message: null means every event. Throws with a
+ * client-facing message naming the unknown names.
+ */
+export function parseEventFilter(input: string | string[] | undefined | null): Set<EventName> | null {
+  if (input === undefined || input === null) return null;
+  const names = (Array.isArray(input) ? input : input.split(",")).map((n) => n.trim()).filter(Boolean);
+  if (names.length === 0 || names.includes("*")) return null;
+  const unknown = names.filter((n) => !KNOWN_EVENTS.has(n));
+  if (unknown.length) throw new Error(`unknown event names: ${unknown.slice(0, 5).join(", ")}`);
+  return new Set(names as EventName[]);
+}
+
+/** A close reason within the 123 bytes a close frame allows. */
+export function closeReason(code: string, message: string): string {
+  const text = `${code}: ${message}`;
+  return Buffer.byteLength(text) <= 123 ? text : Buffer.from(text).subarray(0, 120).toString() + "...";
+}
