@@ -11,7 +11,6 @@
  *   Any other secret (a client-chosen one) is used as its UTF-8 bytes; receivers pass
  *   `new Webhook(new TextEncoder().encode(secret), { format: "raw" })`.
  */
-import { createHmac } from "node:crypto";
 
 const WHSEC = "whsec_";
 const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
@@ -40,10 +39,11 @@ export function standardWebhookKey(secret: string): Uint8Array {
 
 /** `sha256=<hex HMAC-SHA256(body)>` keyed by the secret's UTF-8 bytes (header x-service-signature). */
 export function serviceSignature(secret: string, body: string): string {
-  return `sha256=${createHmac("sha256", secret).update(body).digest("hex")}`;
+  // Bun's native HMAC: the same bytes as node:crypto's createHmac, at a fraction of the cost per call.
+  return `sha256=${new Bun.CryptoHasher("sha256", secret).update(body).digest("hex")}`;
 }
 
 /** `v1,<base64 HMAC-SHA256("id.timestamp.body")>` (header webhook-signature). */
 export function standardWebhookSignature(key: Uint8Array, id: string, timestampSec: number, body: string): string {
-  return `v1,${createHmac("sha256", key).update(`${id}.${timestampSec}.${body}`).digest("base64")}`;
+  return `v1,${new Bun.CryptoHasher("sha256", key).update(`${id}.${timestampSec}.${body}`).digest("base64")}`;
 }

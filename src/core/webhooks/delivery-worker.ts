@@ -14,9 +14,11 @@
  * every attempt, against that answer, and a new lookup follows once it expires. Failed lookups are
  * not cached.
  *
- * Throughput: claims come in large batches and the next one is taken while the current one is in
- * flight (slots never wait for the database); outcomes are written by one writer that takes every
- * outcome queued so far in one UPDATE; TLS connections are kept alive per host name.
+ * Throughput: the database work is one statement per batch (exchangeDeliveries: record every
+ * outcome queued so far and claim the next batch, one round trip and one commit), run back to back
+ * while the attempts of the previous batch are in flight, so slots never wait for the database;
+ * claimed jobs wait per subscription (dispatch is O(subscriptions)); TLS connections are kept
+ * alive per host name (one FetchSession per host, a pool per checked address).
  */
 import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
@@ -80,17 +82,15 @@ const HOLD = 4;
  * so claims come in large batches while a batch is in flight. A job that waited so long that its
  * attempt could outlive its lease is not attempted (another claim takes it after the lease).
  */
-const BUFFER = Number(process.env.WH_BUF ?? 8);
-/** Most outcomes one UPDATE records; one writer takes every outcome queued while the previous UPDATE ran. */
+const BUFFER = 16;
+/** Most outcomes one exchange records; it takes every outcome queued while the previous exchange ran. */
 const RECORD_BATCH = 1000;
 /** Outcomes waiting to be written beyond which claiming pauses (a slow database slows claiming down). */
 const RECORD_BACKLOG = 2 * RECORD_BATCH;
-/** Exchanges (record + claim statements) a worker has in flight at once. */
-const EXCHANGES = Number(process.env.WH_EX ?? 1);
 /** Most host names whose DNS answer is cached. */
 const MAX_DNS_ENTRIES = 4096;
 /** Most rows one claim takes. */
-const MAX_CLAIM = Number(process.env.WH_MAX ?? 500);
+const MAX_CLAIM = 1000;
 /** Most host names with a pooled TLS session at once. */
 const MAX_SESSIONS = 256;
 const USER_AGENT = "Parley-Webhooks/1";
@@ -157,8 +157,9 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
   /** Per subscription: attempts in flight plus claimed jobs waiting here (not outcomes being written). */
   const queued = new Map<string, number>();
   const running = new Map<string, number>();
-  /** Claimed, not yet started (a slot frees without a database round trip). */
-  let ready: Job[] = [];
+  /** Claimed, not yet started, per subscription in claim order (a slot frees without a database round trip). */
+  const waiting = new Map<string, Job[]>();
+  let waitingCount = 0;
   const attempts = new Set<Promise<void>>();
   let kickQueued = false;
   const timers = new Set<ReturnType<typeof setTimeout>>();
@@ -314,43 +315,38 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
     leaseEnd: number;
   }
   let toRecord: Pending[] = [];
-  /** Exchange loops running (at most EXCHANGES), and the rows their claims in flight may bring. */
-  let loops = 0;
-  let claiming = 0;
-  const loopsDone = new Set<() => void>();
+  /** The exchange loop: running or not (one exchange in flight at a time: two only queue up in the database). */
+  let syncing: Promise<void> | null = null;
   let again = false;
   /** Due rows may be waiting that we have not claimed (a wake-up, or the last claim filled up). */
   let dueLeft = true;
   /** The last claim found nothing but rows of subscriptions we skip: wait for an attempt to finish. */
   let blocked = false;
+  /** Wake-ups and finished attempts so far (so one arriving during an exchange is not lost). */
+  let wakes = 0;
+  let finishes = 0;
 
   /** How many rows to claim now (0: none). */
   function roomToClaim(): number {
     if (stopped || !dueLeft || blocked || toRecord.length >= RECORD_BACKLOG) return 0;
-    const room = Math.min(MAX_CLAIM, BUFFER * concurrency - ready.length - inflight - claiming);
-    return room > 0 && (room >= concurrency / 2 || ready.length < concurrency) ? room : 0;
+    const room = Math.min(MAX_CLAIM, BUFFER * concurrency - waitingCount - inflight);
+    return room > 0 && (room >= concurrency / 2 || waitingCount < concurrency) ? room : 0;
   }
 
-  /** Starts an exchange loop when there is work and fewer than EXCHANGES run. */
+  /** Starts the exchange loop when there is work (or has it look again, when it runs). */
   function kick(): void {
-    if (loops >= EXCHANGES || (!toRecord.length && !roomToClaim())) {
-      if (loops) again = true;
+    if (syncing) {
+      again = true;
       return;
     }
-    loops++;
-    void sync().finally(() => {
-      loops--;
-      for (const done of loopsDone) done();
+    if (!toRecord.length && !roomToClaim()) return;
+    syncing = sync().finally(() => {
+      syncing = null;
       if (again) {
         again = false;
         kick();
       }
     });
-  }
-
-  /** Resolves once no exchange loop runs. */
-  async function idle(): Promise<void> {
-    while (loops) await new Promise<void>((resolve) => loopsDone.add(function done() { loopsDone.delete(done); resolve(); }));
   }
 
   async function sync(): Promise<void> {
@@ -359,14 +355,13 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
       if (!toRecord.length && !room) return;
       const batch = toRecord.length <= RECORD_BATCH ? toRecord : toRecord.slice(0, RECORD_BATCH);
       toRecord = toRecord.length <= RECORD_BATCH ? [] : toRecord.slice(RECORD_BATCH);
-      // A second loop may start while this one waits on the database (two exchanges in flight).
-      if (loops < EXCHANGES) queueKick();
       const skip: string[] = [];
       if (room) for (const [id, n] of queued) if (n >= BUFFER * perSubscription) skip.push(id);
       const now = Date.now();
       const token = randomUUID();
       const leaseEnd = now + leaseMs;
-      claiming += room;
+      const wakesBefore = wakes;
+      const finishesBefore = finishes;
       let result: Awaited<ReturnType<typeof exchangeDeliveries>>;
       try {
         result = await exchangeDeliveries(db, {
@@ -386,8 +381,6 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
         dueLeft = false;
         await Bun.sleep(500);
         continue;
-      } finally {
-        claiming -= room;
       }
       for (const { record } of batch) {
         if (!result.recorded.has(record.id)) log.warn("webhook delivery claim lost before its attempt was recorded", { delivery: record.id });
@@ -396,13 +389,16 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
       if (!room) continue;
       for (const delivery of result.claimed) {
         queued.set(delivery.webhook_id, (queued.get(delivery.webhook_id) ?? 0) + 1);
-        ready.push({ delivery, token, leaseEnd });
+        let queue = waiting.get(delivery.webhook_id);
+        if (!queue) waiting.set(delivery.webhook_id, (queue = []));
+        queue.push({ delivery, token, leaseEnd });
+        waitingCount++;
       }
       dispatch();
       // A full claim may have left more behind; a short one emptied the due set, unless busy
       // subscriptions were skipped (their finishing attempts unblock us).
-      dueLeft = result.claimed.length === room || skip.length > 0;
-      blocked = result.claimed.length === 0 && skip.length > 0;
+      dueLeft = result.claimed.length === room || skip.length > 0 || wakes !== wakesBefore;
+      blocked = result.claimed.length === 0 && skip.length > 0 && finishes === finishesBefore;
     }
   }
 
@@ -448,6 +444,7 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
       decrement(running, job.webhook_id);
       decrement(queued, job.webhook_id);
       attempts.delete(run);
+      finishes++;
       blocked = false;
       dispatch();
       queueKick();
@@ -457,22 +454,23 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
 
   /** Starts waiting jobs while slots are free, respecting each subscription's share. */
   function dispatch(): void {
-    if (stopped || !ready.length || inflight >= concurrency) return;
-    let kept = 0;
-    let i = 0;
-    for (; i < ready.length && inflight < concurrency; i++) {
-      const job = ready[i]!;
-      if ((running.get(job.delivery.webhook_id) ?? 0) < perSubscription) launch(job);
-      else ready[kept++] = job;
+    if (stopped || !waitingCount || inflight >= concurrency) return;
+    for (const [webhookId, queue] of waiting) {
+      let started = running.get(webhookId) ?? 0;
+      while (queue.length && inflight < concurrency && started < perSubscription) {
+        launch(queue.shift()!);
+        waitingCount--;
+        started++;
+      }
+      if (!queue.length) waiting.delete(webhookId);
+      if (inflight >= concurrency) return;
     }
-    if (kept === i) return; // nothing started
-    for (; i < ready.length; i++) ready[kept++] = ready[i]!;
-    ready.length = kept;
   }
 
   /** A scan for due rows now (events committed, the poll, a retry falling due). */
   function wake(): void {
     if (stopped) return;
+    wakes++;
     dueLeft = true;
     kick();
   }
@@ -523,9 +521,10 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
       clearTimeout(firstSweep);
       clearInterval(sweeper);
       for (const timer of timers) clearTimeout(timer);
-      await idle();
-      const unstarted = ready;
-      ready = [];
+      await syncing;
+      const unstarted = [...waiting.values()].flat();
+      waiting.clear();
+      waitingCount = 0;
       try {
         await releaseClaims(db, unstarted.map((j) => ({ account_id: j.delivery.account_id, id: j.delivery.id, token: j.token })));
       } catch (error) {
@@ -534,9 +533,9 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
       }
       await Promise.allSettled([...attempts]);
       // Record what finished (the loop claims nothing once stopped).
-      while (loops || toRecord.length) {
+      while (syncing || toRecord.length) {
         kick();
-        await idle();
+        await syncing;
       }
       for (const session of sessions.values()) session.close();
       sessions.clear();

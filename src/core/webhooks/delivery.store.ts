@@ -44,58 +44,6 @@ export interface ClaimedDelivery {
   subscription: { url: string; secret_ref: string | null; status: string } | null;
 }
 
-/**
- * Claims up to `limit` due deliveries in one statement: pending or retrying, due, without a live
- * lease, not locked by another worker's claim in progress (`FOR UPDATE SKIP LOCKED`), oldest due
- * first, skipping the subscriptions in `skipWebhooks`. Sets the lease and the claim token and returns
- * the rows with their event and subscription.
- */
-export async function claimDueDeliveries(
-  db: DbOrTx,
-  input: { now: number; limit: number; leaseUntil: number; token: string; skipWebhooks: string[] },
-): Promise<ClaimedDelivery[]> {
-  const { now, limit, leaseUntil, token, skipWebhooks } = input;
-  const skip = skipWebhooks.length
-    ? sql`and d.webhook_id not in (${sql.join(skipWebhooks.map((id) => sql`${id}`), sql`, `)})`
-    : sql``;
-  type Row = {
-    account_id: string;
-    id: string;
-    webhook_id: string;
-    attempts: number;
-    e_name: string | null;
-    e_data: unknown;
-    e_ts: string | number | null;
-    s_url: string | null;
-    s_secret_ref: string | null;
-    s_status: string | null;
-  };
-  // The due set of a busy queue is large and churns faster than its statistics: the planner then
-  // picks a bitmap scan plus a sort of every due row (tens of ms at 20k rows) over walking the
-  // due index in order and stopping at `limit` (a few ms). The claim's transaction rules the
-  // first plan out for this one statement.
-  const rows = await db.transaction(async (tx) => {
-    await tx.execute(sql`select set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true)`);
-    return rawRows<Row>(
-    tx,
-    sql`update webhook_delivery w set claimed_until = ${leaseUntil}, claim_token = ${token}
-        from (select d.account_id, d.id, d.event_id, d.webhook_id from webhook_delivery d
-              where d.status in ('pending','retrying') and d.next_attempt_at <= ${now}
-                and (d.claimed_until is null or d.claimed_until <= ${now}) ${skip}
-              order by d.next_attempt_at
-              limit ${limit}
-              for update skip locked) c
-          left join event e on e.account_id = c.account_id and e.id = c.event_id
-          left join webhook_subscription s on s.account_id = c.account_id and s.id = c.webhook_id
-        where w.account_id = c.account_id and w.id = c.id
-        returning w.account_id, w.id, w.webhook_id, w.attempts,
-                  e.name as e_name, e.data as e_data, e.ts as e_ts,
-                  s.url as s_url, s.secret_ref as s_secret_ref, s.status as s_status`,
-    );
-  });
-  return rows.map(toClaimed);
-}
-
 /** Gives claims back unattempted (a stopping worker), so another worker may take them at once. */
 export async function releaseClaims(db: DbOrTx, keys: Array<{ account_id: string; id: string; token: string }>): Promise<void> {
   if (!keys.length) return;
@@ -121,31 +69,6 @@ export interface AttemptRecord {
   delivered_at: number | null;
 }
 
-/**
- * Records attempt outcomes in one statement and releases their claims. A row whose claim token
- * changed (its lease ran out and another worker took it) is left alone. Returns the ids recorded.
- */
-export async function recordAttempts(db: DbOrTx, records: AttemptRecord[]): Promise<Set<string>> {
-  if (!records.length) return new Set();
-  // One array per column (unnest): the statement text is the same for every batch size, so it is
-  // prepared once, and a batch of hundreds costs ten parameters.
-  const column = <T>(pick: (r: AttemptRecord) => T) => sql.param(records.map(pick));
-  const rows = await rawRows<{ id: string }>(
-    db,
-    sql`update webhook_delivery d set status = u.status, attempts = u.attempts, last_status = u.last_status,
-               last_error = u.last_error, next_attempt_at = u.next_attempt_at, updated_at = u.updated_at,
-               delivered_at = u.delivered_at, claimed_until = null, claim_token = null
-        from unnest(${column((r) => r.account_id)}::text[], ${column((r) => r.id)}::text[], ${column((r) => r.token)}::text[],
-                    ${column((r) => r.status)}::text[], ${column((r) => r.attempts)}::smallint[], ${column((r) => r.last_status)}::integer[],
-                    ${column((r) => r.last_error)}::text[], ${column((r) => r.next_attempt_at)}::bigint[], ${column((r) => r.updated_at)}::bigint[],
-                    ${column((r) => r.delivered_at)}::bigint[])
-             as u(account_id, id, token, status, attempts, last_status, last_error, next_attempt_at, updated_at, delivered_at)
-        where d.account_id = u.account_id and d.id = u.id and d.claim_token = u.token
-        returning d.id`,
-  );
-  return new Set(rows.map((r) => r.id));
-}
-
 /** What one exchange with the database does: record finished attempts and claim the next batch. */
 export interface ExchangeInput {
   /** Outcomes to record (each under the claim it was made with). */
@@ -165,10 +88,11 @@ export interface ExchangeInput {
  * Records attempt outcomes and claims up to `limit` due deliveries in ONE statement (one round
  * trip, one commit), so a busy worker pays one database exchange per batch, not two.
  *
- * Recording: like {@link recordAttempts}, only rows still holding the claim token they were made
- * under. Claiming: like {@link claimDueDeliveries}: pending or retrying, due, without a live lease,
+ * Recording: sets each outcome and releases its claim, only on rows still holding the claim token
+ * the attempt was made under (a row whose lease ran out and that another worker took is left
+ * alone; its id is not in `recorded`). Claiming: pending or retrying, due, without a live lease,
  * not locked by another claim in progress (`FOR UPDATE SKIP LOCKED`), oldest due first, skipping
- * `skipWebhooks` and the rows being recorded. The claimed rows are updated by `ctid` (a TID scan),
+ * `skipWebhooks` and the rows being recorded; sets the lease and the claim token. The claimed rows are updated by `ctid` (a TID scan),
  * so the plan cannot turn into a scan of the whole table, and the due scan walks the partial due
  * index in order whatever the statistics say (no planner settings, hence no transaction). The
  * statement text is the same for every call (arrays are parameters), so it is prepared once.
@@ -177,20 +101,10 @@ export async function exchangeDeliveries(db: DbOrTx, input: ExchangeInput): Prom
   const { records, now, limit, leaseUntil, token, skipWebhooks } = input;
   const column = <T>(pick: (r: AttemptRecord) => T) => sql.param(records.map(pick));
   const tokens = [...new Set(records.map((r) => r.token))];
-  type Row = {
-    r_id: string | null;
-    account_id: string;
-    id: string;
-    webhook_id: string;
-    attempts: number;
-    e_name: string | null;
-    e_data: unknown;
-    e_ts: string | number | null;
-    s_url: string | null;
-    s_secret_ref: string | null;
-    s_status: string | null;
-  };
-  const rows = await rawRows<Row>(
+  // One row of four JSON arrays: the ids NOT recorded (claim lost), the claimed rows, and each
+  // claimed row's event and subscription once (deliveries share them). Parsing a few JSON texts
+  // costs the worker far less than hundreds of rows of ten columns each.
+  const [row] = await rawRows<{ lost: unknown; claimed: unknown; events: unknown; subs: unknown }>(
     db,
     sql`with rec as (
           update webhook_delivery d set status = u.status, attempts = u.attempts, last_status = u.last_status,
@@ -216,44 +130,38 @@ export async function exchangeDeliveries(db: DbOrTx, input: ExchangeInput): Prom
             for update skip locked))
           returning w.account_id, w.id, w.webhook_id, w.attempts, w.event_id
         )
-        select null::text as r_id, c.account_id, c.id, c.webhook_id, c.attempts,
-               e.name as e_name, e.data as e_data, e.ts as e_ts,
-               s.url as s_url, s.secret_ref as s_secret_ref, s.status as s_status
-        from claimed c
-          left join event e on e.account_id = c.account_id and e.id = c.event_id
-          left join webhook_subscription s on s.account_id = c.account_id and s.id = c.webhook_id
-        union all
-        select id, null, null, null, null, null, null, null, null, null, null from rec`,
+        select
+          (select coalesce(json_agg(u.id), '[]') from unnest(${column((r) => r.id)}::text[]) as u(id)
+            where u.id not in (select id from rec)) as lost,
+          (select coalesce(json_agg(json_build_array(c.account_id, c.id, c.webhook_id, c.attempts, c.event_id)), '[]') from claimed c) as claimed,
+          (select coalesce(json_agg(json_build_array(e.account_id, e.id, e.name, e.data, e.ts)), '[]') from event e
+            where (e.account_id, e.id) in (select account_id, event_id from claimed)) as events,
+          (select coalesce(json_agg(json_build_array(s.account_id, s.id, s.url, s.secret_ref, s.status)), '[]') from webhook_subscription s
+            where (s.account_id, s.id) in (select account_id, webhook_id from claimed)) as subs`,
   );
+  const parsed = <T>(value: unknown): T => (typeof value === "string" ? JSON.parse(value) : value) as T;
+  const lost = new Set(parsed<string[]>(row?.lost ?? "[]"));
   const recorded = new Set<string>();
-  const claimed: ClaimedDelivery[] = [];
-  for (const r of rows) {
-    if (r.r_id !== null) recorded.add(r.r_id);
-    else claimed.push(toClaimed(r));
+  for (const r of records) if (!lost.has(r.id)) recorded.add(r.id);
+  const events = new Map<string, ClaimedDelivery["event"]>();
+  for (const [accountId, id, name, data, ts] of parsed<Array<[string, number, string, unknown, number]>>(row?.events ?? "[]")) {
+    events.set(`${accountId}\u0000${id}`, { name, data, ts: Number(ts) });
   }
+  const subs = new Map<string, ClaimedDelivery["subscription"]>();
+  for (const [accountId, id, url, secretRef, status] of parsed<Array<[string, string, string, string | null, string]>>(row?.subs ?? "[]")) {
+    subs.set(`${accountId}\u0000${id}`, { url, secret_ref: secretRef, status: status ?? "active" });
+  }
+  const claimed = parsed<Array<[string, string, string, number, number]>>(row?.claimed ?? "[]").map(
+    ([accountId, id, webhookId, attempts, eventId]): ClaimedDelivery => ({
+      account_id: accountId,
+      id,
+      webhook_id: webhookId,
+      attempts: Number(attempts),
+      event: events.get(`${accountId}\u0000${eventId}`) ?? null,
+      subscription: subs.get(`${accountId}\u0000${webhookId}`) ?? null,
+    }),
+  );
   return { recorded, claimed };
-}
-
-function toClaimed(r: {
-  account_id: string;
-  id: string;
-  webhook_id: string;
-  attempts: number;
-  e_name: string | null;
-  e_data: unknown;
-  e_ts: string | number | null;
-  s_url: string | null;
-  s_secret_ref: string | null;
-  s_status: string | null;
-}): ClaimedDelivery {
-  return {
-    account_id: r.account_id,
-    id: r.id,
-    webhook_id: r.webhook_id,
-    attempts: Number(r.attempts),
-    event: r.e_name === null ? null : { name: r.e_name, data: typeof r.e_data === "string" ? JSON.parse(r.e_data) : r.e_data, ts: Number(r.e_ts) },
-    subscription: r.s_url === null ? null : { url: r.s_url, secret_ref: r.s_secret_ref, status: r.s_status ?? "active" },
-  };
 }
 
 /** Deletes up to `batch` delivered rows delivered before `before` (epoch s); returns how many. */
