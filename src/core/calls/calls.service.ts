@@ -13,7 +13,7 @@ import {
   findCallBySipIdAnyAccount,
   listActiveCalls,
   listCalls,
-  listCallCsvLines,
+  csvPage,
   listTrace,
   monthStartMs,
   usageByDay,
@@ -122,8 +122,7 @@ export const CSV_PAGE = 5_000;
 export function streamCallsCsv(db: DbOrTx, accountId: string, query: CallModel.ListQuery): ReadableStream<Uint8Array> {
   const filter = filterOf(query);
   const encoder = new TextEncoder();
-  type Page = Awaited<ReturnType<typeof listCallCsvLines>>;
-  let next: Promise<Page> | null = listCallCsvLines(db, accountId, filter, null, CSV_PAGE);
+  let next: ReturnType<typeof csvPage> | null = csvPage(db, accountId, filter, null, CSV_PAGE);
   let headerSent = false;
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
@@ -133,13 +132,10 @@ export function streamCallsCsv(db: DbOrTx, accountId: string, query: CallModel.L
         return;
       }
       if (!next) return controller.close();
-      const rows = await next;
-      const last = rows[rows.length - 1];
-      next = rows.length === CSV_PAGE && last ? listCallCsvLines(db, accountId, filter, { startedMs: last.started_ms, id: last.id }, CSV_PAGE) : null;
-      if (!rows.length) return controller.close();
-      let text = "";
-      for (const row of rows) text += `${row.line}\r\n`;
-      controller.enqueue(encoder.encode(text));
+      const page = await next;
+      next = page.rows === CSV_PAGE && page.last ? csvPage(db, accountId, filter, page.last, CSV_PAGE) : null;
+      if (!page.rows) return controller.close();
+      controller.enqueue(encoder.encode(`${page.text}\r\n`));
     },
     cancel() {
       next?.catch(() => {}); // the client went away; a page in flight is dropped

@@ -145,10 +145,12 @@ export async function listCalls(db: DbOrTx, accountId: string, filter: CallFilte
  * headers anyone can write). Numbers and our own ids need neither and are written as they are.
  */
 function csvText(column: SQLWrapper): SQL {
-  // left()/strpos() rather than regular expressions: ten times cheaper per row in PostgreSQL.
-  const guarded = sql`(case when left(${column}, 1) in ('=', '+', '-', '@', chr(9), chr(13)) then '''' || ${column} else ${column} end)`;
-  const needsQuotes = sql`(strpos(${guarded}, '"') > 0 or strpos(${guarded}, ',') > 0 or strpos(${guarded}, chr(10)) > 0 or strpos(${guarded}, chr(13)) > 0)`;
-  return sql`coalesce(case when ${needsQuotes} then '"' || replace(${guarded}, '"', '""') || '"' else ${guarded} end, '')`;
+  // LIKE ANY rather than regular expressions or nested strpos(): each cell is looked at a few times
+  // only, which keeps the whole line at about a microsecond in PostgreSQL.
+  const quoted = (value: SQL) =>
+    sql`case when ${value} like any (array['%"%', '%,%', '%' || chr(10) || '%', '%' || chr(13) || '%']) then '"' || replace(${value}, '"', '""') || '"' else ${value} end`;
+  const formula = sql`${column} like any (array['=%', '+%', '-%', '@%', chr(9) || '%', chr(13) || '%'])`;
+  return sql`coalesce(case when ${formula} then ${quoted(sql`('''' || ${column})`)} else ${quoted(sql`${column}`)} end, '')`;
 }
 
 const secs = (column: SQLWrapper) => sql`coalesce((${column} / 1000)::text, '')`;
@@ -164,20 +166,32 @@ const csvLineSql = sql<string>`concat_ws(',',
   ${plain(callRecords.user_id)}, ${plain(callRecords.device_id)}, ${plain(callRecords.number_id)}, ${plain(callRecords.trunk_id)},
   ${plain(callRecords.queue_id)}, ${plain(callRecords.agent_id)})`;
 
-/** One page of the CSV export as ready lines: the same order and keyset as listCalls. */
-export async function listCallCsvLines(
+/**
+ * One page of the CSV export as one text (CRLF-separated lines, built and joined by the database, so
+ * the driver parses one value per page instead of thousands of rows), with its keyset position.
+ */
+export async function csvPage(
   db: DbOrTx,
   accountId: string,
   filter: CallFilter,
   after: CallKey | null,
   limit: number,
-): Promise<Array<{ line: string; started_ms: number; id: string }>> {
-  return db
-    .select({ line: csvLineSql, started_ms: callRecords.started_ms, id: callRecords.id })
-    .from(callRecords)
-    .where(listWhere(accountId, filter, after))
-    .orderBy(desc(callRecords.started_ms), desc(callRecords.id))
-    .limit(limit);
+): Promise<{ text: string; rows: number; last: CallKey | null }> {
+  const result = await db.execute(sql`
+    select string_agg(p.line, chr(13) || chr(10) order by p.started_ms desc, p.id desc) as text,
+           count(*)::int as rows,
+           (array_agg(p.started_ms order by p.started_ms, p.id))[1] as last_ms,
+           (array_agg(p.id order by p.started_ms, p.id))[1] as last_id
+    from (
+      select ${csvLineSql} as line, ${callRecords.started_ms} as started_ms, ${callRecords.id} as id
+      from ${callRecords}
+      where ${listWhere(accountId, filter, after)}
+      order by ${callRecords.started_ms} desc, ${callRecords.id} desc
+      limit ${limit}
+    ) p`);
+  const row = resultRows<{ text: string | null; rows: number; last_ms: unknown; last_id: string | null }>(result)[0];
+  if (!row || !row.rows || row.text === null || row.last_id === null) return { text: "", rows: 0, last: null };
+  return { text: row.text, rows: Number(row.rows), last: { startedMs: Number(row.last_ms), id: row.last_id } };
 }
 
 /** Calls of the account not yet ended (admitted ones, not rejects), oldest first. */
