@@ -21,6 +21,11 @@ import { decideRoute } from "../src/core/routing/decide.ts";
 import { contact, freshE164, routeFixture, testDeps } from "../src/core/routing/decide.fixture.ts";
 import type { RouteRequest } from "../src/core/routing/route-types.ts";
 import { createScratchDatabase, databaseUrl, runBench } from "./lib.ts";
+import { createEventBus } from "../src/core/events/bus.ts";
+import { planWebhookDeliveries } from "../src/core/webhooks/delivery.service.ts";
+import { createLogger } from "../src/core/log/logger.ts";
+import { admitCall } from "../src/core/calls/admission.ts";
+import { handleDialogEvent } from "../src/core/calls/dialog.ts";
 
 const { values } = parseArgs({ options: { embedded: { type: "boolean", default: false } } });
 const N = Number(process.env.BENCH_ROUTE_N ?? 3000);
@@ -59,7 +64,10 @@ await runBench(async () => {
   const live = await openLiveStore(values.embedded ? undefined : (process.env.BENCH_REDIS_URL ?? "redis://127.0.0.1:6379"));
   // Only the stores: a full platform also starts the event relay and credential caches, whose
   // background work would be measured too.
-  const platform = { db: database.db, live } as unknown as Platform;
+  const log = createLogger({ level: "error" });
+  const events = createEventBus({ db: database.db, live, log });
+  events.addPlanner(planWebhookDeliveries);
+  const platform = { db: database.db, live, log, events, config: { cacMaxCallSec: 14_400 } } as unknown as Platform;
   console.log(`decideRoute, ${url ? "PostgreSQL + Redis" : "PGlite + in-process"}, ${N} decisions per scenario`);
 
   const f = await routeFixture(platform, { max_in: 1000, max_out: 1000 });
@@ -92,6 +100,16 @@ await runBench(async () => {
   await measure("inbound carrier → DID → user (proxy)", () => decideRoute(deps, base(userDid.e164, { source_ip: "192.0.2.1" })), baseline);
   await measure("internal device → extension → user", () => decideRoute(deps, base("200", dev)), baseline);
   await measure("outbound device → trunk (all policies)", () => decideRoute(deps, base("07700900100", dev)), baseline);
+  // The whole /route work of a routed call (decision, CAC, call record + trace, call.started) and, outside
+  // the timing, its end (so the CAC slots are given back).
+  const ended: Array<Promise<void>> = [];
+  await measure("decide + admit (internal → user)", async () => {
+    const req = base("200", dev);
+    const reply = await admitCall(platform, await decideRoute(deps, req), req);
+    ended.push(handleDialogEvent(platform, { type: "dialog", callId: req.callId, state: "terminated", account_id: f.accountId, sip_code: 200 }).catch(() => {}));
+    return reply;
+  }, baseline);
+  await Promise.all(ended);
   await measure("refused: unknown DID", () => decideRoute(deps, base(freshE164(), { source_ip: "192.0.2.1" })), baseline);
   await live.close();
   await database.close();
