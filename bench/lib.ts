@@ -7,6 +7,8 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { RedisClient } from "bun";
 import postgres from "postgres";
+import { collect, freePorts } from "../test/support/processes.ts";
+export { collect, freePorts };
 
 export const ROOT = resolve(import.meta.dir, "..");
 const START_TIMEOUT_MS = 90_000;
@@ -27,21 +29,6 @@ export const children = new Set<Child>();
 let scratchDatabase: { adminUrl: string; name: string } | null = null;
 let scratchDir: string | null = null;
 let cleaning: Promise<void> | null = null;
-
-/** Appends a stream to a string as it arrives; draining also keeps the child from blocking on a full pipe. */
-export function collect(stream: ReadableStream<Uint8Array>): () => string {
-  let text = "";
-  const decoder = new TextDecoder();
-  const reader = stream.getReader();
-  void (async () => {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      text += decoder.decode(value, { stream: true });
-    }
-  })();
-  return () => text;
-}
 
 export function spawnChild(name: string, cmd: string[], env: Record<string, string>): Child {
   const proc = Bun.spawn(cmd, { cwd: ROOT, env, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
@@ -86,14 +73,6 @@ export function cleanUp(): Promise<void> {
     if (scratchDir) rmSync(scratchDir, { recursive: true, force: true });
   })();
   return cleaning;
-}
-
-/** Ports the OS just handed out; all are held at once so that they differ. */
-export function freePorts(count: number): number[] {
-  const listeners = Array.from({ length: count }, () => Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } }));
-  const ports = listeners.map((l) => l.port);
-  for (const l of listeners) l.stop(true);
-  return ports;
 }
 
 export async function waitFor<T>(child: Child, what: string, probe: () => T | null): Promise<T> {

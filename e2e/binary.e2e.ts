@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chmodSync, copyFileSync, existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { collect, freePorts } from "../test/support/processes.ts";
 
 const SOURCE_BINARY = resolve(import.meta.dir, "..", "dist", "parley");
 const HAVE_BINARY = existsSync(SOURCE_BINARY);
@@ -36,31 +37,6 @@ interface Banner {
   email: string | null;
   password: string | null;
   apiKey: string | null;
-}
-
-/** Ports the OS just handed out; all four are held at once so that they differ. */
-function freePorts(count: number): number[] {
-  const listeners = Array.from({ length: count }, () =>
-    Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } }),
-  );
-  const ports = listeners.map((l) => l.port);
-  for (const l of listeners) l.stop(true);
-  return ports;
-}
-
-/** Appends a stream to a string as it arrives; draining also keeps the child from blocking on a full pipe. */
-function collect(stream: ReadableStream<Uint8Array>): () => string {
-  let text = "";
-  const decoder = new TextDecoder();
-  const reader = stream.getReader();
-  void (async () => {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      text += decoder.decode(value, { stream: true });
-    }
-  })();
-  return () => text;
 }
 
 function start(binary: string, cwd: string, env: Record<string, string>): Running {

@@ -6,6 +6,8 @@
 import { mkdtempSync, readFileSync, existsSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { collect, freePorts } from "../../test/support/processes.ts";
+export { freePorts };
 
 export const ROOT = resolve(import.meta.dir, "..", "..");
 export const KAMAILIO_CFG = join(ROOT, "deploy", "kamailio", "kamailio.cfg");
@@ -17,30 +19,6 @@ export const MASTER_KEY = "00112233445566778899aabbccddeeff00112233445566778899a
 /** True when kamailio and sipp are installed (the tests skip otherwise, except under CI). */
 export const HAVE_SIP_TOOLS = Bun.which("kamailio") !== null && Bun.which("sipp") !== null;
 export const IN_CI = !["", "0", "false"].includes((process.env.CI ?? "").toLowerCase());
-
-/** Free UDP/TCP ports, all held at once so that they differ. */
-export function freePorts(count: number): number[] {
-  const held = Array.from({ length: count }, () => Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } }));
-  const udp = held.map((h) => h.port);
-  for (const h of held) h.stop(true);
-  return udp;
-}
-
-function collect(stream: ReadableStream<Uint8Array>): () => string {
-  let text = "";
-  const decoder = new TextDecoder();
-  const reader = stream.getReader();
-  void (async () => {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      text += decoder.decode(value, { stream: true });
-      // Keep memory bounded under a benchmark: only the tail matters for diagnosis, the bench reads lines as they come.
-      if (text.length > 64_000_000) text = text.slice(-32_000_000);
-    }
-  })();
-  return () => text;
-}
 
 /** A UDP port nothing is bound to right now. */
 export async function freeUdpPort(): Promise<number> {

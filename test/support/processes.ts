@@ -3,10 +3,35 @@ import type { Subprocess } from "bun";
 
 /** A port nothing listens on right now. */
 export function freePort(): number {
-  const server = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
-  const port = server.port;
-  server.stop(true);
-  return port;
+  return freePorts(1)[0]!;
+}
+
+/** Ports the OS just handed out; all are held at once so that they differ. */
+export function freePorts(count: number): number[] {
+  const listeners = Array.from({ length: count }, () => Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } }));
+  const ports = listeners.map((l) => l.port);
+  for (const l of listeners) l.stop(true);
+  return ports;
+}
+
+/**
+ * Appends a stream to a string as it arrives (draining also keeps a child from blocking on a full
+ * pipe); returns a reader of what arrived so far. Past 64 MB only the last 32 MB are kept: long runs
+ * (benchmarks) read lines as they come and need only the tail for diagnosis.
+ */
+export function collect(stream: ReadableStream<Uint8Array>): () => string {
+  let text = "";
+  const decoder = new TextDecoder();
+  const reader = stream.getReader();
+  void (async () => {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      text += decoder.decode(value, { stream: true });
+      if (text.length > 64_000_000) text = text.slice(-32_000_000);
+    }
+  })();
+  return () => text;
 }
 
 /** Reads a process's stdout until `done(text)` holds or the time runs out; returns all text read. */
