@@ -5,20 +5,9 @@
 import type { CacSlot, CallDirection, RouteDecision, RouteReply, RouteRequest, RtjsonRoute, TraceStep } from "./route-types.ts";
 import type { RouteTransform } from "./decide.store.ts";
 
-/** A decision being built: what the reply builders and rules append to. */
-export interface DecisionDraft {
+/** A decision being built: the decision's fields but its reply, plus what the rules work from. */
+export interface DecisionDraft extends Omit<RouteDecision, "reply"> {
   req: RouteRequest;
-  accountId: string | null;
-  direction: CallDirection;
-  from: string;
-  to: string;
-  userId: string | null;
-  deviceId: string | null;
-  numberId: string | null;
-  trunkId: string | null;
-  queueId: string | null;
-  slots: CacSlot[];
-  trace: TraceStep[];
   /** Variables handed on to the edge / media engine (reply `vars`). */
   vars: Record<string, string | number | null>;
   now: Date;
