@@ -2,7 +2,7 @@
  * Building blocks of a routing decision: the trace, the replies (rtjson documents Kamailio's rtjson
  * module applies unchanged), SIP URI helpers and number transforms.
  */
-import type { CacSlot, CallDirection, RouteDecision, RouteReply, RouteRequest, RtjsonRoute, TraceStep } from "./route-types.ts";
+import type { CacSlot, RouteDecision, RouteReply, RouteRequest, RtjsonRoute } from "./route-types.ts";
 import type { RouteTransform } from "./decide.store.ts";
 
 /** A decision being built: the decision's fields but its reply, plus what the rules work from. */
