@@ -5,9 +5,12 @@
  * Quota leasing: with Redis, an instance takes a small lease of several requests from the shared
  * window in one atomic step and spends it locally, instead of one round trip per request. The shared
  * count includes every leased request, so all instances together never admit more than the limit; what
- * a lease can cost is under-use, at most (lease − 1) requests per instance per window, so leases stay
- * at 2% of the limit (1 for small limits: exact), capped at 100. A window found exhausted is remembered
- * until it resets, so a client hammering past its limit costs no round trips either.
+ * a lease can cost is under-use, at most two leases per instance per window (the one being spent and
+ * the next, fetched ahead when half is spent so requests never wait for it), so leases stay at 2% of
+ * the limit (1 for small limits: exact, no leasing), capped at 100. One fetch per key is in flight at a
+ * time: concurrent requests that find the lease empty wait for that fetch instead of each taking a
+ * lease of its own. A window found exhausted is remembered until it resets, so a client hammering past
+ * its limit costs no round trips either.
  */
 import { accountKey, type LiveStore } from "../live/live-store.ts";
 
@@ -37,9 +40,11 @@ interface Lease {
   tokens: number;
   exhausted: boolean;
   limit: number;
-  /** The shared count when the lease was taken. */
+  /** The shared count when the lease was last topped up. */
   sharedCount: number;
   resetAt: number;
+  /** The top-up in flight, if any (one per key at a time). */
+  loading: Promise<void> | null;
 }
 
 const MAX_LEASES = 50_000;
@@ -61,42 +66,69 @@ export function createRequestQuota(live: LiveStore, defaults: { requests: number
     remaining: lease.exhausted ? 0 : Math.max(0, lease.limit - lease.sharedCount) + lease.tokens,
     resetSec: Math.max(1, Math.ceil((lease.resetAt - now) / 1000)),
   });
-  const prune = (now: number) => {
-    for (const [key, lease] of leases) if (lease.resetAt <= now) leases.delete(key);
-    if (leases.size >= MAX_LEASES) leases.clear(); // Only costs round trips, never correctness.
+  const remember = (key: string, lease: Lease, now: number) => {
+    if (leases.size >= MAX_LEASES) {
+      for (const [k, l] of leases) if (l.resetAt <= now && !l.loading) leases.delete(k);
+      if (leases.size >= MAX_LEASES) leases.clear(); // Only costs round trips, never correctness.
+    }
+    leases.set(key, lease);
   };
+
+  /** Counts `size` requests in the shared window and adds those below the limit to `lease`. */
+  const topUp = async (key: string, lease: Lease, size: number): Promise<void> => {
+    const now = Date.now();
+    const hit = await live.hitWindow(key, lease.limit, windowMs, size);
+    // Of the `size` requests just counted, those below the limit are ours to spend.
+    const granted = Math.max(0, Math.min(size, lease.limit - (hit.count - size)));
+    const resetAt = now + hit.resetMs;
+    // Tokens left from an earlier window are not this window's to spend.
+    const sameWindow = lease.resetAt > now && Math.abs(resetAt - lease.resetAt) < 1000;
+    lease.tokens = (sameWindow ? lease.tokens : 0) + granted;
+    lease.exhausted = lease.tokens === 0;
+    lease.sharedCount = hit.count;
+    lease.resetAt = resetAt;
+  };
+  const load = (key: string, lease: Lease, size: number): Promise<void> =>
+    (lease.loading = topUp(key, lease, size).finally(() => {
+      lease.loading = null;
+    }));
 
   return {
     async consume(bucket, accountLimit) {
       const limit = accountLimit ?? defaults.requests;
       const key = quotaKey(bucket);
-      const now = Date.now();
-      const held = leases.get(key);
-      if (held && held.resetAt > now && held.limit === limit) {
-        if (held.exhausted) return quota(held, false, now);
-        if (held.tokens > 0) {
-          held.tokens--;
-          return quota(held, true, now);
-        }
-      }
       const size = leaseSize(limit, live.kind);
-      const hit = await live.hitWindow(key, limit, windowMs, size);
-      // Of the `size` requests just counted, those below the limit are ours to spend.
-      const granted = Math.max(0, Math.min(size, limit - (hit.count - size)));
-      const lease: Lease = {
-        tokens: Math.max(0, granted - 1),
-        exhausted: granted === 0,
-        limit,
-        sharedCount: hit.count,
-        resetAt: now + hit.resetMs,
-      };
-      if (size > 1 || lease.exhausted) {
-        if (leases.size >= MAX_LEASES) prune(now);
-        leases.set(key, lease);
-      } else {
-        leases.delete(key);
+      for (;;) {
+        const now = Date.now();
+        let lease = leases.get(key);
+        if (lease && !lease.loading && (lease.resetAt <= now || lease.limit !== limit)) lease = undefined;
+        if (lease) {
+          if (lease.exhausted && !lease.loading) return quota(lease, false, now);
+          if (lease.tokens > 0) {
+            lease.tokens--;
+            // Half spent: fetch the next lease now, so no request waits for it.
+            if (size > 1 && !lease.loading && lease.tokens <= size / 2) load(key, lease, size).catch(() => {});
+            return quota(lease, true, now);
+          }
+          if (lease.loading) {
+            await lease.loading.catch(() => {});
+            continue;
+          }
+        }
+        if (size === 1) {
+          // Exact counting: one round trip per request, never a shared wait; only an exhausted
+          // window is remembered.
+          const single: Lease = { tokens: 0, exhausted: false, limit, sharedCount: 0, resetAt: 0, loading: null };
+          await topUp(key, single, 1);
+          const allowed = single.tokens > 0;
+          if (!allowed) remember(key, single, now);
+          single.tokens = 0;
+          return quota(single, allowed, now);
+        }
+        const fresh: Lease = lease ?? { tokens: 0, exhausted: false, limit, sharedCount: 0, resetAt: 0, loading: null };
+        if (!lease) remember(key, fresh, now);
+        await load(key, fresh, size);
       }
-      return quota(lease, granted > 0, now);
     },
   };
 }
