@@ -6,8 +6,10 @@
  * window in one atomic step and spends it locally, instead of one round trip per request. The shared
  * count includes every leased request, so all instances together never admit more than the limit; what
  * a lease can cost is under-use, at most two leases per instance per window (the one being spent and
- * the next, fetched ahead when half is spent so requests never wait for it), so leases stay at 2% of
- * the limit (1 for small limits: exact, no leasing), capped at 100. One fetch per key is in flight at a
+ * the next, fetched ahead when half is spent so requests never wait for it), so leases stay at 1% of
+ * the limit (1 below 200, the default of 100 included: exact, no leasing), capped at 1,000. Each fetch
+ * is a Redis round trip that costs this process tens of microseconds of CPU, so leases are sized to make
+ * it rare at the request rates that high limits allow. One fetch per key is in flight at a
  * time: concurrent requests that find the lease empty wait for that fetch instead of each taking a
  * lease of its own. A window found exhausted is remembered until it resets, so a client hammering past
  * its limit costs no round trips either.
@@ -32,7 +34,7 @@ export function quotaKey(bucket: QuotaBucket): string {
 /** How many requests one lease takes from the shared window. */
 export function leaseSize(limit: number, store: LiveStore["kind"]): number {
   if (store === "memory") return 1; // One process: the store is local, a lease would save nothing.
-  return Math.max(1, Math.min(100, Math.floor(limit / 50)));
+  return Math.max(1, Math.min(1000, Math.floor(limit / 100)));
 }
 
 interface Lease {
