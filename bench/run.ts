@@ -38,7 +38,7 @@ import {
 
 const TARGET_RATIO = 0.5;
 const TARGET_P99_MS = 10;
-const WARMUP = "3s";
+const WARMUP = "5s"; // JIT tiers settle in about this long; shorter left the first round low
 
 interface WrkResult {
   requestsPerSec: number;

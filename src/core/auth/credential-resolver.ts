@@ -24,6 +24,9 @@ interface CachedKey {
   keyId: string;
   scopes: string[];
   until: number;
+  /** The last answer built from this entry, reused while its account gate is the same object. */
+  resolved?: ResolvedPrincipal;
+  gate?: AccountGate;
 }
 
 /** What the rate limiter and others need to know of an account on every request. */
@@ -43,6 +46,11 @@ export interface ResolvedPrincipal {
 export interface CredentialResolver {
   /** The principal of an API key secret; throws 401 for an unknown or revoked key or an inactive account. */
   fromApiKey(secret: string): Promise<ResolvedPrincipal>;
+  /**
+   * The principal of an API key when this instance holds it and its active account fresh in cache,
+   * without waiting for anything; undefined when only fromApiKey can tell (it may still succeed).
+   */
+  cachedApiKey(secret: string): ResolvedPrincipal | undefined;
   /** The principal of a session token; throws 401 for a bad or expired one or an inactive account. */
   fromBearer(token: string): Promise<ResolvedPrincipal>;
   /** The account's status and rate-limit override (cached like keys). */
@@ -104,7 +112,26 @@ export async function createCredentialResolver(deps: {
     return gate;
   };
 
+  /** The (shared, never mutated) answer for a cached key whose account is active. */
+  const answer = (entry: CachedKey, gate: AccountGate): ResolvedPrincipal => {
+    if (entry.resolved && entry.gate === gate) return entry.resolved;
+    entry.gate = gate;
+    return (entry.resolved = {
+      principal: { accountId: entry.accountId, scopes: entry.scopes, via: "key", keyId: entry.keyId },
+      rateLimitRequests: gate.rateLimitRequests,
+    });
+  };
+
   return {
+    cachedApiKey(secret) {
+      const entry = keys.get(secret);
+      if (!entry) return undefined;
+      const now = Date.now();
+      if (entry.until <= now) return undefined;
+      const gate = accounts.get(entry.accountId);
+      if (!gate || gate.until <= now || gate.status !== "active") return undefined;
+      return answer(entry, gate);
+    },
     async fromApiKey(secret) {
       const now = Date.now();
       let entry = keys.get(secret);
@@ -118,11 +145,7 @@ export async function createCredentialResolver(deps: {
         entry = { accountId: row.account_id, keyId: row.id, scopes: row.scopes, until: now + CACHE_TTL_MS };
         bounded(keys, secret, entry);
       }
-      const gate = await requireActive(entry.accountId);
-      return {
-        principal: { accountId: entry.accountId, scopes: entry.scopes, via: "key", keyId: entry.keyId },
-        rateLimitRequests: gate.rateLimitRequests,
-      };
+      return answer(entry, await requireActive(entry.accountId));
     },
     async fromBearer(token) {
       const claims = await deps.tokens.verify(token);

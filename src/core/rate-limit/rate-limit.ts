@@ -57,6 +57,11 @@ export interface RequestQuota {
    * @example await quota.consume({ kind: "ip", ip: "203.0.113.7" })
    */
   consume(bucket: QuotaBucket, accountLimit?: number | null): Promise<Quota>;
+  /**
+   * The same, answered from the lease in hand without waiting; null when only `consume` can answer
+   * (nothing was counted then).
+   */
+  tryConsume(bucket: QuotaBucket, accountLimit?: number | null): Quota | null;
 }
 
 export function createRequestQuota(live: LiveStore, defaults: { requests: number; windowSec: number }): RequestQuota {
@@ -95,28 +100,37 @@ export function createRequestQuota(live: LiveStore, defaults: { requests: number
       lease.loading = null;
     }));
 
+  /** Spends from the lease in hand: a Quota, or null when a round trip (or a wait for one) is needed. */
+  const spend = (key: string, limit: number, size: number, now: number): Quota | null => {
+    const lease = leases.get(key);
+    if (!lease || lease.limit !== limit || (!lease.loading && lease.resetAt <= now)) return null;
+    if (lease.exhausted && !lease.loading) return quota(lease, false, now);
+    if (lease.tokens <= 0) return null;
+    lease.tokens--;
+    // Half spent: fetch the next lease now, so no request waits for it.
+    if (size > 1 && !lease.loading && lease.tokens <= size / 2) load(key, lease, size).catch(() => {});
+    return quota(lease, true, now);
+  };
+
   return {
+    tryConsume(bucket, accountLimit) {
+      const limit = accountLimit ?? defaults.requests;
+      return spend(quotaKey(bucket), limit, leaseSize(limit, live.kind), Date.now());
+    },
     async consume(bucket, accountLimit) {
       const limit = accountLimit ?? defaults.requests;
       const key = quotaKey(bucket);
       const size = leaseSize(limit, live.kind);
       for (;;) {
         const now = Date.now();
+        const spent = spend(key, limit, size, now);
+        if (spent) return spent;
         let lease = leases.get(key);
-        if (lease && !lease.loading && (lease.resetAt <= now || lease.limit !== limit)) lease = undefined;
-        if (lease) {
-          if (lease.exhausted && !lease.loading) return quota(lease, false, now);
-          if (lease.tokens > 0) {
-            lease.tokens--;
-            // Half spent: fetch the next lease now, so no request waits for it.
-            if (size > 1 && !lease.loading && lease.tokens <= size / 2) load(key, lease, size).catch(() => {});
-            return quota(lease, true, now);
-          }
-          if (lease.loading) {
-            await lease.loading.catch(() => {});
-            continue;
-          }
+        if (lease?.loading) {
+          await lease.loading.catch(() => {});
+          continue;
         }
+        if (lease && (lease.resetAt <= now || lease.limit !== limit)) lease = undefined;
         if (size === 1) {
           // Exact counting: one round trip per request, never a shared wait; only an exhausted
           // window is remembered.

@@ -7,6 +7,7 @@ import { Elysia, type Context } from "elysia";
 import type { Platform } from "../../core/platform.ts";
 import type { Principal } from "../../core/auth/principal.ts";
 import type { ResolvedPrincipal } from "../../core/auth/credential-resolver.ts";
+import type { QuotaBucket } from "../../core/rate-limit/rate-limit.ts";
 import { hasScope } from "../../core/auth/scopes.ts";
 import { AppError, forbidden } from "../../core/errors/app-error.ts";
 import { clientIp, requestMeta } from "../../http/request-context.ts";
@@ -147,21 +148,26 @@ export function apiAccess(platform: Platform) {
         // transform runs before body validation: a caller without a valid credential learns nothing
         // about the body (401, not 400), and every attempt counts against the rate limit.
         async transform({ request, server, set }) {
-          let resolved: ResolvedPrincipal | null = null;
+          // The common case answers without waiting: a key cached with its active account, and a
+          // rate-limit lease in hand. Anything else takes the full path (database, live store).
+          const headers = request.headers;
+          const secret = headers.get("x-api-key");
+          let resolved: ResolvedPrincipal | null | undefined = secret === null ? undefined : credentials.cachedApiKey(secret.trim());
           let failure: unknown = null;
-          try {
-            resolved = await authenticate(request.headers);
-          } catch (error) {
-            failure = error;
+          if (resolved === undefined) {
+            try {
+              resolved = await authenticate(headers);
+            } catch (error) {
+              failure = error;
+            }
           }
           const principal = resolved?.principal ?? null;
           // Unauthenticated attempts count against the caller's IP, so guessing keys is rate-limited too.
-          const quota = await platform.quota.consume(
-            principal?.keyId
-              ? { kind: "key", accountId: principal.accountId, keyId: principal.keyId }
-              : { kind: "ip", ip: clientIp(server, request) },
-            resolved?.rateLimitRequests ?? null,
-          );
+          const bucket: QuotaBucket = principal?.keyId
+            ? { kind: "key", accountId: principal.accountId, keyId: principal.keyId }
+            : { kind: "ip", ip: clientIp(server, request) };
+          const limit = resolved?.rateLimitRequests ?? null;
+          const quota = platform.quota.tryConsume(bucket, limit) ?? (await platform.quota.consume(bucket, limit));
           set.headers["ratelimit-limit"] = String(quota.limit);
           set.headers["ratelimit-remaining"] = String(quota.remaining);
           set.headers["ratelimit-reset"] = String(quota.resetSec);
