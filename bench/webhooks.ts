@@ -6,7 +6,8 @@
  * checked address with the URL's Host), the same headers and bodies the worker sent, the same
  * redirect and timeout options. Each round plans fresh deliveries, then runs bare, worker, bare
  * (the machine is noisy: the worker is compared with the mean of the two bare runs around it);
- * the median ratio over the rounds is the result (target ≥ 0.70).
+ * the median ratio over the rounds is the result (target ≥ 0.70). Each round also prints the CPU time
+ * per delivery spent in this process and in PostgreSQL (Linux), which shows where the worker pays.
  * Run by `bun run bench:webhooks`; PostgreSQL required (BENCH_PG_URL, default
  * postgres://postgres@127.0.0.1:5432/postgres; a scratch database is created and dropped).
  * BENCH_EMBEDDED=1 runs on PGlite instead.
@@ -15,7 +16,7 @@
  * subscriptions), BENCH_CONCURRENCY (default 64, the worker's default), BENCH_PER_SUBSCRIPTION
  * (default 16, the worker's default), BENCH_ROUNDS (default 3).
  */
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, readFileSync, readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { rootCertificates } from "node:tls";
@@ -100,6 +101,30 @@ await runBench(async () => {
       return (performance.now() - begin) / 1000;
     }
 
+    /** CPU seconds so far of this process, and of every PostgreSQL process when it runs here (Linux). */
+    const cpuNow = (): { self: number; db: number } => {
+      const usage = process.cpuUsage();
+      let db = 0;
+      if (!EMBEDDED && process.platform === "linux") {
+        const tick = 100; // USER_HZ on Linux
+        for (const pid of readdirSync("/proc")) {
+          if (!/^\d+$/.test(pid)) continue;
+          try {
+            const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+            if (!stat.includes("(postgres)")) continue;
+            const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+            db += (Number(fields[11]) + Number(fields[12])) / tick;
+          } catch {
+            // The process ended while we looked.
+          }
+        }
+      }
+      return { self: (usage.user + usage.system) / 1e6, db };
+    };
+    const cpuPer = (from: { self: number; db: number }, n: number) => {
+      const to = cpuNow();
+      return `${(((to.self - from.self) * 1e6) / n).toFixed(0)} µs in this process${EMBEDDED ? "" : `, ${(((to.db - from.db) * 1e6) / n).toFixed(0)} µs in PostgreSQL`} per delivery`;
+    };
     const ratios: number[] = [];
     for (let round = 1; round <= ROUNDS; round++) {
       // Plan every delivery of the round first (outbox rows), so the worker's rate is measured alone.
@@ -115,12 +140,16 @@ await runBench(async () => {
       }
       const planned = ((performance.now() - planStart) / 1000).toFixed(1);
 
+      const bareCpu = cpuNow();
       const bareBefore = await bareLoop();
+      const bareCost = cpuPer(bareCpu, deliveries);
       received = 0;
       sample.length = 0;
 
       // Ours: start the worker, stop the clock when every delivery is recorded delivered.
       const start = performance.now();
+      const workerCpu = cpuNow();
+
       const worker = startDeliveryWorker(platform, { concurrency: CONCURRENCY, perSubscription: PER_SUBSCRIPTION });
       for (;;) {
         // The receiver's counter first (free); the database only once every POST has arrived, so the
@@ -137,6 +166,8 @@ await runBench(async () => {
         await Bun.sleep(5);
       }
       const oursSec = (performance.now() - start) / 1000;
+      const workerCost = cpuPer(workerCpu, deliveries);
+
       await worker.stop();
       if (received !== deliveries) throw new BenchError(`the receiver got ${received} POSTs for ${deliveries} deliveries`);
 
@@ -152,6 +183,8 @@ await runBench(async () => {
       console.log(`  delivery worker     ${ours.toFixed(0).padStart(7)} deliveries/s   (${oursSec.toFixed(2)} s, claimed, signed, POSTed, recorded)`);
       console.log(`  bare client loop    ${bare.toFixed(0).padStart(7)} POSTs/s        (${bareBefore.toFixed(2)} s before, ${bareAfter.toFixed(2)} s after; same requests, same concurrency)`);
       console.log(`  ratio               ${(ours / bare).toFixed(2)}`);
+      console.log(`  CPU, worker         ${workerCost}`);
+      console.log(`  CPU, bare (before)  ${bareCost}`);
     }
     session.close();
     const sorted = [...ratios].sort((x, y) => x - y);
