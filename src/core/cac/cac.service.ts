@@ -6,10 +6,10 @@
  * the call's member (idempotent), and a member whose deadline passed stops counting, so a lost BYE
  * cannot hold a slot longer than CAC_MAX_CALL_SEC. A confirmed call renews its deadline.
  *
- * Acquisition is all or nothing: slots are taken one by one (`zaddExpiring` adds and counts in one
- * atomic step) and a refusal removes the ones already taken. Two calls racing for the last place may
- * both be refused for an instant, but a slot never holds more calls than its limit. Every key is under
- * the account's hash tag, so this works unchanged on Redis Cluster and across instances.
+ * Acquisition is all or nothing in one atomic step (`zaddExpiringWithin`: one round trip, no partial
+ * take to undo), so a slot never holds more calls than its limit and two calls racing for the last
+ * place cannot both be refused. Every key is under the account's hash tag, so this works unchanged on
+ * Redis Cluster and across instances.
  */
 import { accountKey, type LiveStore } from "../live/live-store.ts";
 import type { CacSlot } from "../routing/route-types.ts";
@@ -34,22 +34,18 @@ export type Acquired = { ok: true } | { ok: false; refused: CacSlot; active: num
  */
 export async function acquireSlots(live: LiveStore, accountId: string, member: string, slots: readonly CacSlot[], ttlMs: number): Promise<Acquired> {
   if (!slots.length) return { ok: true };
-  await live.sadd(registryKey(accountId), ...slots.map(slotName));
-  await live.hset(limitsKey(accountId), Object.fromEntries(slots.map((s) => [slotName(s), String(s.limit)])));
-  // The bookkeeping keys outlive every member that could still be counted.
-  await live.expire(registryKey(accountId), ttlMs + 60_000);
-  await live.expire(limitsKey(accountId), ttlMs + 60_000);
-  const taken: CacSlot[] = [];
-  for (const slot of slots) {
-    const count = await live.zaddExpiring(slotKey(accountId, slot), member, ttlMs);
-    if (count > slot.limit) {
-      await live.zrem(slotKey(accountId, slot), member);
-      await releaseSlots(live, accountId, member, taken);
-      return { ok: false, refused: slot, active: count - 1 };
-    }
-    taken.push(slot);
-  }
-  return { ok: true };
+  // The bookkeeping (which slots exist and their last limits, for snapshots and resets) goes out
+  // with the take, not before it: the live store pipelines concurrent commands into one round trip.
+  // Its keys outlive every member that could still be counted.
+  // Issued in this order (each call sends before it awaits), so the expiries follow the writes.
+  const [, , , , got] = await Promise.all([
+    live.sadd(registryKey(accountId), ...slots.map(slotName)),
+    live.hset(limitsKey(accountId), Object.fromEntries(slots.map((s) => [slotName(s), String(s.limit)]))),
+    live.expire(registryKey(accountId), ttlMs + 60_000),
+    live.expire(limitsKey(accountId), ttlMs + 60_000),
+    live.zaddExpiringWithin(slots.map((slot) => ({ key: slotKey(accountId, slot), limit: slot.limit })), member, ttlMs),
+  ]);
+  return got.ok ? { ok: true } : { ok: false, refused: slots[got.index]!, active: got.count };
 }
 
 /** Gives back `member`'s place in each slot. Safe to repeat, and for slots it does not hold. */

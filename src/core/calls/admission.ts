@@ -68,8 +68,9 @@ export async function admitCall(platform: Platform, decision: RouteDecision, req
     return { rtjson: { action: "reject", account_id: accountId, flow_id: null, vars: {}, code: 503, reason: "Service Unavailable" } };
   }
   try {
-    const existing = await findCallBySipId(platform.db, accountId, sipCallId);
-    if (existing) return existing.reply;
+    // No look-up first: a Call-ID seen before (a retransmission after the first admission ended)
+    // fails the record's unique insert, gives back what it took and answers with the stored reply.
+    // That rare case pays for the common one, which saves a database round trip.
     return await admitNew(platform, decision, accountId, sipCallId);
   } finally {
     await platform.live.compareAndDelete(claimKey, claim);
@@ -105,33 +106,37 @@ async function admitNew(platform: Platform, decision: RouteDecision, accountId: 
 
   try {
     await platform.events.transaction(async (tx, emit) => {
-      const inserted = await insertCall(tx, {
-        account_id: accountId,
-        id,
-        sip_call_id: sipCallId,
-        direction: decision.direction,
-        from: decision.from,
-        to: decision.to,
-        user_id: decision.userId,
-        device_id: decision.deviceId,
-        number_id: decision.numberId,
-        trunk_id: decision.trunkId,
-        queue_id: decision.queueId,
-        flow_id: reply.rtjson.flow_id,
-        status: admitted ? "routed" : "rejected",
-        sip_code: admitted ? null : (reply.rtjson.code ?? null),
-        reject_reason: admitted ? null : (reply.rtjson.reason ?? null),
-        started_ms: startedMs,
-        ended_ms: admitted ? null : startedMs,
-        hangup_cause: admitted ? null : "CALL_REJECTED",
-        slots,
-        reply: withCallId,
-      });
+      // The three writes go out together (pipelined on the transaction's connection): none depends
+      // on another's result, and a duplicate Call-ID rolls all of them back.
+      const [inserted] = await Promise.all([
+        insertCall(tx, {
+          account_id: accountId,
+          id,
+          sip_call_id: sipCallId,
+          direction: decision.direction,
+          from: decision.from,
+          to: decision.to,
+          user_id: decision.userId,
+          device_id: decision.deviceId,
+          number_id: decision.numberId,
+          trunk_id: decision.trunkId,
+          queue_id: decision.queueId,
+          flow_id: reply.rtjson.flow_id,
+          status: admitted ? "routed" : "rejected",
+          sip_code: admitted ? null : (reply.rtjson.code ?? null),
+          reject_reason: admitted ? null : (reply.rtjson.reason ?? null),
+          started_ms: startedMs,
+          ended_ms: admitted ? null : startedMs,
+          hangup_cause: admitted ? null : "CALL_REJECTED",
+          slots,
+          reply: withCallId,
+        }),
+        insertTrace(tx, traceRows(accountId, id, steps)),
+        admitted
+          ? emit(accountId, "call.started", { callId: id, direction: decision.direction, from: decision.from, to: decision.to, number_id: decision.numberId, ts: startedMs }, startedMs)
+          : null,
+      ]);
       if (!inserted) throw new DuplicateAdmission();
-      await insertTrace(tx, traceRows(accountId, id, steps));
-      if (admitted) {
-        await emit(accountId, "call.started", { callId: id, direction: decision.direction, from: decision.from, to: decision.to, number_id: decision.numberId, ts: startedMs }, startedMs);
-      }
     });
   } catch (error) {
     // Nothing was recorded: give the slots back so a failed write cannot leak them.

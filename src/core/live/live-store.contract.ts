@@ -554,6 +554,46 @@ export function runLiveStoreContract(name: string, make: () => Promise<LiveStore
         expect(await store.zliveMembers(key("zexp-missing"))).toEqual([]);
       });
 
+      test("zaddExpiringWithin takes every set or none, and reports the first that would overflow", async () => {
+        const [a, b] = [key("within-a"), key("within-b")];
+        expect(await store.zaddExpiringWithin([{ key: a, limit: 2 }, { key: b, limit: 1 }], "c1", 10_000)).toEqual({ ok: true });
+        // b is full: nothing changes in a either.
+        expect(await store.zaddExpiringWithin([{ key: a, limit: 2 }, { key: b, limit: 1 }], "c2", 10_000)).toEqual({ ok: false, index: 1, count: 1 });
+        expect(await store.zliveMembers(a)).toEqual(["c1"]);
+        expect(await store.zliveMembers(b)).toEqual(["c1"]);
+        // The member already in a set is renewed and counted once.
+        expect(await store.zaddExpiringWithin([{ key: a, limit: 1 }, { key: b, limit: 1 }], "c1", 20_000)).toEqual({ ok: true });
+        expect(Math.abs(((await store.zscore(b, "c1")) ?? 0) - (Date.now() + 20_000))).toBeLessThan(2_000);
+        expect(await store.zaddExpiringWithin([{ key: a, limit: 2 }], "c3", 10_000)).toEqual({ ok: true });
+        expect(await store.zaddExpiringWithin([{ key: a, limit: 2 }], "c4", 10_000)).toEqual({ ok: false, index: 0, count: 2 });
+        const fresh = key("within-fresh");
+        expect(await store.zaddExpiringWithin([{ key: fresh, limit: 0 }], "c5", 10_000)).toEqual({ ok: false, index: 0, count: 0 });
+        expect(await store.ttl(fresh)).toBe(-2);
+        expect(await store.zaddExpiringWithin([], "c6", 10_000)).toEqual({ ok: true });
+      });
+
+      test("zaddExpiringWithin drops expired members first and gives the sets their members' lifetime", async () => {
+        const k = key("within-exp");
+        await store.zaddExpiringWithin([{ key: k, limit: 1 }], "short", SHORT_TTL_MS);
+        expect(await store.zaddExpiringWithin([{ key: k, limit: 1 }], "next", 10_000)).toEqual({ ok: false, index: 0, count: 1 });
+        await Bun.sleep(AFTER_SHORT_TTL_MS);
+        expect(await store.zaddExpiringWithin([{ key: k, limit: 1 }], "next", 10_000)).toEqual({ ok: true });
+        expect(await store.zliveMembers(k)).toEqual(["next"]);
+        const ttl = await store.ttl(k);
+        expect(ttl).toBeGreaterThan(5_000);
+        expect(ttl).toBeLessThanOrEqual(10_000);
+      });
+
+      test("zaddExpiringWithin never admits more than a limit under a concurrent burst", async () => {
+        const [shared, own] = [key("within-race"), key("within-race-own")];
+        const results = await Promise.all(
+          Array.from({ length: 40 }, (_, i) => store.zaddExpiringWithin([{ key: own, limit: 100 }, { key: shared, limit: 7 }], `m${i}`, 10_000)),
+        );
+        expect(results.filter((r) => r.ok).length).toBe(7);
+        expect(await store.zcard(shared)).toBe(7);
+        expect(await store.zcard(own)).toBe(7);
+      });
+
       test("zaddExpiring counts every member of a concurrent burst", async () => {
         const k = key("zexp-race");
         const counts = await Promise.all(Array.from({ length: 50 }, (_, i) => store.zaddExpiring(k, `m${i}`, 10_000)));

@@ -366,6 +366,26 @@ export function createMemoryLiveStore(): LiveStore {
       return zset.value.size;
     },
 
+    async zaddExpiringWithin(sets, member, ttlMs) {
+      const ms = ttlArg(ttlMs);
+      const now = Date.now();
+      const zsets = sets.map(({ key }) => readCollection(key, "zset", () => ({ kind: "zset", value: new Map(), expiresAt: null })));
+      for (let i = 0; i < sets.length; i++) {
+        const zset = zsets[i]!;
+        pruneZset(zset, now);
+        const count = zset.value.size + (zset.value.has(member) ? 0 : 1);
+        if (count > sets[i]!.limit) {
+          for (let j = 0; j < sets.length; j++) dropIfEmpty(sets[j]!.key, zsets[j]!);
+          return { ok: false, index: i, count: count - 1 };
+        }
+      }
+      for (const zset of zsets) {
+        zset.value.set(member, now + ms);
+        zset.expiresAt = Math.max(...zset.value.values());
+      }
+      return { ok: true };
+    },
+
     async zliveMembers(key) {
       const zset = readZset(key);
       if (zset === undefined) return [];

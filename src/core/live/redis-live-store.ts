@@ -98,6 +98,24 @@ local left = math.ceil(tonumber(last[2]) - now)
 if left > 0 and left < math.huge then redis.call('PEXPIRE', KEYS[1], left) end
 return redis.call('ZCARD', KEYS[1])`),
 
+  // KEYS: the sets; ARGV: member, ttlMs, then one limit per key. Returns {0, 0} when taken, else
+  // {index (1-based), live count without the member} of the first set that would overflow.
+  zaddExpiringWithin: lua(`${NOW}local member = ARGV[1]
+for i, key in ipairs(KEYS) do
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
+  local count = redis.call('ZCARD', key)
+  if not redis.call('ZSCORE', key, member) then count = count + 1 end
+  if count > tonumber(ARGV[i + 2]) then return {i, count - 1} end
+end
+local deadline = now + tonumber(ARGV[2])
+for _, key in ipairs(KEYS) do
+  redis.call('ZADD', key, deadline, member)
+  local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+  local left = math.ceil(tonumber(last[2]) - now)
+  if left > 0 and left < math.huge then redis.call('PEXPIRE', key, left) end
+end
+return {0, 0}`),
+
   zliveMembers: lua(`${NOW}redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 return redis.call('ZRANGE', KEYS[1], 0, -1)`),
 
@@ -351,6 +369,15 @@ export async function createRedisLiveStore(url: string): Promise<LiveStore> {
 
     async zaddExpiring(key, member, ttlMs) {
       return integer(await run(SCRIPTS.zaddExpiring, [key], [member, ttlArg(ttlMs)]));
+    },
+
+    async zaddExpiringWithin(sets, member, ttlMs) {
+      if (!sets.length) return { ok: true };
+      const limits = sets.map((s) => integerArg("limit", s.limit));
+      const reply = await run(SCRIPTS.zaddExpiringWithin, sets.map((s) => s.key), [member, ttlArg(ttlMs), ...limits]);
+      if (!Array.isArray(reply)) throw unexpected("zaddExpiringWithin", reply);
+      const index = integer(reply[0]);
+      return index === 0 ? { ok: true } : { ok: false, index: index - 1, count: integer(reply[1]) };
     },
 
     async zliveMembers(key) {
