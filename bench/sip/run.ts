@@ -11,7 +11,8 @@
  * BENCH_SIP_DATABASE_URL (used as is; default: a scratch database on BENCH_PG_URL, default
  * postgres://postgres@127.0.0.1:5432/postgres, created and dropped), BENCH_REDIS_URL (default
  * redis://127.0.0.1:6379). Kamailio runs as root in the foreground; its log goes to a scratch file
- * (BENCH_SIP_KEEP_LOGS=1 keeps it). Parley runs with LOG_LEVEL=warn.
+ * (BENCH_SIP_KEEP_LOGS=1 keeps it). Parley runs with LOG_LEVEL=warn. BENCH_SIP_WORKERS and
+ * BENCH_SIP_EVENT_WORKERS override kamailio.cfg's SIP_WORKERS (8) and EVENT_WORKERS (1) async worker counts.
  */
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync, existsSync, openSync, readSync, closeSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -217,7 +218,10 @@ await runBench(async () => {
 
   const uas: Proc = startSipp("uas.xml", ["-p", String(uasPort), "-mp", String(nextMediaPort()), "-buff_size", String(8 * 1024 * 1024)]);
   children.add({ name: "sipp-uas", proc: uas.proc, stdout: uas.stdout, stderr: uas.stderr });
-  const edge = await startEdge("edge-bench", parley.controlPort, process.env.BENCH_SIP_EVENT_WORKERS ? [`EVENT_WORKERS="name=events;workers=${process.env.BENCH_SIP_EVENT_WORKERS}"`] : []);
+  const edge = await startEdge("edge-bench", parley.controlPort, [
+    ...(process.env.BENCH_SIP_EVENT_WORKERS ? [`EVENT_WORKERS="name=events;workers=${process.env.BENCH_SIP_EVENT_WORKERS}"`] : []),
+    ...(process.env.BENCH_SIP_WORKERS ? [`SIP_WORKERS="name=sip;workers=${process.env.BENCH_SIP_WORKERS}"`] : []),
+  ]);
   const baseline = await startEdge("edge-static", parley.controlPort, ["STATIC_ROUTE", `STATIC_PASSWORD="${PASSWORD}"`, `STATIC_ROUTE_URI="sip:127.0.0.1:${uasPort}"`]);
 
   for (const u of callees) {
