@@ -27,6 +27,7 @@ import { sql } from "drizzle-orm";
 import { startTestReceiver, type ReceivedRequest, type TestReceiver } from "../src/core/webhooks/delivery-test-receiver.ts";
 import { seedTenant, TEST_JWT_SECRET, TEST_MASTER_KEY, type Tenant } from "../test/support/platform.ts";
 import { freePort } from "../test/support/processes.ts";
+import { maxUnrecordedDeliveries } from "../src/core/webhooks/delivery-worker.ts";
 
 const ROOT = resolve(import.meta.dir, "..");
 const ADMIN_URL = process.env.E2E_PG_ADMIN_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
@@ -35,11 +36,8 @@ const DB_URL = ADMIN_URL.replace(/\/[^/]*$/, `/${DB_NAME}`);
 const EVENTS = 10_000;
 const KILL_AFTER = 4_000;
 const PRODUCERS = 64;
-/**
- * The most deliveries one worker holds claimed and unrecorded (4 per slot × 64 slots, its defaults):
- * the bound on POSTs a kill can make us send again.
- */
-const WORKER_MAX_HELD = 4 * 64;
+/** The bound on POSTs a kill can make one worker (64 slots, its default) send again. */
+const WORKER_MAX_HELD = maxUnrecordedDeliveries(64);
 
 let admin: postgres.Sql;
 let platform: Platform;

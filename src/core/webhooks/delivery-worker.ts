@@ -87,6 +87,15 @@ const BUFFER = 16;
 const RECORD_BATCH = 1000;
 /** Outcomes waiting to be written beyond which claiming pauses (a slow database slows claiming down). */
 const RECORD_BACKLOG = 2 * RECORD_BATCH;
+/**
+ * The most deliveries a worker of `concurrency` slots can have POSTed with a 2xx but not yet recorded,
+ * which a kill -9 makes us send again (at-least-once): outcomes queued (claiming pauses at
+ * RECORD_BACKLOG, but jobs already claimed, up to BUFFER per slot, still finish), plus one exchange's
+ * batch being written.
+ */
+export function maxUnrecordedDeliveries(concurrency: number): number {
+  return RECORD_BACKLOG + BUFFER * concurrency + RECORD_BATCH;
+}
 /** Most host names whose DNS answer is cached. */
 const MAX_DNS_ENTRIES = 4096;
 /** Most rows one claim takes. */
