@@ -242,13 +242,15 @@ describe.skipIf(!RUN || !stores.databaseUrl)(`two Parley instances behind one Ka
 
   test("a CAC limit holds across both instances; the held call's CDR ends completed", async () => {
     const before = new Set((await calls()).map((c) => c.id));
-    const first = invite2("1003", tenant.trunkNumber, "invite.xml", ["-d", "5000"]);
+    const first = invite2("1003", tenant.trunkNumber, "invite.xml", ["-d", "12000"]);
     // The first call is up (answered, holding its slots) before any second one is tried: a counter left
     // by an earlier test must not let the loop start early.
     await eventually(async () => expect((await calls()).some((c) => !before.has(c.id) && c.status === "answered")).toBe(true), 4000);
     const seen = new Set<string>();
-    for (let i = 0; i < 8 && seen.size < 2; i++) {
-      const second = await invite2("1003", tenant.trunkNumber, "invite-refused.xml");
+    // The Call-ID hash picks the instance; random Call-IDs make each try an independent coin toss
+    // (sipp's default embeds its process id, and consecutive ones can hash alike).
+    for (let i = 0; i < 16 && seen.size < 2; i++) {
+      const second = await invite2("1003", tenant.trunkNumber, "invite-refused.xml", ["-cid_str", `cac-${crypto.randomUUID()}-%u@%s`]);
       expect(second.code, second.stderr).toBe(0);
       expect(second.statuses.at(-1)).toBeOneOf([486, 503]);
       seen.add(via(second.callIds[0], "/route") ?? "none");
