@@ -101,7 +101,10 @@ await runBench(async () => {
       return (performance.now() - begin) / 1000;
     }
 
-    /** CPU seconds so far of this process, and of every PostgreSQL process when it runs here (Linux). */
+    /**
+     * CPU seconds so far of this process, and of every PostgreSQL process when the server runs on this
+     * machine (Linux): the whole server, so keep other database work off it while measuring.
+     */
     const cpuNow = (): { self: number; db: number } => {
       const usage = process.cpuUsage();
       let db = 0;

@@ -36,15 +36,23 @@ export async function acquireSlots(live: LiveStore, accountId: string, member: s
   if (!slots.length) return { ok: true };
   // The bookkeeping (which slots exist and their last limits, for snapshots and resets) goes out
   // with the take, not before it: the live store pipelines concurrent commands into one round trip.
-  // Its keys outlive every member that could still be counted.
-  // Issued in this order (each call sends before it awaits), so the expiries follow the writes.
-  const [, , , , got] = await Promise.all([
+  // Issued before the take and in this order (each call sends before it awaits), so the expiries
+  // follow the writes; the keys outlive every member that could still be counted.
+  const bookkeeping = Promise.all([
     live.sadd(registryKey(accountId), ...slots.map(slotName)),
     live.hset(limitsKey(accountId), Object.fromEntries(slots.map((s) => [slotName(s), String(s.limit)]))),
     live.expire(registryKey(accountId), ttlMs + 60_000),
     live.expire(limitsKey(accountId), ttlMs + 60_000),
-    live.zaddExpiringWithin(slots.map((slot) => ({ key: slotKey(accountId, slot), limit: slot.limit })), member, ttlMs),
   ]);
+  const take = live.zaddExpiringWithin(slots.map((slot) => ({ key: slotKey(accountId, slot), limit: slot.limit })), member, ttlMs);
+  const [booked, taken] = await Promise.allSettled([bookkeeping, take]);
+  if (taken.status === "rejected") throw taken.reason;
+  const got = taken.value;
+  if (booked.status === "rejected") {
+    // Slots a snapshot or reset could not find must not stay taken.
+    if (got.ok) await releaseSlots(live, accountId, member, slots);
+    throw booked.reason;
+  }
   return got.ok ? { ok: true } : { ok: false, refused: slots[got.index]!, active: got.count };
 }
 

@@ -88,11 +88,16 @@ describe(`public API access [${storeKind}]`, () => {
     const t = await seedTenant(platform);
     const user = await seedConsoleUser(platform, t.accountId);
     const session = await login(platform.db, platform.tokens, user);
+    // Used once first, so the key and its active account are cached (the path that waits for nothing).
+    expect((await call(app, "GET", "/v1/whoami", { key: t.key })).status).toBe(200);
+    expect((await call(app, "GET", "/v1/whoami", { key: t.key })).status).toBe(200);
     await updateAccount(platform.db, t.accountId, { status: "suspended" });
     await platform.credentials.invalidateAccount(t.accountId);
     const byKey = await call(app, "GET", "/v1/whoami", { key: t.key });
     expect(byKey.status).toBe(401);
     expect(byKey.body.message).toContain("suspended");
+    // Again, now that the suspended account is the one in cache.
+    expect((await call(app, "GET", "/v1/whoami", { key: t.key })).status).toBe(401);
     expect((await call(app, "GET", "/v1/whoami", { token: session.token })).status).toBe(401);
   });
 
