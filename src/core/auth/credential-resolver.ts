@@ -116,10 +116,9 @@ export async function createCredentialResolver(deps: {
   const answer = (entry: CachedKey, gate: AccountGate): ResolvedPrincipal => {
     if (entry.resolved && entry.gate === gate) return entry.resolved;
     entry.gate = gate;
-    return (entry.resolved = {
-      principal: { accountId: entry.accountId, scopes: entry.scopes, via: "key", keyId: entry.keyId },
-      rateLimitRequests: gate.rateLimitRequests,
-    });
+    // Frozen: every request of this key gets this very object, so a change would leak between them.
+    const principal = Object.freeze({ accountId: entry.accountId, scopes: Object.freeze([...entry.scopes]) as string[], via: "key" as const, keyId: entry.keyId });
+    return (entry.resolved = Object.freeze({ principal, rateLimitRequests: gate.rateLimitRequests }));
   };
 
   return {
