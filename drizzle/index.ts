@@ -5,6 +5,7 @@ import m1 from "./0001_config.sql" with { type: "text" };
 import m2 from "./0002_webhooks.sql" with { type: "text" };
 import m3 from "./0003_calls_events.sql" with { type: "text" };
 import m4 from "./0004_calls_events.sql" with { type: "text" };
+import m5 from "./0005_webhook_due.sql" with { type: "text" };
 
 /** Every migration, in order. */
 export const migrations: Migration[] = [
@@ -13,4 +14,5 @@ export const migrations: Migration[] = [
   { tag: "0002_webhooks", sql: m2 },
   { tag: "0003_calls_events", sql: m3 },
   { tag: "0004_calls_events", sql: m4 },
+  { tag: "0005_webhook_due", sql: m5 },
 ];

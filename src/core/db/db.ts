@@ -18,6 +18,13 @@ export type DbOrTx = Db | Tx;
 export interface Database {
   /** The drizzle handle. */
   db: Db;
+  /**
+   * PostgreSQL only: a separate small pool for work-queue scans (the webhook delivery claims), its
+   * connections set to walk indexes in order (bitmap and sequential scans off), so a claim is one
+   * statement whatever the table statistics say and queue work never waits for API connections.
+   * Absent on PGlite: callers set the same planner options in a transaction there.
+   */
+  queue?: Db;
   /** `pglite` for the embedded default, `postgres` for PostgreSQL. */
   kind: "pglite" | "postgres";
   /** Runs `select 1`; throws when the store is unreachable. Used by /readyz. */

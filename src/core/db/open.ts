@@ -22,11 +22,20 @@ export async function openDatabase(location: DatabaseLocation): Promise<Database
       connection: { application_name: "parley" },
     });
     const db = drizzle(client) as unknown as Db;
+    // Connects on first use (only instances running a delivery worker open it).
+    const queueClient = postgres(location.url, {
+      max: 2,
+      onnotice: () => {},
+      connection: { application_name: "parley-queue", enable_bitmapscan: "off", enable_seqscan: "off" },
+    });
     return {
       db,
+      queue: drizzle(queueClient) as unknown as Db,
       kind: "postgres",
       ping: async () => void (await client`select 1`),
-      close: () => client.end({ timeout: 5 }),
+      close: async () => {
+        await Promise.all([client.end({ timeout: 5 }), queueClient.end({ timeout: 5 })]);
+      },
     };
   }
   const { PGlite } = await import("@electric-sql/pglite");

@@ -1,6 +1,7 @@
 /**
  * The webhook delivery worker. Any number of processes run one each against the same database:
- * a worker claims due `webhook_delivery` rows atomically (`FOR UPDATE SKIP LOCKED` plus a lease),
+ * a worker claims due rows of the delivery queue (`webhook_delivery_due`) atomically (`FOR UPDATE
+ * SKIP LOCKED` plus a lease),
  * makes one attempt per claim, and records the outcome under the claim it holds, so each
  * (event, subscription) is delivered once by us. A crashed worker's claims are taken again when
  * their lease runs out; the only duplicate a receiver can then see is a POST whose 2xx we got but
@@ -28,7 +29,7 @@ import type { Platform } from "../platform.ts";
 import { describeError } from "../../http/describe-error.ts";
 import { blockedReason, resolveHost } from "./url-safety.ts";
 import { serviceSignature, standardWebhookKey, standardWebhookSignature } from "./delivery-signing.ts";
-import { deleteDeliveredBefore, exchangeDeliveries, releaseClaims, type AttemptRecord, type ClaimedDelivery } from "./delivery.store.ts";
+import { deleteFinishedBefore, exchangeDeliveries, releaseClaims, type AttemptRecord, type ClaimedDelivery } from "./delivery.store.ts";
 
 /** A claimed delivery waiting for, or holding, a slot of this worker. */
 interface Job {
@@ -56,7 +57,7 @@ export interface DeliveryWorkerOptions {
   caFile?: string;
   /** Deliver to private and loopback addresses (default config.webhookAllowPrivate). */
   allowPrivate?: boolean;
-  /** Delivered rows older than this are deleted (default 7 days). */
+  /** Finished (delivered or failed) deliveries older than this are deleted (default 7 days). */
   retentionDays?: number;
   /** How often the retention sweep runs, in ms (default 1 hour; the first run is a minute after start). */
   sweepEveryMs?: number;
@@ -122,6 +123,16 @@ function networkReason(error: unknown, timeoutMs: number): string {
 
 /** Reads and discards up to MAX_REPLY_BYTES of a reply so its connection can be reused. */
 async function drain(response: Response): Promise<void> {
+  // A reply that says it is small is read whole (much cheaper than a stream reader); else streamed.
+  const length = response.headers.get("content-length");
+  if (length !== null && Number(length) <= MAX_REPLY_BYTES) {
+    try {
+      await response.arrayBuffer();
+    } catch {
+      // As below: the status is what counts.
+    }
+    return;
+  }
   const reader = response.body?.getReader();
   if (!reader) return;
   let read = 0;
@@ -373,7 +384,7 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
       const finishesBefore = finishes;
       let result: Awaited<ReturnType<typeof exchangeDeliveries>>;
       try {
-        result = await exchangeDeliveries(db, {
+        result = await exchangeDeliveries(platform.database, {
           records: batch.map((b) => b.record),
           now,
           limit: room,
@@ -552,12 +563,12 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
   };
 }
 
-/** The retention sweep: deletes delivered rows older than `retentionDays`; returns how many. */
+/** The retention sweep: deletes finished (delivered or failed) deliveries older than `retentionDays`; returns how many. */
 export async function sweepDeliveredWebhooks(platform: Pick<Platform, "db">, retentionDays = 7): Promise<number> {
   const before = Math.floor(Date.now() / 1000) - retentionDays * 86400;
   let removed = 0;
   for (;;) {
-    const n = await deleteDeliveredBefore(platform.db, before, 5000);
+    const n = await deleteFinishedBefore(platform.db, before, 5000);
     removed += n;
     if (n < 5000) return removed;
   }

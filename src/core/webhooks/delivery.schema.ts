@@ -3,14 +3,14 @@ import { bigint, check, index, integer, pgTable, primaryKey, smallint, text, uni
 import { epochMillis, epochSeconds } from "../db/columns.ts";
 
 /**
- * One row per (event, subscription): the webhook delivery job and its record. Planned in the
- * transaction that emits the event (so a crash can neither lose nor invent one), claimed by the
- * delivery workers with `FOR UPDATE SKIP LOCKED`, and kept as the delivery log afterwards.
+ * One row per (event, subscription): the webhook delivery's record, planned in the transaction
+ * that emits the event (so a crash can neither lose nor invent one) and kept as the delivery log.
  *
  * Life: pending → (attempt) → delivered | failed | retrying → (attempt) → … at most 3 attempts.
- * A claim sets `claimed_until` (a lease) and `claim_token`; the worker that finishes the attempt
- * records it only while it still holds the claim, and a crashed worker's claim is taken again once
- * the lease has passed.
+ * The work queue is `webhook_delivery_due` beside it: a row there while an attempt is still to be
+ * made. No column an attempt changes here is indexed (not even in a partial index's condition), and
+ * the table leaves room in each page, so recording an attempt is a HOT update: one new tuple
+ * version on the same page and no index entries (docs/decisions.md, "Webhook delivery storage").
  */
 export const webhookDeliveries = pgTable(
   "webhook_delivery",
@@ -32,12 +32,6 @@ export const webhookDeliveries = pgTable(
     last_status: integer("last_status"),
     /** Short reason of the last failed attempt; null after success. Never carries a secret. */
     last_error: text("last_error"),
-    /** When the next attempt is due, epoch ms (claim order). */
-    next_attempt_at: epochMillis("next_attempt_at").notNull(),
-    /** Lease of the worker attempting it now, epoch ms; null when nobody holds it. */
-    claimed_until: epochMillis("claimed_until"),
-    /** Random token of the current claim: a worker records its attempt only while it still holds it. */
-    claim_token: text("claim_token"),
     created_at: epochSeconds("created_at").notNull(),
     updated_at: epochSeconds("updated_at").notNull(),
     delivered_at: epochSeconds("delivered_at"),
@@ -46,14 +40,40 @@ export const webhookDeliveries = pgTable(
     primaryKey({ columns: [t.account_id, t.id] }),
     // Exactly one delivery per (event, subscription), whatever happens.
     uniqueIndex("webhook_delivery_event_webhook_uq").on(t.account_id, t.event_id, t.webhook_id),
-    // The claim scan: due rows only (delivered/failed rows are the log and never scanned).
-    index("webhook_delivery_due_idx").on(t.next_attempt_at).where(sql`${t.status} in ('pending','retrying')`),
     // The log's filter by subscription (newest first).
     index("webhook_delivery_webhook_idx").on(t.account_id, t.webhook_id, t.id),
-    // Retention sweep of delivered rows.
-    index("webhook_delivery_delivered_idx").on(t.delivered_at).where(sql`${t.status} = 'delivered'`),
+    // The retention sweep of finished rows (created_at never changes, so attempts stay HOT).
+    index("webhook_delivery_created_idx").on(t.created_at),
     check("webhook_delivery_status_chk", sql`${t.status} in ('pending','retrying','delivered','failed')`),
   ],
+);
+
+/**
+ * The delivery work queue: one row per delivery that still has an attempt to make (pending or
+ * retrying), inserted with its `webhook_delivery` row and deleted in the statement that records its
+ * final outcome. Workers claim due rows with `FOR UPDATE SKIP LOCKED` and a lease: a claim sets
+ * `claimed_until` and `claim_token` (neither indexed, so a claim is a HOT update), and a worker
+ * records an attempt only while it still holds the claim; a crashed worker's claims are taken again
+ * once their lease has passed. Holding only what is due keeps the claim scan short.
+ */
+export const webhookDeliveriesDue = pgTable(
+  "webhook_delivery_due",
+  {
+    account_id: text("account_id").notNull(),
+    /** The delivery (webhook_delivery.id). */
+    id: text("id").notNull(),
+    webhook_id: text("webhook_id").notNull(),
+    event_id: bigint("event_id", { mode: "number" }).notNull(),
+    /** Attempts made so far (0–2 here: a third is the last). */
+    attempts: smallint("attempts").notNull().default(0),
+    /** When the next attempt is due, epoch ms (claim order). */
+    next_attempt_at: epochMillis("next_attempt_at").notNull(),
+    /** Lease of the worker attempting it now, epoch ms; null when nobody holds it. */
+    claimed_until: epochMillis("claimed_until"),
+    /** Random token of the current claim: a worker records its attempt only while it still holds it. */
+    claim_token: text("claim_token"),
+  },
+  (t) => [primaryKey({ columns: [t.account_id, t.id] }), index("webhook_delivery_due_next_idx").on(t.next_attempt_at)],
 );
 
 export type WebhookDeliveryRow = typeof webhookDeliveries.$inferSelect;

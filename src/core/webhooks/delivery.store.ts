@@ -1,6 +1,6 @@
 /** Queries on webhook deliveries: planning, claiming, recording attempts, the log, retention. */
 import { and, desc, eq, lt, or, arrayContains, sql, type SQL } from "drizzle-orm";
-import type { Db, DbOrTx } from "../db/db.ts";
+import type { Database, Db, DbOrTx } from "../db/db.ts";
 import { rawRows } from "../db/migrate.ts";
 import { webhookDeliveries, type WebhookDeliveryRow } from "./delivery.schema.ts";
 import { webhookSubscriptions } from "./webhooks.schema.ts";
@@ -19,8 +19,24 @@ export async function matchingSubscriptionIds(tx: DbOrTx, accountId: string, eve
   return rows.map((r) => r.id);
 }
 
+/**
+ * Plans deliveries: their log rows and their queue rows (due at once), in one statement of the
+ * emitting transaction.
+ */
 export async function insertDeliveries(tx: DbOrTx, rows: NewDeliveryRow[]): Promise<void> {
-  if (rows.length) await tx.insert(webhookDeliveries).values(rows);
+  if (!rows.length) return;
+  const column = <T>(pick: (r: NewDeliveryRow) => T) => sql.param(rows.map(pick));
+  await tx.execute(
+    sql`with ins as (
+          insert into webhook_delivery (account_id, id, webhook_id, event_id, event, status, attempts, created_at, updated_at)
+          select * from unnest(${column((r) => r.account_id)}::text[], ${column((r) => r.id)}::text[], ${column((r) => r.webhook_id)}::text[],
+                               ${column((r) => r.event_id)}::bigint[], ${column((r) => r.event)}::text[], ${column((r) => r.status)}::text[],
+                               ${column((r) => r.attempts ?? 0)}::smallint[], ${column((r) => r.created_at)}::bigint[], ${column((r) => r.updated_at)}::bigint[])
+          returning account_id, id, webhook_id, event_id, attempts
+        )
+        insert into webhook_delivery_due (account_id, id, webhook_id, event_id, attempts, next_attempt_at)
+        select account_id, id, webhook_id, event_id, attempts, 0 from ins`,
+  );
 }
 
 /** How many deliveries one event has (the test endpoint's reply). */
@@ -48,7 +64,7 @@ export interface ClaimedDelivery {
 export async function releaseClaims(db: DbOrTx, keys: Array<{ account_id: string; id: string; token: string }>): Promise<void> {
   if (!keys.length) return;
   await db.execute(
-    sql`update webhook_delivery set claimed_until = null, claim_token = null
+    sql`update webhook_delivery_due set claimed_until = null, claim_token = null
         where (account_id, id, claim_token) in (${sql.join(keys.map((k) => sql`(${k.account_id}, ${k.id}, ${k.token})`), sql`, `)})`,
   );
 }
@@ -88,57 +104,76 @@ export interface ExchangeInput {
  * Records attempt outcomes and claims up to `limit` due deliveries in ONE statement (one round
  * trip, one commit), so a busy worker pays one database exchange per batch, not two.
  *
- * Recording: sets each outcome and releases its claim, only on rows still holding the claim token
- * the attempt was made under (a row whose lease ran out and that another worker took is left
- * alone; its id is not in `recorded`). Claiming: pending or retrying, due, without a live lease,
- * not locked by another claim in progress (`FOR UPDATE SKIP LOCKED`), oldest due first, skipping
- * `skipWebhooks` and the rows being recorded; sets the lease and the claim token. The claimed rows are updated by `ctid` (a TID scan),
- * so the plan cannot turn into a scan of the whole table, and the due scan walks the partial due
- * index in order whatever the statistics say (no planner settings, hence no transaction). The
- * statement text is the same for every call (arrays are parameters), so it is prepared once.
+ * Recording, only for rows whose queue entry still holds the claim token the attempt was made
+ * under (a row whose lease ran out and that another worker took is left alone; its id is not in
+ * `recorded`): a final outcome (delivered, failed) deletes the queue entry, a retry sets its next
+ * due time and releases it; either way the log row takes the outcome (a HOT update). The outcomes
+ * travel as one JSON text: the database parses it faster than the client escapes ten arrays.
+ * Claiming: due, without a live lease, not locked by another claim in progress (`FOR UPDATE SKIP
+ * LOCKED`), oldest due first, skipping `skipWebhooks` and the rows being recorded; sets the lease and
+ * the claim token (a HOT update). The claimed rows are updated by `ctid` (a TID scan). The due scan
+ * must walk the queue's index in order and stop at `limit`: without statistics (no autovacuum, or
+ * PGlite) the planner prefers a bitmap scan of every due row plus a sort, which made each claim
+ * cost as much as the whole backlog; the transaction turns those plans off for this statement.
  */
-export async function exchangeDeliveries(db: DbOrTx, input: ExchangeInput): Promise<{ recorded: Set<string>; claimed: ClaimedDelivery[] }> {
+export async function exchangeDeliveries(database: Pick<Database, "db" | "queue">, input: ExchangeInput): Promise<{ recorded: Set<string>; claimed: ClaimedDelivery[] }> {
   const { records, now, limit, leaseUntil, token, skipWebhooks } = input;
-  const column = <T>(pick: (r: AttemptRecord) => T) => sql.param(records.map(pick));
   const tokens = [...new Set(records.map((r) => r.token))];
+  const outcomes = JSON.stringify(
+    records.map((r) => [r.account_id, r.id, r.token, r.status, r.attempts, r.last_status, r.last_error, r.next_attempt_at, r.updated_at, r.delivered_at]),
+  );
   // One row of four JSON arrays: the ids NOT recorded (claim lost), the claimed rows, and each
   // claimed row's event and subscription once (deliveries share them). Parsing a few JSON texts
   // costs the worker far less than hundreds of rows of ten columns each.
-  const [row] = await rawRows<{ lost: unknown; claimed: unknown; events: unknown; subs: unknown }>(
-    db,
-    sql`with rec as (
-          update webhook_delivery d set status = u.status, attempts = u.attempts, last_status = u.last_status,
-                 last_error = u.last_error, next_attempt_at = u.next_attempt_at, updated_at = u.updated_at,
-                 delivered_at = u.delivered_at, claimed_until = null, claim_token = null
-          from unnest(${column((r) => r.account_id)}::text[], ${column((r) => r.id)}::text[], ${column((r) => r.token)}::text[],
-                      ${column((r) => r.status)}::text[], ${column((r) => r.attempts)}::smallint[], ${column((r) => r.last_status)}::integer[],
-                      ${column((r) => r.last_error)}::text[], ${column((r) => r.next_attempt_at)}::bigint[], ${column((r) => r.updated_at)}::bigint[],
-                      ${column((r) => r.delivered_at)}::bigint[])
-               as u(account_id, id, token, status, attempts, last_status, last_error, next_attempt_at, updated_at, delivered_at)
-          where d.account_id = u.account_id and d.id = u.id and d.claim_token = u.token
-          returning d.id
-        ), claimed as (
-          update webhook_delivery w set claimed_until = ${leaseUntil}, claim_token = ${token}
-          where w.ctid = any(array(
-            select d.ctid from webhook_delivery d
-            where d.status in ('pending','retrying') and d.next_attempt_at <= ${now}
-              and (d.claimed_until is null or d.claimed_until <= ${now})
-              and (d.claim_token is null or d.claim_token <> all(${sql.param(tokens)}::text[]))
-              and d.webhook_id <> all(${sql.param(skipWebhooks)}::text[])
-            order by d.next_attempt_at
-            limit ${limit}
-            for update skip locked))
-          returning w.account_id, w.id, w.webhook_id, w.attempts, w.event_id
-        )
-        select
-          (select coalesce(json_agg(u.id), '[]') from unnest(${column((r) => r.id)}::text[]) as u(id)
-            where u.id not in (select id from rec)) as lost,
-          (select coalesce(json_agg(json_build_array(c.account_id, c.id, c.webhook_id, c.attempts, c.event_id)), '[]') from claimed c) as claimed,
-          (select coalesce(json_agg(json_build_array(e.account_id, e.id, e.name, e.data, e.ts)), '[]') from event e
-            where (e.account_id, e.id) in (select account_id, event_id from claimed)) as events,
-          (select coalesce(json_agg(json_build_array(s.account_id, s.id, s.url, s.secret_ref, s.status)), '[]') from webhook_subscription s
-            where (s.account_id, s.id) in (select account_id, webhook_id from claimed)) as subs`,
-  );
+  const statement = sql`with u as (
+            select o->>0 as account_id, o->>1 as id, o->>2 as token, o->>3 as status, (o->>4)::smallint as attempts,
+                   (o->>5)::integer as last_status, o->>6 as last_error, (o->>7)::bigint as next_attempt_at,
+                   (o->>8)::bigint as updated_at, (o->>9)::bigint as delivered_at
+            from jsonb_array_elements(${outcomes}::jsonb) as o
+          ), fin as (
+            delete from webhook_delivery_due d using u
+            where u.status in ('delivered', 'failed') and d.account_id = u.account_id and d.id = u.id and d.claim_token = u.token
+            returning d.account_id, d.id
+          ), ret as (
+            update webhook_delivery_due d set attempts = u.attempts, next_attempt_at = u.next_attempt_at, claimed_until = null, claim_token = null
+            from u
+            where u.status = 'retrying' and d.account_id = u.account_id and d.id = u.id and d.claim_token = u.token
+            returning d.account_id, d.id
+          ), rec as (
+            select account_id, id from fin union all select account_id, id from ret
+          ), logged as (
+            update webhook_delivery l set status = u.status, attempts = u.attempts, last_status = u.last_status,
+                   last_error = u.last_error, updated_at = u.updated_at, delivered_at = u.delivered_at
+            from u, rec
+            where rec.account_id = u.account_id and rec.id = u.id and l.account_id = u.account_id and l.id = u.id
+          ), claimed as (
+            update webhook_delivery_due w set claimed_until = ${leaseUntil}, claim_token = ${token}
+            where w.ctid = any(array(
+              select d.ctid from webhook_delivery_due d
+              where d.next_attempt_at <= ${now}
+                and (d.claimed_until is null or d.claimed_until <= ${now})
+                and (d.claim_token is null or d.claim_token <> all(${sql.param(tokens)}::text[]))
+                and d.webhook_id <> all(${sql.param(skipWebhooks)}::text[])
+              order by d.next_attempt_at
+              limit ${limit}
+              for update skip locked))
+            returning w.account_id, w.id, w.webhook_id, w.attempts, w.event_id
+          )
+          select
+            (select coalesce(json_agg(u.id), '[]') from u
+              where not exists (select 1 from rec where rec.account_id = u.account_id and rec.id = u.id)) as lost,
+            (select coalesce(json_agg(json_build_array(c.account_id, c.id, c.webhook_id, c.attempts, c.event_id)), '[]') from claimed c) as claimed,
+            (select coalesce(json_agg(json_build_array(e.account_id, e.id, e.name, e.data, e.ts)), '[]') from event e
+              where (e.account_id, e.id) in (select account_id, event_id from claimed)) as events,
+            (select coalesce(json_agg(json_build_array(s.account_id, s.id, s.url, s.secret_ref, s.status)), '[]') from webhook_subscription s
+              where (s.account_id, s.id) in (select account_id, webhook_id from claimed)) as subs`;
+  type Row = { lost: unknown; claimed: unknown; events: unknown; subs: unknown };
+  const [row] = database.queue
+    ? await rawRows<Row>(database.queue, statement)
+    : await database.db.transaction(async (tx) => {
+        await tx.execute(sql`select set_config('enable_bitmapscan', 'off', true), set_config('enable_seqscan', 'off', true)`);
+        return rawRows<Row>(tx, statement);
+      });
   const parsed = <T>(value: unknown): T => (typeof value === "string" ? JSON.parse(value) : value) as T;
   const lost = new Set(parsed<string[]>(row?.lost ?? "[]"));
   const recorded = new Set<string>();
@@ -164,13 +199,17 @@ export async function exchangeDeliveries(db: DbOrTx, input: ExchangeInput): Prom
   return { recorded, claimed };
 }
 
-/** Deletes up to `batch` delivered rows delivered before `before` (epoch s); returns how many. */
-export async function deleteDeliveredBefore(db: Db, before: number, batch: number): Promise<number> {
+/**
+ * Deletes up to `batch` finished (delivered or failed) deliveries created before `before` (epoch s);
+ * returns how many. A delivery still to be attempted is never removed, however old.
+ */
+export async function deleteFinishedBefore(db: Db, before: number, batch: number): Promise<number> {
   const rows = await rawRows<{ id: string }>(
     db,
     sql`delete from webhook_delivery where (account_id, id) in (
           select account_id, id from webhook_delivery
-          where status = 'delivered' and delivered_at < ${before}
+          where created_at < ${before} and status in ('delivered', 'failed')
+          order by created_at
           limit ${batch})
         returning id`,
   );

@@ -259,13 +259,15 @@ describe(`webhook delivery [${storeKind}]`, () => {
     await subscribe(t, path);
     await fireTestEvent(platform.events, t.accountId, {});
     const leaseEnd = Date.now() + 1200;
-    await platform.db.execute(sql`update webhook_delivery set claimed_until = ${leaseEnd}, claim_token = 'crashed' where account_id = ${t.accountId}`);
+    await platform.db.execute(sql`update webhook_delivery_due set claimed_until = ${leaseEnd}, claim_token = 'crashed' where account_id = ${t.accountId}`);
     const [row] = await withWorker(async () => {
       await Bun.sleep(500);
       expect(receiver.at(path)).toHaveLength(0); // still leased to the dead worker
       return settled(t.accountId, 1);
     });
-    expect(row).toMatchObject({ status: "delivered", attempts: 1, claim_token: null, claimed_until: null });
+    expect(row).toMatchObject({ status: "delivered", attempts: 1, last_error: null });
+    // Its queue entry went with the recorded outcome.
+    expect(await rawRows(platform.db, sql`select id from webhook_delivery_due where account_id = ${t.accountId}`)).toHaveLength(0);
     expect(receiver.at(path)).toHaveLength(1);
     expect(receiver.at(path)[0]!.at).toBeGreaterThanOrEqual(leaseEnd);
   });
@@ -319,24 +321,30 @@ describe(`webhook delivery [${storeKind}]`, () => {
     expect(receiver.at(slow)).toHaveLength(10);
   });
 
-  test("retention: delivered rows older than 7 days are removed; newer and failed ones stay", async () => {
+  test("retention: finished deliveries older than 7 days are removed; newer ones and those still to attempt stay", async () => {
     const t = await seedTenant(platform);
     const path = freshPath("retention");
     const hook = await subscribe(t, path);
     const day = 86400;
     const now = Math.floor(Date.now() / 1000);
     const rows = [
-      { id: "whd_OLDDELIVERED0000000000000", status: "delivered", delivered_at: now - 8 * day },
-      { id: "whd_NEWDELIVERED0000000000000", status: "delivered", delivered_at: now - 6 * day },
-      { id: "whd_OLDFAILED0000000000000000", status: "failed", delivered_at: null },
+      { id: "whd_OLDDELIVERED0000000000000", status: "delivered", created: now - 8 * day, delivered_at: now - 8 * day },
+      { id: "whd_NEWDELIVERED0000000000000", status: "delivered", created: now - 6 * day, delivered_at: now - 6 * day },
+      { id: "whd_OLDFAILED0000000000000000", status: "failed", created: now - 9 * day, delivered_at: null },
+      { id: "whd_NEWFAILED0000000000000000", status: "failed", created: now - day, delivered_at: null },
+      { id: "whd_OLDRETRYING00000000000000", status: "retrying", created: now - 9 * day, delivered_at: null },
     ];
     for (const [i, r] of rows.entries()) {
-      await platform.db.execute(sql`insert into webhook_delivery (account_id, id, webhook_id, event_id, event, status, attempts, next_attempt_at, created_at, updated_at, delivered_at)
-        values (${t.accountId}, ${r.id}, ${hook.id}, ${-1 - i}, 'test', ${r.status}, 1, 0, ${now - 9 * day}, ${now - 9 * day}, ${r.delivered_at})`);
+      await platform.db.execute(sql`insert into webhook_delivery (account_id, id, webhook_id, event_id, event, status, attempts, created_at, updated_at, delivered_at)
+        values (${t.accountId}, ${r.id}, ${hook.id}, ${-1 - i}, 'test', ${r.status}, 1, ${r.created}, ${r.created}, ${r.delivered_at})`);
     }
-    expect(await sweepDeliveredWebhooks(platform)).toBeGreaterThanOrEqual(1);
+    // Still to attempt (its queue entry is far in the future, so no worker here takes it).
+    await platform.db.execute(sql`insert into webhook_delivery_due (account_id, id, webhook_id, event_id, attempts, next_attempt_at)
+      values (${t.accountId}, 'whd_OLDRETRYING00000000000000', ${hook.id}, -5, 1, ${Date.now() + 365 * day * 1000})`);
+    expect(await sweepDeliveredWebhooks(platform)).toBeGreaterThanOrEqual(2);
     const left = await rawRows<{ id: string }>(platform.db, sql`select id from webhook_delivery where account_id = ${t.accountId} order by id`);
-    expect(left.map((r) => r.id).sort()).toEqual(["whd_NEWDELIVERED0000000000000", "whd_OLDFAILED0000000000000000"]);
+    expect(left.map((r) => r.id).sort()).toEqual(["whd_NEWDELIVERED0000000000000", "whd_NEWFAILED0000000000000000", "whd_OLDRETRYING00000000000000"]);
+    await platform.db.execute(sql`delete from webhook_delivery_due where account_id = ${t.accountId}`);
   });
 });
 
