@@ -114,7 +114,8 @@ export interface ExchangeInput {
  * the claim token (a HOT update). The claimed rows are updated by `ctid` (a TID scan). The due scan
  * must walk the queue's index in order and stop at `limit`: without statistics (no autovacuum, or
  * PGlite) the planner prefers a bitmap scan of every due row plus a sort, which made each claim
- * cost as much as the whole backlog; the transaction turns those plans off for this statement.
+ * cost as much as the whole backlog. Those plans are off on the queue connections (PostgreSQL: the
+ * statement is one round trip there) and, on PGlite, in a transaction around the statement.
  */
 export async function exchangeDeliveries(database: Pick<Database, "db" | "queue">, input: ExchangeInput): Promise<{ recorded: Set<string>; claimed: ClaimedDelivery[] }> {
   const { records, now, limit, leaseUntil, token, skipWebhooks } = input;

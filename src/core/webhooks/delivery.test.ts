@@ -58,7 +58,11 @@ async function settled(accountId: string, count: number, timeoutMs = 15_000): Pr
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const rows = await deliveries(accountId);
-    if (rows.length >= count && rows.every((r) => r.status === "delivered" || r.status === "failed")) return rows;
+    if (rows.length >= count && rows.every((r) => r.status === "delivered" || r.status === "failed")) {
+      // A final outcome leaves nothing in the work queue (it is removed in the statement that records it).
+      expect(await rawRows(platform.db, sql`select id from webhook_delivery_due where account_id = ${accountId}`)).toHaveLength(0);
+      return rows;
+    }
     if (Date.now() > deadline) throw new Error(`deliveries not settled: ${JSON.stringify(rows.map((r) => [r.status, r.attempts, r.last_error]))}`);
     await Bun.sleep(50);
   }
