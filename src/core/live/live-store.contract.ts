@@ -516,11 +516,14 @@ export function runLiveStoreContract(name: string, make: () => Promise<LiveStore
         expect(await store.ttl(k)).toBe(-2);
       });
 
-      test("zaddExpiring adds with a deadline and drops expired members", async () => {
+      // One set with room to spare: plain expiring membership.
+      const join = (k: string, member: string, ttlMs: number) => store.zaddExpiringWithin([{ key: k, limit: 1000 }], member, ttlMs);
+
+      test("zaddExpiringWithin adds with a deadline and drops expired members", async () => {
         const k = key("zexp");
-        expect(await store.zaddExpiring(k, "short", SHORT_TTL_MS)).toBe(1);
-        expect(await store.zaddExpiring(k, "long", 10_000)).toBe(2);
-        expect(await store.zaddExpiring(k, "mid", 5_000)).toBe(3);
+        await join(k, "short", SHORT_TTL_MS);
+        await join(k, "long", 10_000);
+        expect(await join(k, "mid", 5_000)).toEqual({ ok: true });
         expect(await store.zliveMembers(k)).toEqual(["short", "mid", "long"]);
         const score = await store.zscore(k, "long");
         expect(score).not.toBeNull();
@@ -528,25 +531,26 @@ export function runLiveStoreContract(name: string, make: () => Promise<LiveStore
         await Bun.sleep(AFTER_SHORT_TTL_MS);
         expect(await store.zliveMembers(k)).toEqual(["mid", "long"]);
         expect(await store.zcard(k)).toBe(2);
-        expect(await store.zaddExpiring(k, "other", 7_000)).toBe(3);
+        await join(k, "other", 7_000);
+        expect(await store.zcard(k)).toBe(3);
       });
 
-      test("zaddExpiring prunes on add and refreshes a member's deadline", async () => {
+      test("zaddExpiringWithin prunes on add and refreshes a member's deadline", async () => {
         const k = key("zexp-refresh");
-        await store.zaddExpiring(k, "a", SHORT_TTL_MS);
-        await store.zaddExpiring(k, "b", SHORT_TTL_MS);
+        await join(k, "a", SHORT_TTL_MS);
+        await join(k, "b", SHORT_TTL_MS);
         await Bun.sleep(SHORT_TTL_MS / 2);
-        await store.zaddExpiring(k, "a", 10_000);
+        await join(k, "a", 10_000);
         await Bun.sleep(AFTER_SHORT_TTL_MS);
-        expect(await store.zaddExpiring(k, "c", 5_000)).toBe(2);
+        await join(k, "c", 5_000);
         expect(await store.zcard(k)).toBe(2);
         expect(await store.zliveMembers(k)).toEqual(["c", "a"]);
       });
 
-      test("a zaddExpiring set with only expired members disappears", async () => {
+      test("a zaddExpiringWithin set with only expired members disappears", async () => {
         const k = key("zexp-gone");
-        await store.zaddExpiring(k, "a", SHORT_TTL_MS);
-        await store.zaddExpiring(k, "b", SHORT_TTL_MS);
+        await join(k, "a", SHORT_TTL_MS);
+        await join(k, "b", SHORT_TTL_MS);
         expect(await store.ttl(k)).toBeGreaterThan(0);
         await Bun.sleep(AFTER_SHORT_TTL_MS);
         expect(await store.zliveMembers(k)).toEqual([]);
@@ -594,10 +598,11 @@ export function runLiveStoreContract(name: string, make: () => Promise<LiveStore
         expect(await store.zcard(own)).toBe(7);
       });
 
-      test("zaddExpiring counts every member of a concurrent burst", async () => {
+      test("zaddExpiringWithin counts every member of a concurrent burst", async () => {
         const k = key("zexp-race");
-        const counts = await Promise.all(Array.from({ length: 50 }, (_, i) => store.zaddExpiring(k, `m${i}`, 10_000)));
-        expect(Math.max(...counts)).toBe(50);
+        const results = await Promise.all(Array.from({ length: 50 }, (_, i) => join(k, `m${i}`, 10_000)));
+        expect(results.every((r) => r.ok)).toBe(true);
+        expect(await store.zcard(k)).toBe(50);
         expect((await store.zliveMembers(k)).sort()).toEqual(Array.from({ length: 50 }, (_, i) => `m${i}`).sort());
       });
     });

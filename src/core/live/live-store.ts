@@ -95,20 +95,17 @@ export interface LiveStore {
   zremRangeByScore(key: string, min: number, max: number): Promise<number>;
   zcard(key: string): Promise<number>;
   /**
-   * Sorted set whose members expire: adds `member` with deadline now+ttlMs as its score, first
-   * removing every member whose deadline has passed. Returns the live member count.
-   */
-  zaddExpiring(key: string, member: string, ttlMs: number): Promise<number>;
-  /**
-   * `zaddExpiring` into several sets at once, all or none, in one atomic step: `member` joins every
-   * set only if each set's live count, the member included, stays within that set's `limit`; else no
-   * set changes and the first set that would overflow is reported with its live count without the
-   * member. A set the member is already in is renewed, and counts it once. The CAC primitive (one
+   * Sorted sets whose members expire, joined all or none in one atomic step: first every member whose
+   * deadline (its score) has passed is removed from each set; then `member` joins every set with
+   * deadline now+ttlMs only if each set's live count, the member included, stays within that set's
+   * `limit`; else no set changes and the first set that would overflow is reported with its live count
+   * without the member. A set the member is already in is renewed, and counts it once. Each set lives as
+   * long as its longest-lived member, so an abandoned one cleans itself up. The CAC primitive (one
    * round trip per admission, and no partial take to undo).
    * @example await live.zaddExpiringWithin([{ key: userSlot, limit: 2 }, { key: accountSlot, limit: 30 }], "call_…", 14_400_000)
    */
   zaddExpiringWithin(sets: Array<{ key: string; limit: number }>, member: string, ttlMs: number): Promise<{ ok: true } | { ok: false; index: number; count: number }>;
-  /** Live (unexpired) members of a `zaddExpiring` set, soonest-to-expire first. */
+  /** Live (unexpired) members of a `zaddExpiringWithin` set, soonest-to-expire first. */
   zliveMembers(key: string): Promise<string[]>;
 
   // ---- leases -----------------------------------------------------------------------------

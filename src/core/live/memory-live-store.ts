@@ -355,17 +355,6 @@ export function createMemoryLiveStore(): LiveStore {
       return readZset(key)?.value.size ?? 0;
     },
 
-    async zaddExpiring(key, member, ttlMs) {
-      const ms = ttlArg(ttlMs);
-      const now = Date.now();
-      const zset = readCollection(key, "zset", () => ({ kind: "zset", value: new Map(), expiresAt: null }));
-      pruneZset(zset, now);
-      zset.value.set(member, now + ms);
-      // The key lives as long as its longest-lived member, so an abandoned set cleans itself up.
-      zset.expiresAt = Math.max(...zset.value.values());
-      return zset.value.size;
-    },
-
     async zaddExpiringWithin(sets, member, ttlMs) {
       const ms = ttlArg(ttlMs);
       const now = Date.now();
@@ -381,6 +370,7 @@ export function createMemoryLiveStore(): LiveStore {
       }
       for (const zset of zsets) {
         zset.value.set(member, now + ms);
+        // The key lives as long as its longest-lived member, so an abandoned set cleans itself up.
         zset.expiresAt = Math.max(...zset.value.values());
       }
       return { ok: true };

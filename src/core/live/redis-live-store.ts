@@ -90,16 +90,9 @@ if ttl < 0 then
 end
 return {n, ttl}`),
 
-  // ARGV: member, ttlMs. The key's own TTL follows its longest-lived member.
-  zaddExpiring: lua(`${NOW}redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
-local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
-local left = math.ceil(tonumber(last[2]) - now)
-if left > 0 and left < math.huge then redis.call('PEXPIRE', KEYS[1], left) end
-return redis.call('ZCARD', KEYS[1])`),
-
   // KEYS: the sets; ARGV: member, ttlMs, then one limit per key. Returns {0, 0} when taken, else
-  // {index (1-based), live count without the member} of the first set that would overflow.
+  // {index (1-based), live count without the member} of the first set that would overflow. Each
+  // key's own TTL follows its longest-lived member.
   zaddExpiringWithin: lua(`${NOW}local member = ARGV[1]
 for i, key in ipairs(KEYS) do
   redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
@@ -365,10 +358,6 @@ export async function createRedisLiveStore(url: string): Promise<LiveStore> {
 
     async zcard(key) {
       return integer(await send("ZCARD", [key]));
-    },
-
-    async zaddExpiring(key, member, ttlMs) {
-      return integer(await run(SCRIPTS.zaddExpiring, [key], [member, ttlArg(ttlMs)]));
     },
 
     async zaddExpiringWithin(sets, member, ttlMs) {

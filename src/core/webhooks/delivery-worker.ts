@@ -129,7 +129,7 @@ async function drain(response: Response): Promise<void> {
     try {
       await response.arrayBuffer();
     } catch {
-      // As below: the status is what counts.
+      // The reply body broke off after its status arrived; the status is what counts.
     }
     return;
   }
@@ -516,7 +516,7 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
 
   async function sweep(): Promise<void> {
     try {
-      const removed = await sweepDeliveredWebhooks(platform, retentionDays);
+      const removed = await sweepFinishedWebhooks(platform, retentionDays);
       if (removed) log.info("old webhook deliveries removed", { removed });
     } catch (error) {
       log.warn("webhook delivery sweep failed", { error: describeError(error) });
@@ -564,7 +564,7 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
 }
 
 /** The retention sweep: deletes finished (delivered or failed) deliveries older than `retentionDays`; returns how many. */
-export async function sweepDeliveredWebhooks(platform: Pick<Platform, "db">, retentionDays = 7): Promise<number> {
+export async function sweepFinishedWebhooks(platform: Pick<Platform, "db">, retentionDays = 7): Promise<number> {
   const before = Math.floor(Date.now() / 1000) - retentionDays * 86400;
   let removed = 0;
   for (;;) {

@@ -15,7 +15,7 @@ import { createWebhook, deleteWebhook } from "./webhooks.service.ts";
 import { fireTestEvent } from "./delivery.service.ts";
 import { listDeliveryRows } from "./delivery.store.ts";
 import type { WebhookDeliveryRow } from "./delivery.schema.ts";
-import { startDeliveryWorker, sweepDeliveredWebhooks, type DeliveryWorkerOptions } from "./delivery-worker.ts";
+import { startDeliveryWorker, sweepFinishedWebhooks, type DeliveryWorkerOptions } from "./delivery-worker.ts";
 import { standardWebhookKey } from "./delivery-signing.ts";
 import { startTestReceiver, type TestReceiver } from "./delivery-test-receiver.ts";
 
@@ -158,6 +158,38 @@ describe(`webhook delivery [${storeKind}]`, () => {
     expect(row).toMatchObject({ status: "failed", attempts: 1, last_status: 302 });
     expect(row!.last_error).toMatch(/redirect/);
     expect(receiver.at(target)).toHaveLength(0);
+  });
+
+  test("any reply is read to its end or cut off: small, large, and streamed without a length", async () => {
+    const t = await seedTenant(platform);
+    const big = "x".repeat(1024 * 1024);
+    const chunk = new TextEncoder().encode(big.slice(0, 64 * 1024));
+    const replies: Record<string, () => Response> = {
+      small: () => new Response("ok"),
+      large: () => new Response(big),
+      // Endless: only the worker's cut-off (64 KiB read) ends it; the attempt's timeout is a minute,
+      // longer than `settled` waits, so a worker reading replies to their end never settles here.
+      streamed: () =>
+        new Response(
+          new ReadableStream({
+            pull(controller) {
+              controller.enqueue(chunk);
+            },
+          }),
+        ),
+      "large-503": () => new Response(big, { status: 503 }),
+    };
+    const paths = Object.keys(replies).map((label) => {
+      const path = freshPath(`reply-${label}`);
+      receiver.on(path, (_r, n) => (label === "large-503" && n > 1 ? new Response("ok") : replies[label]!()));
+      return path;
+    });
+    for (const path of paths) await subscribe(t, path);
+    for (let i = 0; i < 3; i++) await fireTestEvent(platform.events, t.accountId, {});
+    const rows = await withWorker(() => settled(t.accountId, 12), { timeoutMs: 60_000 });
+    expect(rows.filter((r) => r.status === "delivered")).toHaveLength(12);
+    // Each (event, subscription) once, but the 503 one twice: its first reply was read and retried.
+    for (const path of paths) expect(receiver.at(path)).toHaveLength(path.includes("large-503") ? 4 : 3);
   });
 
   test("503 then 200 is delivered on the second attempt; 429 is retried too", async () => {
@@ -345,7 +377,7 @@ describe(`webhook delivery [${storeKind}]`, () => {
     // Still to attempt (its queue entry is far in the future, so no worker here takes it).
     await platform.db.execute(sql`insert into webhook_delivery_due (account_id, id, webhook_id, event_id, attempts, next_attempt_at)
       values (${t.accountId}, 'whd_OLDRETRYING00000000000000', ${hook.id}, -5, 1, ${Date.now() + 365 * day * 1000})`);
-    expect(await sweepDeliveredWebhooks(platform)).toBeGreaterThanOrEqual(2);
+    expect(await sweepFinishedWebhooks(platform)).toBeGreaterThanOrEqual(2);
     const left = await rawRows<{ id: string }>(platform.db, sql`select id from webhook_delivery where account_id = ${t.accountId} order by id`);
     expect(left.map((r) => r.id).sort()).toEqual(["whd_NEWDELIVERED0000000000000", "whd_NEWFAILED0000000000000000", "whd_OLDRETRYING00000000000000"]);
     await platform.db.execute(sql`delete from webhook_delivery_due where account_id = ${t.accountId}`);

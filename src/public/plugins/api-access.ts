@@ -95,9 +95,9 @@ export function isIdempotencyHook(hook: unknown): boolean {
 export function apiAccess(platform: Platform) {
   const { credentials, db, config } = platform;
 
-  const authenticate = async (headers: Headers): Promise<ResolvedPrincipal | null> => {
-    const key = headers.get("x-api-key");
-    if (key !== null) return credentials.fromApiKey(key.trim());
+  /** The caller's principal: an API key (`key`, trimmed, when the request has one) or a Bearer token. */
+  const authenticate = async (headers: Headers, key: string | null): Promise<ResolvedPrincipal | null> => {
+    if (key !== null) return credentials.fromApiKey(key);
     const authorization = headers.get("authorization");
     if (authorization !== null) {
       const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
@@ -151,12 +151,12 @@ export function apiAccess(platform: Platform) {
           // The common case answers without waiting: a key cached with its active account, and a
           // rate-limit lease in hand. Anything else takes the full path (database, live store).
           const headers = request.headers;
-          const secret = headers.get("x-api-key");
-          let resolved: ResolvedPrincipal | null | undefined = secret === null ? undefined : credentials.cachedApiKey(secret.trim());
+          const secret = headers.get("x-api-key")?.trim() ?? null;
+          let resolved: ResolvedPrincipal | null | undefined = secret === null ? undefined : credentials.cachedApiKey(secret);
           let failure: unknown = null;
           if (resolved === undefined) {
             try {
-              resolved = await authenticate(headers);
+              resolved = await authenticate(headers, secret);
             } catch (error) {
               failure = error;
             }
