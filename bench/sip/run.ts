@@ -11,8 +11,8 @@
  * BENCH_SIP_DATABASE_URL (used as is; default: a scratch database on BENCH_PG_URL, default
  * postgres://postgres@127.0.0.1:5432/postgres, created and dropped), BENCH_REDIS_URL (default
  * redis://127.0.0.1:6379). Kamailio runs as root in the foreground; its log goes to a scratch file
- * (BENCH_SIP_KEEP_LOGS=1 keeps it). Parley runs with LOG_LEVEL=warn. BENCH_SIP_WORKERS and
- * BENCH_SIP_EVENT_WORKERS override kamailio.cfg's SIP_WORKERS (8) and EVENT_WORKERS (1) async worker counts.
+ * (BENCH_SIP_KEEP_LOGS=1 keeps it). Parley runs with LOG_LEVEL=warn. BENCH_SIP_WORKERS overrides
+ * kamailio.cfg's SIP_WORKERS (8) async worker count.
  */
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync, existsSync, openSync, readSync, closeSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -219,7 +219,6 @@ await runBench(async () => {
   const uas: Proc = startSipp("uas.xml", ["-p", String(uasPort), "-mp", String(nextMediaPort()), "-buff_size", String(8 * 1024 * 1024)]);
   children.add({ name: "sipp-uas", proc: uas.proc, stdout: uas.stdout, stderr: uas.stderr });
   const edge = await startEdge("edge-bench", parley.controlPort, [
-    ...(process.env.BENCH_SIP_EVENT_WORKERS ? [`EVENT_WORKERS="name=events;workers=${process.env.BENCH_SIP_EVENT_WORKERS}"`] : []),
     ...(process.env.BENCH_SIP_WORKERS ? [`SIP_WORKERS="name=sip;workers=${process.env.BENCH_SIP_WORKERS}"`] : []),
   ]);
   const baseline = await startEdge("edge-static", parley.controlPort, ["STATIC_ROUTE", `STATIC_PASSWORD="${PASSWORD}"`, `STATIC_ROUTE_URI="sip:127.0.0.1:${uasPort}"`]);
@@ -247,7 +246,7 @@ await runBench(async () => {
       real.auth = latency(log, /^\/auth/);
       real.routeChallenge = latency(log, /^\/route.*action=reject/);
       real.routeProxy = latency(log, /^\/route.*action=proxy/);
-      real.events = latency(log, /^\/presence\/event dialog/);
+      real.events = latency(log, /^\/presence\/events/);
       rows.push({ rate, base, real });
       console.log(
         `${String(rate).padStart(4)}/s  static: ${base.successful}/${base.attempted} ok, ${base.failed} failed, ${base.retrans} retrans, setup ${fmt(base.setupMs, 1)} ms` +
@@ -262,7 +261,7 @@ await runBench(async () => {
   }
 
   console.log("\nms (p50/p99) as Kamailio saw the control calls; ratio = Parley's successful calls / the static baseline's.");
-  console.log("rate | attempted | ok static | ok parley | failed | retrans | /auth | /route 407 | /route proxy | dialog events | CDRs (completed) | ratio | setup ms static/parley");
+  console.log("rate | attempted | ok static | ok parley | failed | retrans | /auth | /route 407 | /route proxy | /presence/events batches | CDRs (completed) | ratio | setup ms static/parley");
   for (const { rate, base, real } of rows) {
     console.log(
       [

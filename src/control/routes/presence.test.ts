@@ -188,6 +188,72 @@ describe(`agents and dialogs [${storeKind}]`, () => {
   });
 });
 
+describe(`POST /presence/events (the edge's batches) [${storeKind}]`, () => {
+  test("each call's events are handled in order while calls interleave; register events too", async () => {
+    const t = await seedTenant(platform);
+    const users = await Promise.all([seedUser(t.accountId), seedUser(t.accountId), seedUser(t.accountId)]);
+    const calls = users.map(() => randomUUID());
+    const dialog = (i: number, state: string) => ({ type: "dialog", callId: calls[i], state, account_id: t.accountId, legs: [{ role: "callee", user_id: users[i]!.userId }] });
+    // Interleaved as the edge queues them: call 0 ends, call 1 stays up, call 2 ends.
+    const events = [
+      register(t.accountId, users[0]!.deviceId),
+      dialog(0, "early"), dialog(1, "early"), dialog(0, "confirmed"), dialog(2, "early"),
+      dialog(1, "confirmed"), dialog(0, "terminated"), dialog(2, "confirmed"), dialog(2, "terminated"),
+    ];
+    const r = await client.post("/presence/events", { events });
+    expect(r).toEqual({ status: 200, body: { ok: true, handled: events.length, refused: [] } });
+    expect(await userCallCount(platform.live, t.accountId, users[0]!.userId)).toBe(0);
+    expect(await userCallCount(platform.live, t.accountId, users[1]!.userId)).toBe(1);
+    expect(await userCallCount(platform.live, t.accountId, users[2]!.userId)).toBe(0);
+    expect(await userContacts(platform.live, t.accountId, users[0]!.userId)).toHaveLength(1);
+    // Handled in order per call: a terminated after confirmed, so nothing is left on call.
+    const roster = await client.get(`/presence/users?accountId=${t.accountId}`);
+    expect(roster.body.data.filter((u: { on_call: number }) => u.on_call === 1).map((u: { id: string }) => u.id)).toEqual([users[1]!.userId]);
+
+    // The edge sends a batch again when it got no answer: dialog events already handled change nothing.
+    expect((await client.post("/presence/events", { events })).status).toBe(200);
+    expect(await userCallCount(platform.live, t.accountId, users[1]!.userId)).toBe(1);
+    expect(await userCallCount(platform.live, t.accountId, users[0]!.userId)).toBe(0);
+  });
+
+  test("one malformed event: 400 naming it by position, and none of the batch is handled", async () => {
+    const t = await seedTenant(platform);
+    const u = await seedUser(t.accountId);
+    const callId = randomUUID();
+    const good = { type: "dialog", callId, state: "confirmed", account_id: t.accountId, legs: [{ role: "callee", user_id: u.userId }] };
+    const r = await client.post("/presence/events", { events: [good, { type: "dialog", callId, state: "ringing" }] });
+    expect(r.status).toBe(400);
+    expect(r.body.error).toBe("validation_failed");
+    expect(r.body.details.map((d: { path: string }) => d.path)).toEqual(["/events/1/state"]);
+    const unknownType = await client.post("/presence/events", { events: [good, { type: "fax" }] });
+    expect(unknownType.status).toBe(400);
+    expect(unknownType.body.details.map((d: { path: string }) => d.path)).toContain("/events/1/type");
+    expect(await userCallCount(platform.live, t.accountId, u.userId)).toBe(0);
+    for (const body of [{ events: [] }, {}, { events: good }, { events: Array.from({ length: 501 }, () => good) }, { events: [good], extra: 1 }]) {
+      expect((await client.post("/presence/events", body)).status).toBe(400);
+    }
+    expect(await userCallCount(platform.live, t.accountId, u.userId)).toBe(0);
+  });
+
+  test("an event refused on its own (unknown account, agent event out of turn) is listed; the others are handled", async () => {
+    const t = await seedTenant(platform);
+    const u = await seedUser(t.accountId);
+    const agent = await seedUser(t.accountId, { agent: true });
+    const callId = randomUUID();
+    const r = await client.post("/presence/events", {
+      events: [
+        { type: "dialog", callId: randomUUID(), state: "confirmed", account_id: newId("acc") },
+        { type: "agent", account_id: t.accountId, user_id: agent.userId, event: "pause" },
+        { type: "dialog", callId, state: "confirmed", account_id: t.accountId, legs: [{ role: "callee", user_id: u.userId }] },
+      ],
+    });
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ ok: true, handled: 1 });
+    expect(r.body.refused.map((x: { index: number; error: string }) => [x.index, x.error])).toEqual([[0, "not_found"], [1, "conflict"]]);
+    expect(await userCallCount(platform.live, t.accountId, u.userId)).toBe(1);
+  });
+});
+
 describe(`GET /presence/users [${storeKind}]`, () => {
   test("roster rows and tiles; another account's users never appear", async () => {
     const t = await seedTenant(platform);
@@ -240,6 +306,7 @@ describe(`GET /presence/users [${storeKind}]`, () => {
     const gated = listenControl(closed, [presenceRoutes]);
     try {
       expect((await gated.post("/presence/event", register(t.accountId, u.deviceId))).status).toBe(403);
+      expect((await gated.post("/presence/events", { events: [register(t.accountId, u.deviceId)] })).status).toBe(403);
       expect((await gated.get(`/presence/users?accountId=${t.accountId}`)).status).toBe(403);
       expect(await userContacts(platform.live, t.accountId, u.userId)).toEqual([]);
     } finally {

@@ -1,9 +1,9 @@
-/** POST /presence/event, GET /presence/users. */
+/** POST /presence/event, POST /presence/events (a batch), GET /presence/users. */
 import { Elysia } from "elysia";
 import type { TSchema } from "@sinclair/typebox";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
 import type { Platform } from "../../core/platform.ts";
-import { validationFailed } from "../../core/errors/app-error.ts";
+import { AppError, validationFailed } from "../../core/errors/app-error.ts";
 import { PresenceModel } from "../../core/presence/presence.model.ts";
 import { handleAgent, handleDialog, handleRegister, presenceRoster } from "../../core/presence/presence-events.ts";
 import { apiModels } from "../../http/api-models.ts";
@@ -20,18 +20,84 @@ function isForm(request: Request): boolean {
   return (request.headers.get("content-type") ?? "").toLowerCase().startsWith("application/x-www-form-urlencoded");
 }
 
-/** The body checked against the model its `type` names, or 400 listing each problem. */
-function checked<K extends keyof typeof KINDS>(type: K, body: unknown) {
+type Detail = { path: string; message: string };
+
+/** The problems of `body` against the model its `type` names (none: it is valid), paths under `prefix`. */
+function problems(type: keyof typeof KINDS, body: unknown, prefix = ""): Detail[] {
   const compiled = KINDS[type].check;
-  if (compiled.Check(body)) return body as never;
-  const details: Array<{ path: string; message: string }> = [];
+  if (compiled.Check(body)) return [];
+  const details: Detail[] = [];
   const seen = new Set<string>();
   for (const e of compiled.Errors(body)) {
     if (seen.has(e.path)) continue;
     seen.add(e.path);
-    details.push({ path: e.path, message: e.message === "Unexpected property" ? "This field cannot be set here." : e.message });
+    details.push({ path: `${prefix}${e.path}`, message: e.message === "Unexpected property" ? "This field cannot be set here." : e.message });
   }
-  throw validationFailed(details);
+  return details;
+}
+
+/** The body checked against the model its `type` names, or 400 listing each problem. */
+function checked<K extends keyof typeof KINDS>(type: K, body: unknown) {
+  const details = problems(type, body);
+  if (details.length) throw validationFailed(details);
+  return body as never;
+}
+
+type AnyEvent = { type: "register" | "dialog" | "agent" } & Record<string, unknown>;
+
+/** Handles one already checked event. */
+async function handle(platform: Platform, event: AnyEvent): Promise<void> {
+  switch (event.type) {
+    case "register":
+      return handleRegister(platform, event as never);
+    case "dialog":
+      return handleDialog(platform, event as never);
+    case "agent":
+      return handleAgent(platform, event as never);
+  }
+}
+
+/** Sequences of one batch handled side by side (each sequence in order). */
+const BATCH_PARALLEL = 16;
+
+/**
+ * A batch: every event checked first (one bad event: 400 and none handled), then handled with each
+ * call's dialog events in their order and register/agent events in theirs, while different calls
+ * proceed side by side (the edge's event queue sends one batch at a time, oldest first). An event
+ * refused on its own (a 4xx: an unknown account, user or queue) is reported in `refused` and the
+ * rest go on, as each would have alone; anything else fails the batch (5xx), and the edge sends it
+ * again: dialog and register events are idempotent, so the ones already handled change nothing.
+ */
+async function handleBatch(platform: Platform, events: AnyEvent[]): Promise<PresenceModel.BatchReply["refused"]> {
+  const details = events.flatMap((event, i) => problems(event.type, event, `/events/${i}`));
+  if (details.length) throw validationFailed(details);
+  const sequences = new Map<string, number[]>();
+  events.forEach((event, index) => {
+    const key = event.type === "dialog" ? `dialog:${String(event.callId)}` : event.type;
+    let sequence = sequences.get(key);
+    if (!sequence) sequences.set(key, (sequence = []));
+    sequence.push(index);
+  });
+  const queue = [...sequences.values()];
+  const refused: PresenceModel.BatchReply["refused"] = [];
+  let failure: unknown = null;
+  await Promise.all(
+    Array.from({ length: Math.min(BATCH_PARALLEL, queue.length) }, async () => {
+      for (let sequence = queue.shift(); sequence && failure === null; sequence = queue.shift()) {
+        for (const index of sequence) {
+          try {
+            await handle(platform, events[index]!);
+          } catch (error) {
+            if (error instanceof AppError && error.status < 500) refused.push({ index, error: error.code, message: error.message });
+            else failure = error;
+            if (failure !== null) break;
+          }
+        }
+      }
+    }),
+  );
+  if (failure !== null) throw failure;
+  return refused.sort((a, b) => a.index - b.index);
 }
 
 export function presenceRoutes(platform: Platform) {
@@ -40,17 +106,7 @@ export function presenceRoutes(platform: Platform) {
     .post(
       "/presence/event",
       async ({ body }) => {
-        switch (body.type) {
-          case "register":
-            await handleRegister(platform, checked("register", body));
-            break;
-          case "dialog":
-            await handleDialog(platform, checked("dialog", body));
-            break;
-          case "agent":
-            await handleAgent(platform, checked("agent", body));
-            break;
-        }
+        await handle(platform, checked(body.type, body));
         return { ok: true as const };
       },
       {
@@ -68,6 +124,23 @@ export function presenceRoutes(platform: Platform) {
         body: PresenceModel.EventEnvelope,
         response: { 200: OkReply, ...errorReplies(400, 403, 404, 409, 415) },
         detail: { summary: "Report a SIP lifecycle event", description: "type register (a binding), dialog (a call's lifecycle) or agent (an agent's state change)." },
+      },
+    )
+    .post(
+      "/presence/events",
+      async ({ body }) => {
+        const refused = await handleBatch(platform, body.events as AnyEvent[]);
+        const reply: PresenceModel.BatchReply = { ok: true, handled: body.events.length - refused.length, refused };
+        return reply;
+      },
+      {
+        body: PresenceModel.EventBatch,
+        response: { 200: PresenceModel.BatchReply, ...errorReplies(400, 403, 404, 409, 415) },
+        detail: {
+          summary: "Report SIP lifecycle events in a batch",
+          description:
+            "The edge's event queue: up to 500 register, dialog or agent bodies, oldest first, JSON only. Every event is checked before any is handled (one bad event: 400, nothing handled); each call's events are handled in order. An event refused on its own (unknown account, user or queue) is listed in refused and the others are handled.",
+        },
       },
     )
     .get(

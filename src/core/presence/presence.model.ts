@@ -64,6 +64,30 @@ export namespace PresenceModel {
     { additionalProperties: true, description: "One of the register, dialog or agent bodies (see docs/edge-protocols.md)." },
   );
 
+  /** Most events one POST /presence/events may carry. */
+  export const MAX_BATCH = 500;
+
+  /** POST /presence/events: events in the order they happened at the edge. */
+  export const EventBatch = T.Object(
+    { events: T.Array(EventEnvelope, { minItems: 1, maxItems: MAX_BATCH, description: "register, dialog or agent bodies, oldest first." }) },
+    { additionalProperties: false },
+  );
+  export type EventBatch = Static<typeof EventBatch>;
+
+  export const BatchReply = T.Object({
+    ok: T.Literal(true),
+    handled: T.Integer({ minimum: 0, description: "Events handled." }),
+    refused: T.Array(
+      T.Object({
+        index: T.Integer({ minimum: 0, description: "Position in events." }),
+        error: T.String({ description: "The error code the event alone would have got (e.g. not_found)." }),
+        message: T.String(),
+      }),
+      { description: "Events refused on their own (the others were handled)." },
+    ),
+  });
+  export type BatchReply = Static<typeof BatchReply>;
+
   export const AgentStateName = T.Union([T.Literal("logged_out"), T.Literal("ready"), T.Literal("paused"), T.Literal("on_call"), T.Literal("wrap_up")]);
 
   /** One user in the roster. */
