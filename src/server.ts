@@ -13,6 +13,7 @@ import { createControlApp } from "./control/app.ts";
 import { startDeliveryWorker } from "./core/webhooks/delivery-worker.ts";
 import { sweepLogs } from "./core/logs/logs.service.ts";
 import { sweepEvents } from "./core/events/bus.ts";
+import { startStatisticsKeeper } from "./core/db/statistics.ts";
 
 export const ALL_HOSTS: HostName[] = ["public", "console", "realtime", "control"];
 
@@ -63,12 +64,15 @@ export function startHosts(platform: Platform, hosts: HostName[] = ALL_HOSTS): R
     for (const [name, job] of jobs) job().catch((error) => platform.log.warn(`${name} failed`, { error: describeError(error) }));
   }, 3600_000);
   purge.unref();
+  // Planner statistics where autovacuum does not keep them (PGlite; PostgreSQL with autovacuum off).
+  const statistics = startStatisticsKeeper(platform.database, (error) => platform.log.warn("analyze failed", { error: describeError(error) }));
   // One webhook delivery worker per serve process, whatever hosts it runs (WEBHOOK_WORKERS=0: none).
   const webhooks = platform.config.webhookWorkers ? startDeliveryWorker(platform) : null;
   return {
     ports,
     async stop() {
       clearInterval(purge);
+      statistics.stop();
       closeStreams();
       // stop(false): refuse new connections, let requests in flight complete.
       await Promise.all(servers.map((s) => s.stop(false)));

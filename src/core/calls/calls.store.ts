@@ -56,12 +56,20 @@ export async function listTrace(db: DbOrTx, accountId: string, callId: string): 
     .orderBy(asc(callTraces.id));
 }
 
+/**
+ * `ended_ms is null`, written so that the planner cannot read it as the predicate of
+ * call_record_active_idx: an update of one call by its key must use the primary key. Matched, the
+ * partial index made each dialog event scan every active call of the account (without statistics,
+ * as on PGlite or with autovacuum off, the planner prefers it).
+ */
+const notEnded = sql`coalesce(${callRecords.ended_ms}, -1) = -1`;
+
 /** routed → ringing (only from routed); returns the updated row or null. */
 export async function markRinging(db: DbOrTx, accountId: string, id: string, atMs: number): Promise<CallRecordRow | null> {
   const [row] = await db
     .update(callRecords)
     .set({ status: "ringing", ringing_ms: atMs })
-    .where(and(eq(callRecords.account_id, accountId), eq(callRecords.id, id), eq(callRecords.status, "routed"), isNull(callRecords.ended_ms)))
+    .where(and(eq(callRecords.account_id, accountId), eq(callRecords.id, id), eq(callRecords.status, "routed"), notEnded))
     .returning();
   return row ?? null;
 }
@@ -82,7 +90,7 @@ export async function markAnswered(
       agent_id: sql`coalesce(${callRecords.agent_id}, ${patch.agent_id})`,
       ...(patch.legs ? { legs: patch.legs } : {}),
     })
-    .where(and(eq(callRecords.account_id, accountId), eq(callRecords.id, id), eq(callRecords.answered, 0), isNull(callRecords.ended_ms), ne(callRecords.status, "rejected")))
+    .where(and(eq(callRecords.account_id, accountId), eq(callRecords.id, id), eq(callRecords.answered, 0), notEnded, ne(callRecords.status, "rejected")))
     .returning();
   return row ?? null;
 }
@@ -99,7 +107,7 @@ export async function markEnded(
   const [row] = await db
     .update(callRecords)
     .set(patch)
-    .where(and(eq(callRecords.account_id, accountId), eq(callRecords.id, id), isNull(callRecords.ended_ms), ne(callRecords.status, "rejected")))
+    .where(and(eq(callRecords.account_id, accountId), eq(callRecords.id, id), notEnded, ne(callRecords.status, "rejected")))
     .returning();
   return row ?? null;
 }

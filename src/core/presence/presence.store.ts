@@ -60,10 +60,15 @@ export async function missingQueueIds(db: DbOrTx, accountId: string, ids: string
   return ids.filter((id) => !found.has(id));
 }
 
-/** Users of the account among `ids` (dialog legs), for the dialog's on-call bookkeeping. */
+/**
+ * Users of the account among `ids` (dialog legs), for the dialog's on-call bookkeeping. One id (the
+ * usual leg) is looked up by equality: without statistics the planner costs `id = any(…)` on the
+ * primary key above scanning every user of the account through another index.
+ */
 export async function existingUserIds(db: DbOrTx, accountId: string, ids: string[]): Promise<Set<string>> {
   if (!ids.length) return new Set();
-  const rows = await db.select({ id: appUsers.id }).from(appUsers).where(and(eq(appUsers.account_id, accountId), inArray(appUsers.id, ids)));
+  const byId = ids.length === 1 ? eq(appUsers.id, ids[0]!) : inArray(appUsers.id, ids);
+  const rows = await db.select({ id: appUsers.id }).from(appUsers).where(and(eq(appUsers.account_id, accountId), byId));
   return new Set(rows.map((r) => r.id));
 }
 
