@@ -64,12 +64,17 @@ export async function listTrace(db: DbOrTx, accountId: string, callId: string): 
  */
 const notEnded = sql`coalesce(${callRecords.ended_ms}, -1) = -1`;
 
+/** One call of the account by its key, while it has not ended (and was not rejected): what the dialog updates touch. */
+export function liveCallByKey(accountId: string, id: string): SQL {
+  return and(eq(callRecords.account_id, accountId), eq(callRecords.id, id), notEnded, ne(callRecords.status, "rejected"))!;
+}
+
 /** routed → ringing (only from routed); returns the updated row or null. */
 export async function markRinging(db: DbOrTx, accountId: string, id: string, atMs: number): Promise<CallRecordRow | null> {
   const [row] = await db
     .update(callRecords)
     .set({ status: "ringing", ringing_ms: atMs })
-    .where(and(eq(callRecords.account_id, accountId), eq(callRecords.id, id), eq(callRecords.status, "routed"), notEnded))
+    .where(and(liveCallByKey(accountId, id), eq(callRecords.status, "routed")))
     .returning();
   return row ?? null;
 }
@@ -90,7 +95,7 @@ export async function markAnswered(
       agent_id: sql`coalesce(${callRecords.agent_id}, ${patch.agent_id})`,
       ...(patch.legs ? { legs: patch.legs } : {}),
     })
-    .where(and(eq(callRecords.account_id, accountId), eq(callRecords.id, id), eq(callRecords.answered, 0), notEnded, ne(callRecords.status, "rejected")))
+    .where(and(liveCallByKey(accountId, id), eq(callRecords.answered, 0)))
     .returning();
   return row ?? null;
 }
@@ -107,7 +112,7 @@ export async function markEnded(
   const [row] = await db
     .update(callRecords)
     .set(patch)
-    .where(and(eq(callRecords.account_id, accountId), eq(callRecords.id, id), notEnded, ne(callRecords.status, "rejected")))
+    .where(liveCallByKey(accountId, id))
     .returning();
   return row ?? null;
 }
