@@ -8,6 +8,7 @@ import { createDevice, updateDevice } from "../../core/devices/devices.service.t
 import { createQueue } from "../../core/queues/queues.service.ts";
 import { newId } from "../../core/ids/ids.ts";
 import { userCallCount, userContacts } from "../../core/presence/presence.service.ts";
+import { PresenceModel } from "../../core/presence/presence.model.ts";
 import { presenceRoutes } from "./presence.ts";
 import { listenControl, type ControlClient } from "./control-listener.fixture.ts";
 
@@ -229,7 +230,7 @@ describe(`POST /presence/events (the edge's batches) [${storeKind}]`, () => {
     expect(unknownType.status).toBe(400);
     expect(unknownType.body.details.map((d: { path: string }) => d.path)).toContain("/events/1/type");
     expect(await userCallCount(platform.live, t.accountId, u.userId)).toBe(0);
-    for (const body of [{ events: [] }, {}, { events: good }, { events: Array.from({ length: 501 }, () => good) }, { events: [good], extra: 1 }]) {
+    for (const body of [{ events: [] }, {}, { events: good }, { events: Array.from({ length: PresenceModel.MAX_BATCH + 1 }, () => good) }, { events: [good], extra: 1 }]) {
       expect((await client.post("/presence/events", body)).status).toBe(400);
     }
     expect(await userCallCount(platform.live, t.accountId, u.userId)).toBe(0);
