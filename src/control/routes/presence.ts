@@ -5,7 +5,7 @@ import { TypeCompiler } from "@sinclair/typebox/compiler";
 import type { Platform } from "../../core/platform.ts";
 import { AppError, validationFailed } from "../../core/errors/app-error.ts";
 import { PresenceModel } from "../../core/presence/presence.model.ts";
-import { handleAgent, handleDialog, handleRegister, presenceRoster } from "../../core/presence/presence-events.ts";
+import { handleAgent, handleDialog, handleDialogs, handleRegister, presenceRoster } from "../../core/presence/presence-events.ts";
 import { apiModels } from "../../http/api-models.ts";
 import { OkReply, errorReplies } from "../../http/reply-models.ts";
 import { edgeBodyPreparer } from "../edge-body.ts";
@@ -57,13 +57,10 @@ async function handle(platform: Platform, event: AnyEvent): Promise<void> {
   }
 }
 
-/** Sequences of one batch handled side by side (each sequence in order). */
-const BATCH_PARALLEL = 16;
-
 /**
- * A batch: every event checked first (one bad event: 400 and none handled), then handled with each
- * call's dialog events in their order and register/agent events in theirs, while different calls
- * proceed side by side (the edge's event queue sends one batch at a time, oldest first). An event
+ * A batch: every event checked first (one bad event: 400 and none handled), then handled. Dialog
+ * events go as one set (handleDialogs: each call's events in order, the calls together, the database
+ * work shared by the set); register and agent events each in their order, alongside. An event
  * refused on its own (a 4xx: an unknown account, user or queue) is reported in `refused` and the
  * rest go on, as each would have alone; anything else fails the batch (5xx), and the edge sends it
  * again: dialog and register events are idempotent, so the ones already handled change nothing.
@@ -71,31 +68,38 @@ const BATCH_PARALLEL = 16;
 async function handleBatch(platform: Platform, events: AnyEvent[]): Promise<PresenceModel.BatchReply["refused"]> {
   const details = events.flatMap((event, i) => problems(event.type, event, `/events/${i}`));
   if (details.length) throw validationFailed(details);
-  const sequences = new Map<string, number[]>();
-  events.forEach((event, index) => {
-    const key = event.type === "dialog" ? `dialog:${String(event.callId)}` : event.type;
-    let sequence = sequences.get(key);
-    if (!sequence) sequences.set(key, (sequence = []));
-    sequence.push(index);
-  });
-  const queue = [...sequences.values()];
   const refused: PresenceModel.BatchReply["refused"] = [];
+  const refuse = (index: number, error: AppError) => refused.push({ index, error: error.code, message: error.message });
+  const dialogs: number[] = [];
+  const others = new Map<string, number[]>();
+  events.forEach((event, index) => {
+    if (event.type === "dialog") return void dialogs.push(index);
+    const sequence = others.get(event.type);
+    if (sequence) sequence.push(index);
+    else others.set(event.type, [index]);
+  });
   let failure: unknown = null;
-  await Promise.all(
-    Array.from({ length: Math.min(BATCH_PARALLEL, queue.length) }, async () => {
-      for (let sequence = queue.shift(); sequence && failure === null; sequence = queue.shift()) {
-        for (const index of sequence) {
-          try {
-            await handle(platform, events[index]!);
-          } catch (error) {
-            if (error instanceof AppError && error.status < 500) refused.push({ index, error: error.code, message: error.message });
-            else failure = error;
-            if (failure !== null) break;
-          }
-        }
+  const sequences = [...others.values()].map(async (sequence) => {
+    for (const index of sequence) {
+      if (failure !== null) return;
+      try {
+        await handle(platform, events[index]!);
+      } catch (error) {
+        if (error instanceof AppError && error.status < 500) refuse(index, error);
+        else failure ??= error;
       }
-    }),
-  );
+    }
+  });
+  const dialogSet = (async () => {
+    if (!dialogs.length) return;
+    try {
+      const refusals = await handleDialogs(platform, dialogs.map((index) => events[index] as never));
+      refusals.forEach((error, i) => error && refuse(dialogs[i]!, error));
+    } catch (error) {
+      failure ??= error;
+    }
+  })();
+  await Promise.all([...sequences, dialogSet]);
   if (failure !== null) throw failure;
   return refused.sort((a, b) => a.index - b.index);
 }

@@ -1,5 +1,5 @@
 /** Queries on call records and their traces. The only file of this capability that touches drizzle. */
-import { and, asc, desc, eq, gte, isNull, lt, ne, sql, type SQL, type SQLWrapper } from "drizzle-orm";
+import { and, asc, desc, eq, getTableColumns, gte, isNull, lt, ne, sql, type SQL, type SQLWrapper } from "drizzle-orm";
 import { resultRows, type DbOrTx } from "../db/db.ts";
 import { callRecords, callTraces, type CallRecordRow, type CallTraceRow } from "./calls.schema.ts";
 
@@ -69,52 +69,112 @@ export function liveCallByKey(accountId: string, id: string): SQL {
   return and(eq(callRecords.account_id, accountId), eq(callRecords.id, id), notEnded, ne(callRecords.status, "rejected"))!;
 }
 
-/** routed → ringing (only from routed); returns the updated row or null. */
-export async function markRinging(db: DbOrTx, accountId: string, id: string, atMs: number): Promise<CallRecordRow | null> {
-  const [row] = await db
-    .update(callRecords)
-    .set({ status: "ringing", ringing_ms: atMs })
-    .where(and(liveCallByKey(accountId, id), eq(callRecords.status, "routed")))
-    .returning();
-  return row ?? null;
+// ── Set-based forms of the dialog updates: one statement for the calls of a batch of edge events.
+// The values travel as one JSON text (jsonb_to_recordset): nulls and the legs' JSON need no array
+// casting, and the database parses it faster than the client escapes one array per column.
+
+/** The calls of these (account, SIP Call-ID) keys that exist, in one read. */
+export async function findCallsBySipIds(db: DbOrTx, keys: Array<{ account_id: string; sip_call_id: string }>): Promise<CallRecordRow[]> {
+  if (!keys.length) return [];
+  if (keys.length === 1) {
+    const row = await findCallBySipId(db, keys[0]!.account_id, keys[0]!.sip_call_id);
+    return row ? [row] : [];
+  }
+  const values = JSON.stringify(keys);
+  return db
+    .select()
+    .from(callRecords)
+    .where(
+      sql`(${callRecords.account_id}, ${callRecords.sip_call_id}) in (select k.account_id, k.sip_call_id from jsonb_to_recordset(${values}::jsonb) as k(account_id text, sip_call_id text))`,
+    );
 }
 
-/** Marks a call answered once, unless it has ended; returns the updated row or null. */
-export async function markAnswered(
+/** The rows of `v` (a jsonb_to_recordset) joined to their calls by key, while each call is live (not ended, not rejected). */
+const liveCallOfRow = and(
+  sql`${callRecords.account_id} = v.account_id and ${callRecords.id} = v.id`,
+  notEnded,
+  ne(callRecords.status, "rejected"),
+)!;
+
+const recordset = (rows: unknown[], columns: string) => sql`jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as v(${sql.raw(columns)})`;
+
+/** markRinging for many calls: routed → ringing; returns the rows it changed. */
+export async function markRingingMany(db: DbOrTx, rows: Array<{ account_id: string; id: string; ringing_ms: number }>): Promise<CallRecordRow[]> {
+  if (!rows.length) return [];
+  return db
+    .update(callRecords)
+    .set({ status: "ringing", ringing_ms: sql`v.ringing_ms` })
+    .from(recordset(rows, "account_id text, id text, ringing_ms bigint"))
+    .where(and(liveCallOfRow, eq(callRecords.status, "routed")))
+    .returning(getTableColumns(callRecords));
+}
+
+/** markAnswered for many calls: answered once, unless ended; returns the rows it changed. */
+export async function markAnsweredMany(
   db: DbOrTx,
-  accountId: string,
-  id: string,
-  patch: { answered_ms: number; agent_id: string | null; legs?: Array<Record<string, unknown>> },
-): Promise<CallRecordRow | null> {
-  const [row] = await db
+  rows: Array<{ account_id: string; id: string; answered_ms: number; agent_id: string | null; legs: Array<Record<string, unknown>> | null }>,
+): Promise<CallRecordRow[]> {
+  if (!rows.length) return [];
+  return db
     .update(callRecords)
     .set({
       status: "answered",
       answered: 1,
-      answered_ms: patch.answered_ms,
-      agent_id: sql`coalesce(${callRecords.agent_id}, ${patch.agent_id})`,
-      ...(patch.legs ? { legs: patch.legs } : {}),
+      answered_ms: sql`v.answered_ms`,
+      agent_id: sql`coalesce(${callRecords.agent_id}, v.agent_id)`,
+      legs: sql`coalesce(v.legs, ${callRecords.legs})`,
     })
-    .where(and(liveCallByKey(accountId, id), eq(callRecords.answered, 0)))
-    .returning();
-  return row ?? null;
+    .from(recordset(rows, "account_id text, id text, answered_ms bigint, agent_id text, legs jsonb"))
+    .where(and(liveCallOfRow, eq(callRecords.answered, 0)))
+    .returning(getTableColumns(callRecords));
 }
 
-/** Ends a call once; returns the updated row, or null when it had ended already. */
-export async function markEnded(
-  db: DbOrTx,
-  accountId: string,
-  id: string,
-  patch: Pick<NewCallRecord, "status" | "ended_ms" | "billsec" | "hangup_cause" | "sip_code" | "cost_micro" | "currency" | "rate_plan_id"> & {
-    legs?: Array<Record<string, unknown>>;
-  },
-): Promise<CallRecordRow | null> {
-  const [row] = await db
+/** The live calls of these keys, locked until the transaction ends (in key order, so two batches cannot deadlock here). */
+export async function lockLiveCalls(db: DbOrTx, keys: Array<{ account_id: string; id: string }>): Promise<CallRecordRow[]> {
+  if (!keys.length) return [];
+  return db
+    .select()
+    .from(callRecords)
+    .where(
+      and(
+        sql`(${callRecords.account_id}, ${callRecords.id}) in (select k.account_id, k.id from jsonb_to_recordset(${JSON.stringify(keys)}::jsonb) as k(account_id text, id text))`,
+        notEnded,
+        ne(callRecords.status, "rejected"),
+      ),
+    )
+    .orderBy(asc(callRecords.account_id), asc(callRecords.id))
+    .for("update");
+}
+
+/** What ending one call writes. */
+export type EndPatch = Pick<CallRecordRow, "account_id" | "id" | "status" | "ended_ms" | "billsec" | "hangup_cause" | "sip_code" | "cost_micro" | "currency" | "rate_plan_id"> & {
+  legs: Array<Record<string, unknown>> | null;
+};
+
+/** markEnded for many calls: each ended once; returns the rows it changed. */
+export async function markEndedMany(db: DbOrTx, rows: EndPatch[]): Promise<CallRecordRow[]> {
+  if (!rows.length) return [];
+  return db
     .update(callRecords)
-    .set(patch)
-    .where(liveCallByKey(accountId, id))
-    .returning();
-  return row ?? null;
+    .set({
+      status: sql`v.status`,
+      ended_ms: sql`v.ended_ms`,
+      billsec: sql`v.billsec`,
+      hangup_cause: sql`v.hangup_cause`,
+      sip_code: sql`v.sip_code`,
+      cost_micro: sql`v.cost_micro`,
+      currency: sql`v.currency`,
+      rate_plan_id: sql`v.rate_plan_id`,
+      legs: sql`coalesce(v.legs, ${callRecords.legs})`,
+    })
+    .from(
+      recordset(
+        rows,
+        "account_id text, id text, status text, ended_ms bigint, billsec integer, hangup_cause text, sip_code integer, cost_micro bigint, currency text, rate_plan_id text, legs jsonb",
+      ),
+    )
+    .where(liveCallOfRow)
+    .returning(getTableColumns(callRecords));
 }
 
 /** Filters of a call listing. Times in epoch ms, `until` exclusive. */

@@ -13,7 +13,7 @@ import { nowSeconds } from "../db/columns.ts";
 import { acquireSlots, cacSnapshot, resetCac } from "../cac/cac.service.ts";
 import { insertRatePlan } from "../rates/rates.store.ts";
 import { admitCall } from "./admission.ts";
-import { handleDialogEvent } from "./dialog.ts";
+import { handleDialogEvent, handleDialogEvents } from "./dialog.ts";
 import { findCallBySipId, listTrace } from "./calls.store.ts";
 import { decision, routeRequest, sipCallId } from "./calls.fixture.ts";
 
@@ -205,6 +205,46 @@ describe(`dialog events [${storeKind}]`, () => {
     ]);
     expect(await eventsOf(t.accountId, "call.answered")).toHaveLength(1);
     expect(await eventsOf(t.accountId, "call.ended")).toHaveLength(2);
+  });
+
+  test("a set of events (handleDialogEvents): each call's events in order, many calls and accounts at once, repeats change nothing", async () => {
+    const a = await seedTenant(platform);
+    const b = await seedTenant(platform);
+    const whole = await admitted(a.accountId, [slot("account_out", a.accountId, 10)]);
+    const early = await admitted(a.accountId, [slot("account_out", a.accountId, 10)]);
+    const busy = await admitted(b.accountId, [slot("account_out", b.accountId, 10)]);
+    const answered = await admitted(b.accountId, [slot("account_out", b.accountId, 10)]);
+    const start = (await findCallBySipId(platform.db, a.accountId, whole))!.started_ms;
+    const batch: Parameters<typeof handleDialogEvents>[1] = [
+      { type: "dialog", callId: whole, account_id: a.accountId, state: "early", ts: start + 1000 },
+      { type: "dialog", callId: busy, account_id: b.accountId, state: "terminated", sip_code: 486 },
+      { type: "dialog", callId: whole, account_id: a.accountId, state: "confirmed", ts: start + 3000, legs: [{ role: "callee", user_id: "us_AG" }] },
+      { type: "dialog", callId: early, account_id: a.accountId, state: "early" },
+      { type: "dialog", callId: answered, account_id: b.accountId, state: "confirmed" },
+      { type: "dialog", callId: whole, account_id: a.accountId, state: "terminated", sip_code: 200, ts: start + 13_000 },
+      { type: "dialog", callId: "unknown-" + sipCallId(), account_id: a.accountId, state: "terminated" },
+    ];
+    await handleDialogEvents(platform, batch);
+    await handleDialogEvents(platform, batch); // the edge sends a batch again when it got no answer
+    expect(await findCallBySipId(platform.db, a.accountId, whole)).toMatchObject({
+      status: "completed", ringing_ms: start + 1000, answered_ms: start + 3000, ended_ms: start + 13_000, billsec: 10, agent_id: "us_AG", hangup_cause: "NORMAL_CLEARING",
+    });
+    expect(await findCallBySipId(platform.db, a.accountId, early)).toMatchObject({ status: "ringing", ended_ms: null });
+    expect(await findCallBySipId(platform.db, b.accountId, busy)).toMatchObject({ status: "busy", hangup_cause: "USER_BUSY", answered: 0 });
+    expect(await findCallBySipId(platform.db, b.accountId, answered)).toMatchObject({ status: "answered", answered: 1, ended_ms: null });
+    expect((await eventsOf(a.accountId, "call.answered")).map((e) => (e.data as { callId: string }).callId)).toHaveLength(1);
+    expect(await eventsOf(a.accountId, "call.ended")).toHaveLength(1);
+    expect(await eventsOf(b.accountId, "call.answered")).toHaveLength(1);
+    expect((await eventsOf(b.accountId, "call.ended")).map((e) => (e.data as { hangup_cause: string }).hangup_cause)).toEqual(["USER_BUSY"]);
+    const wholeRow = (await findCallBySipId(platform.db, a.accountId, whole))!;
+    expect((await listTrace(platform.db, a.accountId, wholeRow.id)).filter((s) => s.step === "dialog").map((s) => s.result)).toEqual([
+      "early: ringing",
+      "confirmed: answered",
+      "terminated: NORMAL_CLEARING, billsec 10",
+    ]);
+    // Slots: the ended calls gave theirs back, the live ones hold theirs.
+    expect((await cacSnapshot(platform.live, a.accountId)).map((c) => c.active)).toEqual([1]);
+    expect((await cacSnapshot(platform.live, b.accountId)).map((c) => c.active)).toEqual([1]);
   });
 
   test("an unknown Call-ID is ignored with a log line; an event for another account's call changes nothing", async () => {

@@ -8,11 +8,21 @@
  */
 import type { Platform } from "../platform.ts";
 import type { DialogEvent } from "../routing/route-types.ts";
-import type { Tx } from "../db/db.ts";
+import type { EventInput } from "../events/bus.ts";
 import { releaseSlots, renewSlots } from "../cac/cac.service.ts";
-import { defaultRatePlan, priceCall } from "../rates/rates.service.ts";
+import { defaultRatePlans, priceCall } from "../rates/rates.service.ts";
 import type { CallRecordRow } from "./calls.schema.ts";
-import { findCallBySipId, findCallBySipIdAnyAccount, insertTrace, markAnswered, markEnded, markRinging } from "./calls.store.ts";
+import {
+  findCallBySipIdAnyAccount,
+  findCallsBySipIds,
+  insertTrace,
+  lockLiveCalls,
+  markAnsweredMany,
+  markEndedMany,
+  markRingingMany,
+  type EndPatch,
+  type NewTraceStep,
+} from "./calls.store.ts";
 import { cacTtlMs } from "./cac-config.ts";
 
 type Legs = Array<Record<string, unknown>>;
@@ -59,42 +69,94 @@ function agentOf(legs: Legs | undefined): string | null {
   return (confirmed?.user_id as string | undefined) ?? null;
 }
 
-async function trace(tx: Tx, call: CallRecordRow, at: number, step: string, result: string, data?: Record<string, unknown>): Promise<void> {
-  await insertTrace(tx, [{ account_id: call.account_id, call_id: call.id, at_ms: at, step, result, data: data ?? null }]);
+/** One event of a round with the call it names. */
+interface Item {
+  event: DialogEvent;
+  call: CallRecordRow;
+  at: number;
+  legs: Legs | undefined;
 }
 
 /**
  * Applies one dialog event to its call record (safe to repeat and to receive out of order).
  * @example await handleDialogEvent(platform, { type: "dialog", callId: "a84b4c76e66710", state: "terminated", sip_code: 200 })
  */
-export async function handleDialogEvent(platform: Platform, event: DialogEvent): Promise<void> {
-  const call = event.account_id
-    ? await findCallBySipId(platform.db, event.account_id, event.callId)
-    : await findCallBySipIdAnyAccount(platform.db, event.callId);
-  if (!call) {
-    platform.log.info("dialog event for an unknown call ignored", { state: event.state, account_id: event.account_id ?? null });
-    return;
+export function handleDialogEvent(platform: Platform, event: DialogEvent): Promise<void> {
+  return handleDialogEvents(platform, [event]);
+}
+
+/**
+ * Applies dialog events to their call records, as a set: each call's events in the order given,
+ * different calls together. The events are taken in rounds (the first event of every call, then the
+ * second, …); a round costs a fixed number of statements whatever its size: one read of the calls,
+ * one of the rate plans, and one transaction with one update per state, one trace insert and one
+ * event insert (with its webhook deliveries). Like one event at a time, a repeated or late event
+ * changes nothing. A failure fails the rest (the edge sends the batch again; what was done stays).
+ */
+export async function handleDialogEvents(platform: Platform, events: DialogEvent[]): Promise<void> {
+  const sequences = new Map<string, DialogEvent[]>();
+  for (const event of events) {
+    const key = `${event.account_id ?? ""}\u0000${event.callId}`;
+    const sequence = sequences.get(key);
+    if (sequence) sequence.push(event);
+    else sequences.set(key, [event]);
   }
-  const at = event.ts ?? Date.now();
-  const legs = event.legs as Legs | undefined;
-  if (event.state === "early") {
-    await platform.events.transaction(async (tx) => {
-      const row = await markRinging(tx, call.account_id, call.id, at);
-      if (row) await trace(tx, row, at, "dialog", "early: ringing");
-    });
-    return;
+  for (let round = 0; ; round++) {
+    const batch: DialogEvent[] = [];
+    for (const sequence of sequences.values()) if (sequence.length > round) batch.push(sequence[round]!);
+    if (!batch.length) return;
+    await handleRound(platform, batch);
   }
-  if (event.state === "confirmed") {
+}
+
+/** One round: at most one event per call. */
+async function handleRound(platform: Platform, events: DialogEvent[]): Promise<void> {
+  const keyed = events.filter((e) => e.account_id);
+  const found = new Map<string, CallRecordRow>();
+  for (const call of await findCallsBySipIds(platform.db, keyed.map((e) => ({ account_id: e.account_id!, sip_call_id: e.callId })))) {
+    found.set(`${call.account_id}\u0000${call.sip_call_id}`, call);
+  }
+  const items: Item[] = [];
+  for (const event of events) {
+    const call = event.account_id ? found.get(`${event.account_id}\u0000${event.callId}`) : await findCallBySipIdAnyAccount(platform.db, event.callId);
+    if (!call) {
+      platform.log.info("dialog event for an unknown call ignored", { state: event.state, account_id: event.account_id ?? null });
+      continue;
+    }
+    items.push({ event, call, at: event.ts ?? Date.now(), legs: event.legs as Legs | undefined });
+  }
+  if (!items.length) return;
+  const early = items.filter((i) => i.event.state === "early");
+  const confirmed = items.filter((i) => i.event.state === "confirmed");
+  const terminated = items.filter((i) => i.event.state === "terminated");
+  const plans = await defaultRatePlans(platform.db, [...new Set(terminated.map((i) => i.call.account_id))]);
+
+  const { answered, ended } = await platform.events.transaction(async (tx, _emit, emitMany) => {
+    const traces: NewTraceStep[] = [];
+    const emits: EventInput[] = [];
+    const trace = (row: CallRecordRow, at: number, result: string, data?: Record<string, unknown>) =>
+      traces.push({ account_id: row.account_id, call_id: row.id, at_ms: at, step: "dialog", result, data: data ?? null });
+    const byId = (list: Item[]) => new Map(list.map((i) => [`${i.call.account_id}\u0000${i.call.id}`, i]));
+
+    const earlyOf = byId(early);
+    for (const row of await markRingingMany(tx, early.map((i) => ({ account_id: i.call.account_id, id: i.call.id, ringing_ms: i.at })))) {
+      trace(row, earlyOf.get(`${row.account_id}\u0000${row.id}`)!.at, "early: ringing");
+    }
+
     // A confirmation can only move answered_ms forward of the start (clock skew between edge and us).
-    const answeredMs = Math.max(at, call.started_ms);
-    const answered = await platform.events.transaction(async (tx, emit) => {
-      const row = await markAnswered(tx, call.account_id, call.id, { answered_ms: answeredMs, agent_id: agentOf(legs), ...(legs ? { legs } : {}) });
-      if (!row) return null;
-      await trace(tx, row, at, "dialog", "confirmed: answered");
-      await emit(
-        row.account_id,
-        "call.answered",
-        {
+    const answerOf = byId(confirmed);
+    const answered = await markAnsweredMany(
+      tx,
+      confirmed.map((i) => ({ account_id: i.call.account_id, id: i.call.id, answered_ms: Math.max(i.at, i.call.started_ms), agent_id: agentOf(i.legs), legs: i.legs ?? null })),
+    );
+    for (const row of answered) {
+      const item = answerOf.get(`${row.account_id}\u0000${row.id}`)!;
+      const answeredMs = Math.max(item.at, item.call.started_ms);
+      trace(row, item.at, "confirmed: answered");
+      emits.push({
+        accountId: row.account_id,
+        event: "call.answered",
+        data: {
           callId: row.id,
           direction: row.direction as "inbound" | "outbound" | "internal",
           queue_id: row.queue_id,
@@ -102,63 +164,78 @@ export async function handleDialogEvent(platform: Platform, event: DialogEvent):
           wait_sec: Math.max(0, Math.round((answeredMs - row.started_ms) / 1000)),
           ts: answeredMs,
         },
-        answeredMs,
-      );
-      return row;
-    });
-    if (answered) await renewSlots(platform.live, answered.account_id, answered.id, answered.slots, cacTtlMs(platform));
-    return;
-  }
-  await endCall(platform, call, event, at, legs);
-}
+        ts: answeredMs,
+      });
+    }
 
-async function endCall(platform: Platform, call: CallRecordRow, event: DialogEvent, at: number, legs: Legs | undefined): Promise<void> {
-  const plan = await defaultRatePlan(platform.db, call.account_id);
-  const ended = await platform.events.transaction(async (tx, emit) => {
-    // Decide from the row as it is now inside the transaction's update: answered_ms comes from the
-    // stored record, never from this event, so a late confirmed cannot be invented here.
-    const endedMs = Math.max(at, call.started_ms);
-    const fresh = await findCallBySipId(tx, call.account_id, call.sip_call_id);
-    if (!fresh || fresh.ended_ms !== null) return null;
-    const answered = fresh.answered === 1 && fresh.answered_ms !== null;
-    const billsec = answered ? Math.max(0, Math.ceil((endedMs - fresh.answered_ms!) / 1000)) : 0;
-    const cause = event.hangup_cause ?? hangupCauseOf(event.sip_code, answered);
-    const price = priceCall(plan, fresh.direction as "inbound" | "outbound" | "internal", fresh.to, billsec);
-    const row = await markEnded(tx, call.account_id, call.id, {
-      status: endStatusOf(answered, cause),
-      ended_ms: endedMs,
-      billsec,
-      hangup_cause: cause,
-      sip_code: event.sip_code ?? null,
-      cost_micro: price.cost_micro,
-      currency: price.currency,
-      rate_plan_id: price.rate_plan_id,
-      ...(legs ? { legs } : {}),
-    });
-    if (!row) return null;
-    await trace(tx, row, at, "dialog", `terminated: ${cause}, billsec ${billsec}`, {
-      sip_code: event.sip_code ?? null,
-      cost_micro: price.cost_micro,
-      ...(price.prefix !== null ? { rate_prefix: price.prefix, billed_sec: price.billed_sec } : {}),
-    });
-    await emit(
-      row.account_id,
-      "call.ended",
-      {
-        callId: row.id,
-        direction: row.direction as "inbound" | "outbound" | "internal",
-        answered: answered ? 1 : 0,
+    // Ends are decided from the rows as they are now, locked: answered_ms comes from the stored
+    // record, never from this event, so a late confirmed cannot be invented here.
+    const endOf = byId(terminated);
+    const patches: EndPatch[] = [];
+    const detail = new Map<string, { answered: boolean; cause: string; at: number; data: Record<string, unknown> }>();
+    for (const fresh of await lockLiveCalls(tx, terminated.map((i) => ({ account_id: i.call.account_id, id: i.call.id })))) {
+      const key = `${fresh.account_id}\u0000${fresh.id}`;
+      const { event, call, at, legs } = endOf.get(key)!;
+      const endedMs = Math.max(at, call.started_ms);
+      const wasAnswered = fresh.answered === 1 && fresh.answered_ms !== null;
+      const billsec = wasAnswered ? Math.max(0, Math.ceil((endedMs - fresh.answered_ms!) / 1000)) : 0;
+      const cause = event.hangup_cause ?? hangupCauseOf(event.sip_code, wasAnswered);
+      const price = priceCall(plans.get(fresh.account_id) ?? null, fresh.direction as "inbound" | "outbound" | "internal", fresh.to, billsec);
+      patches.push({
+        account_id: fresh.account_id,
+        id: fresh.id,
+        status: endStatusOf(wasAnswered, cause),
+        ended_ms: endedMs,
         billsec,
         hangup_cause: cause,
-        queue_id: row.queue_id,
-        agent_id: row.agent_id,
-        ts: endedMs,
-      },
-      endedMs,
-    );
-    return row;
+        sip_code: event.sip_code ?? null,
+        cost_micro: price.cost_micro,
+        currency: price.currency,
+        rate_plan_id: price.rate_plan_id,
+        legs: legs ?? null,
+      });
+      detail.set(key, {
+        answered: wasAnswered,
+        cause,
+        at,
+        data: {
+          sip_code: event.sip_code ?? null,
+          cost_micro: price.cost_micro,
+          ...(price.prefix !== null ? { rate_prefix: price.prefix, billed_sec: price.billed_sec } : {}),
+        },
+      });
+    }
+    const ended = await markEndedMany(tx, patches);
+    for (const row of ended) {
+      const d = detail.get(`${row.account_id}\u0000${row.id}`)!;
+      trace(row, d.at, `terminated: ${d.cause}, billsec ${row.billsec}`, d.data);
+      emits.push({
+        accountId: row.account_id,
+        event: "call.ended",
+        data: {
+          callId: row.id,
+          direction: row.direction as "inbound" | "outbound" | "internal",
+          answered: d.answered ? 1 : 0,
+          billsec: row.billsec,
+          hangup_cause: d.cause,
+          queue_id: row.queue_id,
+          agent_id: row.agent_id,
+          ts: row.ended_ms!,
+        },
+        ts: row.ended_ms!,
+      });
+    }
+    await insertTrace(tx, traces);
+    await emitMany(emits);
+    return { answered, ended };
   });
-  // Released after commit: the slots are free exactly when the record says the call ended. A
-  // repeated terminated event releases again, which is harmless.
-  await releaseSlots(platform.live, call.account_id, call.id, ended?.slots ?? call.slots);
+
+  // After commit: slots are renewed for answered calls, and released exactly when the record says
+  // the call ended. A repeated terminated event releases again, which is harmless.
+  const ttl = cacTtlMs(platform);
+  const endedSlots = new Map(ended.map((row) => [`${row.account_id}\u0000${row.id}`, row.slots]));
+  await Promise.all([
+    ...answered.map((row) => renewSlots(platform.live, row.account_id, row.id, row.slots, ttl)),
+    ...terminated.map((i) => releaseSlots(platform.live, i.call.account_id, i.call.id, endedSlots.get(`${i.call.account_id}\u0000${i.call.id}`) ?? i.call.slots)),
+  ]);
 }

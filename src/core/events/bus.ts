@@ -28,15 +28,30 @@ export interface PlatformEvent {
 /** Writes one event in the caller's transaction. */
 export type Emit = <E extends EventName>(accountId: string, event: E, data: EventPayload<E>, ts?: number) => Promise<PlatformEvent>;
 
-/** Called in the emitting transaction for every event (webhook deliveries are planned here). */
-export type EventPlanner = (tx: Tx, event: PlatformEvent) => Promise<void>;
+/** One event to write with `EmitMany`. */
+export interface EventInput<E extends EventName = EventName> {
+  accountId: string;
+  event: E;
+  data: EventPayload<E>;
+  /** Epoch ms (default now). */
+  ts?: number;
+}
+
+/** Writes several events in the caller's transaction with one insert; returned in the order given. */
+export type EmitMany = (list: EventInput[]) => Promise<PlatformEvent[]>;
+
+/**
+ * Called in the emitting transaction with the events one emit wrote (one event, or the events of one
+ * EmitMany, so a planner can work on them as a set): webhook deliveries are planned here.
+ */
+export type EventPlanner = (tx: Tx, events: PlatformEvent[]) => Promise<void>;
 
 export interface EventBus {
   /**
    * Runs `fn` in one transaction; the events it emits commit with it, then are published.
    * @example await bus.transaction(async (tx, emit) => { await saveCdr(tx, cdr); await emit(acc, "call.ended", data); })
    */
-  transaction<T>(fn: (tx: Tx, emit: Emit) => Promise<T>): Promise<T>;
+  transaction<T>(fn: (tx: Tx, emit: Emit, emitMany: EmitMany) => Promise<T>): Promise<T>;
   /** One event in a transaction of its own. */
   emit<E extends EventName>(accountId: string, event: E, data: EventPayload<E>, ts?: number): Promise<PlatformEvent>;
   /** Adds a planner run for every emitted event inside its transaction. */
@@ -89,14 +104,19 @@ export function createEventBus(deps: { db: Db; live: LiveStore; log: Logger }): 
   const planners: EventPlanner[] = [];
   const listeners = new Set<(events: PlatformEvent[]) => void>();
 
-  function emitter(tx: Tx, sink: PlatformEvent[]): Emit {
-    return async (accountId, event, data, ts = Date.now()) => {
-      const [row] = await tx.insert(events).values({ account_id: accountId, name: event, data, ts }).returning();
-      const emitted = toEvent(row!);
-      for (const plan of planners) await plan(tx, emitted);
-      sink.push(emitted);
-      return emitted;
-    };
+  /** The events of `list` written with one insert, planned, and queued for publishing after commit. */
+  async function write(tx: Tx, sink: PlatformEvent[], list: EventInput[]): Promise<PlatformEvent[]> {
+    if (!list.length) return [];
+    const now = Date.now();
+    const rows = await tx
+      .insert(events)
+      .values(list.map((e) => ({ account_id: e.accountId, name: e.event, data: e.data as Record<string, unknown>, ts: e.ts ?? now })))
+      .returning();
+    // Ids are drawn in the order of the rows given: sorted by id, the events are in the order of `list`.
+    const emitted = rows.map(toEvent).sort((a, b) => a.id - b.id);
+    for (const plan of planners) await plan(tx, emitted);
+    sink.push(...emitted);
+    return emitted;
   }
 
   async function published(batch: PlatformEvent[]): Promise<void> {
@@ -116,7 +136,13 @@ export function createEventBus(deps: { db: Db; live: LiveStore; log: Logger }): 
   const bus: EventBus = {
     async transaction(fn) {
       const sink: PlatformEvent[] = [];
-      const result = await db.transaction((tx) => fn(tx as Tx, emitter(tx as Tx, sink)));
+      const result = await db.transaction((tx) =>
+        fn(
+          tx as Tx,
+          async (accountId, event, data, ts) => (await write(tx as Tx, sink, [{ accountId, event, data, ...(ts !== undefined ? { ts } : {}) }]))[0]!,
+          (list) => write(tx as Tx, sink, list),
+        ),
+      );
       await published(sink);
       return result;
     },

@@ -3,17 +3,18 @@
  */
 import { AppError, notFound, validationFailed } from "../errors/app-error.ts";
 import type { Platform } from "../platform.ts";
-import { handleDialogEvent } from "../calls/dialog.ts";
+import { handleDialogEvents } from "../calls/dialog.ts";
 import type { PresenceModel } from "./presence.model.ts";
 import { accountRegistrations, applyRegistration, endDialog, trackDialog, userCallStates } from "./presence.service.ts";
 import {
   accountExists,
-  existingUserIds,
+  deviceOwners,
+  existingAccountIds,
+  existingUserKeys,
   findPresenceUser,
   findRegisteringDevice,
   listRosterUsers,
   missingQueueIds,
-  ownersOfDevices,
 } from "./presence.store.ts";
 import { agentLiveState, applyAgentEvent, refreshAgentAfterCalls } from "./agent-state.ts";
 import { parseIp } from "../net/cidr.ts";
@@ -59,30 +60,75 @@ export async function handleRegister(platform: Platform, input: PresenceModel.Re
 
 /**
  * A dialog's lifecycle: keeps per-user call counts and agents' on_call state, then hands the event to
- * the call record (`handleDialogEvent`). Legs naming unknown users are skipped, not refused: the call
- * record must still get the event (a user may be deleted mid-call).
+ * the call record (`handleDialogEvents`). Legs naming unknown users are skipped, not refused: the call
+ * record must still get the event (a user may be deleted mid-call). 404 for an unknown account.
  */
 export async function handleDialog(platform: Platform, event: PresenceModel.Dialog, clock: PresenceClock = {}): Promise<void> {
-  const accountId = event.account_id;
-  if (accountId !== undefined) {
-    if (!(await accountExists(platform.db, accountId))) throw notFound("account");
-    const legs = event.legs ?? [];
-    const named = [...new Set(legs.map((l) => l.user_id).filter((u): u is string => typeof u === "string" && u.length > 0))];
-    const deviceOnly = [...new Set(legs.filter((l) => !l.user_id && l.device_id).map((l) => l.device_id!))];
-    const known = await existingUserIds(platform.db, accountId, named);
-    const owners = await ownersOfDevices(platform.db, accountId, deviceOnly);
-    const users = [...new Set([...named.filter((u) => known.has(u)), ...owners.values()])];
-    const now = clock.now ?? Date.now;
-    let touched: string[];
-    if (event.state === "terminated") touched = await endDialog(platform.live, accountId, event.callId, users);
-    else {
-      await trackDialog(platform.live, accountId, event.callId, event.state, users, now());
-      touched = users;
+  const [refusal] = await handleDialogs(platform, [event], clock);
+  if (refusal) throw refusal;
+}
+
+/**
+ * Dialog events as a set (a batch from the edge): each call's events in the order given, different
+ * calls side by side; the database reads and writes are shared by the whole set (a fixed number of
+ * statements per round, see handleDialogEvents). Returns, per event, the error that refused it (an
+ * unknown account: nothing of it is done) or null. Any other failure throws.
+ */
+export async function handleDialogs(platform: Platform, events: PresenceModel.Dialog[], clock: PresenceClock = {}): Promise<Array<AppError | null>> {
+  const key = (accountId: string, id: string) => `${accountId}\u0000${id}`;
+  const accountIds = [...new Set(events.flatMap((e) => (e.account_id !== undefined ? [e.account_id] : [])))];
+  const accounts = await existingAccountIds(platform.db, accountIds);
+  const refusals = events.map((e) => (e.account_id !== undefined && !accounts.has(e.account_id) ? notFound("account") : null));
+  const accepted = events.filter((_, i) => refusals[i] === null);
+
+  // The users each event's legs name (known ones) or own (legs with a device only), read together.
+  const named = new Map<string, { account_id: string; id: string }>();
+  const deviceOnly = new Map<string, { account_id: string; id: string }>();
+  for (const e of accepted) {
+    if (e.account_id === undefined) continue;
+    for (const leg of e.legs ?? []) {
+      if (typeof leg.user_id === "string" && leg.user_id.length > 0) named.set(key(e.account_id, leg.user_id), { account_id: e.account_id, id: leg.user_id });
+      else if (leg.device_id) deviceOnly.set(key(e.account_id, leg.device_id), { account_id: e.account_id, id: leg.device_id });
     }
-    const deps = { live: platform.live, events: platform.events };
-    for (const userId of touched) await refreshAgentAfterCalls(deps, accountId, userId, now);
   }
-  await handleDialogEvent(platform, event);
+  const [known, owners] = await Promise.all([existingUserKeys(platform.db, [...named.values()]), deviceOwners(platform.db, [...deviceOnly.values()])]);
+
+  // Live state: each call's events in order, calls side by side.
+  const now = clock.now ?? Date.now;
+  const deps = { live: platform.live, events: platform.events };
+  const calls = new Map<string, Array<PresenceModel.Dialog & { account_id: string }>>();
+  for (const e of accepted) {
+    if (e.account_id === undefined) continue;
+    const k = key(e.account_id, e.callId);
+    const list = calls.get(k);
+    if (list) list.push(e as PresenceModel.Dialog & { account_id: string });
+    else calls.set(k, [e as PresenceModel.Dialog & { account_id: string }]);
+  }
+  await Promise.all(
+    [...calls.values()].map(async (sequence) => {
+      for (const event of sequence) {
+        const accountId = event.account_id;
+        const users = new Set<string>();
+        for (const leg of event.legs ?? []) {
+          if (typeof leg.user_id === "string" && leg.user_id.length > 0) {
+            if (known.has(key(accountId, leg.user_id))) users.add(leg.user_id);
+          } else if (leg.device_id) {
+            const owner = owners.get(key(accountId, leg.device_id));
+            if (owner) users.add(owner);
+          }
+        }
+        let touched: string[];
+        if (event.state === "terminated") touched = await endDialog(platform.live, accountId, event.callId, [...users]);
+        else {
+          await trackDialog(platform.live, accountId, event.callId, event.state, [...users], now());
+          touched = [...users];
+        }
+        for (const userId of touched) await refreshAgentAfterCalls(deps, accountId, userId, now);
+      }
+    }),
+  );
+  await handleDialogEvents(platform, accepted);
+  return refusals;
 }
 
 /** An agent's own state change. 404 for a user not in the account or a queue not in it; 400 for a non-agent. */

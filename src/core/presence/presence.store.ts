@@ -60,26 +60,37 @@ export async function missingQueueIds(db: DbOrTx, accountId: string, ids: string
   return ids.filter((id) => !found.has(id));
 }
 
-/**
- * Users of the account among `ids` (dialog legs), for the dialog's on-call bookkeeping. One id (the
- * usual leg) is looked up by equality: without statistics the planner costs `id = any(…)` on the
- * primary key above scanning every user of the account through another index.
- */
-export async function existingUserIds(db: DbOrTx, accountId: string, ids: string[]): Promise<Set<string>> {
+/** The ids of these accounts that exist, in one read. */
+export async function existingAccountIds(db: DbOrTx, ids: string[]): Promise<Set<string>> {
   if (!ids.length) return new Set();
-  const byId = ids.length === 1 ? eq(appUsers.id, ids[0]!) : inArray(appUsers.id, ids);
-  const rows = await db.select({ id: appUsers.id }).from(appUsers).where(and(eq(appUsers.account_id, accountId), byId));
+  const rows = await db
+    .select({ id: accounts.id })
+    .from(accounts)
+    .where(ids.length === 1 ? eq(accounts.id, ids[0]!) : inArray(accounts.id, ids));
   return new Set(rows.map((r) => r.id));
 }
 
-/** Owners of devices of the account (legs that carry only a device id). */
-export async function ownersOfDevices(db: DbOrTx, accountId: string, deviceIds: string[]): Promise<Map<string, string>> {
-  if (!deviceIds.length) return new Map();
+/** Which of these (account, user) pairs exist, in one read; as `account\u0000user` keys. */
+export async function existingUserKeys(db: DbOrTx, keys: Array<{ account_id: string; id: string }>): Promise<Set<string>> {
+  if (!keys.length) return new Set();
+  const rows =
+    keys.length === 1
+      ? await db.select({ account_id: appUsers.account_id, id: appUsers.id }).from(appUsers).where(and(eq(appUsers.account_id, keys[0]!.account_id), eq(appUsers.id, keys[0]!.id)))
+      : await db
+          .select({ account_id: appUsers.account_id, id: appUsers.id })
+          .from(appUsers)
+          .where(sql`(${appUsers.account_id}, ${appUsers.id}) in (select k.account_id, k.id from jsonb_to_recordset(${JSON.stringify(keys)}::jsonb) as k(account_id text, id text))`);
+  return new Set(rows.map((r) => `${r.account_id}\u0000${r.id}`));
+}
+
+/** Owners of these (account, device) pairs (legs that carry only a device id), in one read; keyed `account\u0000device`. */
+export async function deviceOwners(db: DbOrTx, keys: Array<{ account_id: string; id: string }>): Promise<Map<string, string>> {
+  if (!keys.length) return new Map();
   const rows = await db
-    .select({ id: devices.id, user_id: devices.user_id })
+    .select({ account_id: devices.account_id, id: devices.id, user_id: devices.user_id })
     .from(devices)
-    .where(and(eq(devices.account_id, accountId), inArray(devices.id, deviceIds)));
-  return new Map(rows.map((r) => [r.id, r.user_id]));
+    .where(sql`(${devices.account_id}, ${devices.id}) in (select k.account_id, k.id from jsonb_to_recordset(${JSON.stringify(keys)}::jsonb) as k(account_id text, id text))`);
+  return new Map(rows.map((r) => [`${r.account_id}\u0000${r.id}`, r.user_id]));
 }
 
 /** The roster's users, by extension. */

@@ -3,7 +3,7 @@
  * the plan's lines for the call's direction wins; answered seconds are rounded up to the line's
  * initial period and increments (60/60 bills whole minutes, 1/1 whole seconds).
  */
-import { and, eq } from "drizzle-orm";
+import { and, eq, inArray } from "drizzle-orm";
 import type { DbOrTx } from "../db/db.ts";
 import type { CallDirection } from "../routing/route-types.ts";
 import { ratePlans, type RateLine, type RatePlanRow } from "./rates.schema.ts";
@@ -16,6 +16,20 @@ export async function defaultRatePlan(db: DbOrTx, accountId: string): Promise<Ra
     .where(and(eq(ratePlans.account_id, accountId), eq(ratePlans.is_default, 1)))
     .limit(1);
   return row ?? null;
+}
+
+/** The default plans of several accounts, in one read (accounts without one are absent). */
+export async function defaultRatePlans(db: DbOrTx, accountIds: string[]): Promise<Map<string, RatePlanRow>> {
+  if (!accountIds.length) return new Map();
+  if (accountIds.length === 1) {
+    const plan = await defaultRatePlan(db, accountIds[0]!);
+    return new Map(plan ? [[accountIds[0]!, plan]] : []);
+  }
+  const rows = await db
+    .select()
+    .from(ratePlans)
+    .where(and(inArray(ratePlans.account_id, accountIds), eq(ratePlans.is_default, 1)));
+  return new Map(rows.map((r) => [r.account_id, r]));
 }
 
 /** Seconds billed for `billsec` answered seconds under `initial/increment` (0 stays 0). */

@@ -261,6 +261,9 @@ const userOf = (where: SQL) => sql`(select ${USER_FIELDS("u")}, 'forwards', ${fo
 // ---- statements -------------------------------------------------------------------------------
 
 /** Source address → the most specific ACL of an active, ip-authenticated, inbound-capable trunk. */
+/** Most trunks recognized by one source address that a call is tried against (see loadTrunksBySource). */
+export const MAX_SOURCE_TRUNKS = 16;
+
 const trunkBySourceSql = sql`select coalesce(json_agg(m.c order by m.len desc, m.id), '[]'::json) as ctx from (
     select json_build_object('trunk', ${TRUNK("t")}, 'transforms', ${list(sql`select json_agg(${TRANSFORM} ${TRANSFORM_ORDER})
       from number_transform x where x.account_id = t.account_id and x.direction in ('inbound_dst','inbound_cid')
@@ -268,8 +271,11 @@ const trunkBySourceSql = sql`select coalesce(json_agg(m.c order by m.len desc, m
       max(masklen(acl.cidr::inet)) as len, t.id
     from sip_trunk_acl acl join sip_trunk t on t.account_id = acl.account_id and t.id = acl.trunk_id
     where t.status = 'active' and t.inbound_auth = 'ip' and t.direction <> 'outbound' and ${p("ip")}::inet <<= acl.cidr::inet
+      and (exists (select 1 from did_lookup l where l.e164 = ${p("e164")} and l.account_id = t.account_id)
+        or exists (select 1 from number_transform x where x.account_id = t.account_id and x.direction = 'inbound_dst'
+          and ((x.scope_kind = 'trunk' and x.scope_id = t.id) or (x.scope_kind = 'account' and x.scope_id = t.account_id))))
     group by t.account_id, t.id
-    order by len desc, t.id limit 8) m`;
+    order by len desc, t.id limit ${sql.raw(String(MAX_SOURCE_TRUNKS))}) m`;
 
 /** A trunk the edge authenticated (register / digest): by account and id. */
 const trunkByIdSql = sql`select json_build_object('trunk', ${TRUNK("t")}, 'transforms', ${list(sql`select json_agg(${TRANSFORM} ${TRANSFORM_ORDER})
@@ -374,11 +380,15 @@ function first<T>(rows: Array<{ ctx: unknown }>): T | null {
 }
 
 /**
- * The active ip-authenticated trunks whose ACLs hold `ip`, most specific ACL first (at most 8):
- * accounts may share a source (one PBX host, two tenants), so the called DID picks among them.
+ * The active ip-authenticated trunks whose ACLs hold `ip` and that could take a call to `dialled`,
+ * most specific ACL first (at most MAX_SOURCE_TRUNKS): accounts may share a source (one PBX host,
+ * many tenants), so the called DID picks among them. A trunk that could take it is one whose account
+ * owns the DID `dialled`, or that has inbound number transforms (which may turn `dialled` into one of
+ * its account's DIDs); the others are left out before the limit, so however many tenants share the
+ * source, the owner of the DID is among the candidates.
  */
-export async function loadTrunksBySource(db: DbOrTx, ip: string): Promise<TrunkContext[]> {
-  return first<TrunkContext[]>(await statements(db).trunkBySource.execute({ ip })) ?? [];
+export async function loadTrunksBySource(db: DbOrTx, ip: string, dialled: string): Promise<TrunkContext[]> {
+  return first<TrunkContext[]>(await statements(db).trunkBySource.execute({ ip, e164: dialled })) ?? [];
 }
 
 /** An active, inbound-capable trunk of the account by id (authenticated by the edge), or null. */

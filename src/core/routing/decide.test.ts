@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Platform } from "../platform.ts";
 import { storeKind, testPlatform } from "../../../test/support/platform.ts";
 import { decideRoute } from "./decide.ts";
+import { MAX_SOURCE_TRUNKS } from "./decide.store.ts";
 import { contact, freshE164, routeFixture, testDeps } from "./decide.fixture.ts";
 import type { RouteRequest } from "./route-types.ts";
 
@@ -35,6 +36,9 @@ describe(`decideRoute classification [${storeKind}]`, () => {
     const other = await routeFixture(platform);
     const shared = "192.0.2.77"; // inside the carrier's 192.0.2.0/24; not CARRIER_IP, so other tests stay as they are
     const trunk = await other.trunk({}, [`${shared}/32`]);
+    // A trunk is a candidate for a DID of another account only when its transforms might turn the
+    // number into one of its own: this one has a transform that leaves the number as it is.
+    await other.transform({ scope_kind: "trunk", scope_id: trunk, direction: "inbound_dst", match_regex: "^0", replacement: "44" });
     const d = await decideRoute(testDeps(platform), req({ to: did.e164, source_ip: shared }));
     expect(d.accountId).toBe(owner.accountId);
     expect(d.trunkId).toBeNull();
@@ -97,6 +101,32 @@ describe(`decideRoute classification [${storeKind}]`, () => {
     expect(byId.reply.rtjson.action).toBe("flow");
     const wrongId = await decideRoute(testDeps(platform), req({ to: national, account_id: other.accountId, trunk_id: trunk }));
     expect(wrongId.reply.rtjson).toMatchObject({ action: "reject", code: 403 });
+  });
+
+  test(`many tenants' trunks on one source range (more than ${MAX_SOURCE_TRUNKS}): the call goes through the trunk of the DID's owner`, async () => {
+    // A range of its own per run where it can (the PostgreSQL test store is shared and kept between runs).
+    const net = `198.18.${Math.floor(Math.random() * 256)}`;
+    const tenants = [];
+    for (let i = 0; i < MAX_SOURCE_TRUNKS + 4; i++) {
+      const f = await routeFixture(platform);
+      const did = await f.number({ dest_kind: "hangup" });
+      tenants.push({ f, did, trunk: await f.trunk({ name: `pbx-${i}` }, [`${net}.0/24`]) });
+    }
+    for (const t of [tenants.at(-1)!, tenants[0]!]) {
+      const d = await decideRoute(testDeps(platform), req({ to: t.did.e164, source_ip: `${net}.9` }));
+      expect(d.accountId).toBe(t.f.accountId);
+      expect(d.trunkId).toBe(t.trunk);
+      expect(d.reply.rtjson).toMatchObject({ action: "reject", code: 603 });
+      // None of the other tenants' trunks was tried: they could not take this number.
+      for (const other of tenants) if (other !== t) expect(steps(d)).not.toContain(other.trunk);
+    }
+    // A tenant whose transform turns a short code into its DID is still a candidate.
+    const last = tenants.at(-1)!;
+    const code = String(100_000 + Math.floor(Math.random() * 900_000));
+    await last.f.transform({ scope_kind: "trunk", scope_id: last.trunk, direction: "inbound_dst", match_regex: `^${code}$`, replacement: last.did.e164 });
+    const short = await decideRoute(testDeps(platform), req({ to: code, source_ip: `${net}.9` }));
+    expect(short.trunkId).toBe(last.trunk);
+    expect(short.accountId).toBe(last.f.accountId);
   });
 
   test("a disabled trunk is not recognized: its address must authenticate like anyone else", async () => {

@@ -125,7 +125,7 @@ export async function decideRoute(deps: RouteDeps, req: RouteRequest): Promise<R
   }
   const ip = canonicalIp(req.source_ip);
   if (ip) {
-    const trunks = await loadTrunksBySource(deps.db, ip);
+    const trunks = await loadTrunksBySource(deps.db, ip, dialledDigits(req.to));
     const carrier = ipAllowed(ip, deps.settings.carrierAddresses);
     if (trunks.length) {
       // A tenant's trunk ACL may overlap the carrier's addresses: the carrier is then the last candidate,
@@ -189,10 +189,14 @@ async function inbound(deps: RouteDeps, draft: DecisionDraft, candidates: Array<
   let ctx: Awaited<ReturnType<typeof loadDid>> = null;
   let dst = dialled;
   let cid = draft.from;
+  // Candidates without transforms look up the same number: once.
+  const lookups = new Map<string, Promise<Awaited<ReturnType<typeof loadDid>>>>();
   for (const candidate of candidates) {
     const mark = draft.trace.length;
     dst = candidate ? applyTransforms(draft, "inbound_dst", candidate.transforms, dialled) : dialled;
-    const found = await loadDid(deps.db, dst);
+    let lookup = lookups.get(dst);
+    if (!lookup) lookups.set(dst, (lookup = loadDid(deps.db, dst)));
+    const found = await lookup;
     if (found && (!candidate || found.account.id === candidate.trunk.account_id)) {
       source = candidate;
       ctx = found;

@@ -29,6 +29,7 @@ import type { Platform } from "../platform.ts";
 import { describeError } from "../../http/describe-error.ts";
 import { blockedReason, resolveHost } from "./url-safety.ts";
 import { serviceSignature, standardWebhookKey, standardWebhookSignature } from "./delivery-signing.ts";
+import { hasPlannedDeliveries } from "./delivery.service.ts";
 import { deleteFinishedBefore, exchangeDeliveries, releaseClaims, type AttemptRecord, type ClaimedDelivery } from "./delivery.store.ts";
 
 /** A claimed delivery waiting for, or holding, a slot of this worker. */
@@ -523,7 +524,10 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
     }
   }
 
-  const unsubscribe = platform.events.onCommitted(() => wake());
+  // Commits that planned no delivery (most call events of accounts without webhooks) wake nothing.
+  const unsubscribe = platform.events.onCommitted((events) => {
+    if (events.some(hasPlannedDeliveries)) wake();
+  });
   const poll = setInterval(wake, pollMs);
   const firstSweep = setTimeout(() => void sweep(), 60_000);
   const sweeper = setInterval(() => void sweep(), options.sweepEveryMs ?? 3600_000);

@@ -10,33 +10,48 @@ import { decodeCursor, toPage } from "../pagination/pagination.ts";
 import { isEventName } from "./event-catalog.ts";
 import type { DeliveryModel } from "./delivery.model.ts";
 import type { WebhookDeliveryRow } from "./delivery.schema.ts";
-import { countDeliveriesOfEvent, insertDeliveries, listDeliveryRows, matchingSubscriptionIds } from "./delivery.store.ts";
+import { activeSubscriptions, countDeliveriesOfEvent, insertDeliveries, listDeliveryRows, type NewDeliveryRow } from "./delivery.store.ts";
 import { findWebhookStatus } from "./webhooks.store.ts";
 
 /**
- * The bus planner: one `webhook_delivery` row per active subscription that receives the event, in
- * the transaction that emits it. A `test` event naming a `webhook_id` goes to that subscription only.
+ * The bus planner: one `webhook_delivery` row per active subscription that receives the event (it
+ * names the event or `*`), in the transaction that emits it; the events of one emit are planned
+ * together (one read of their accounts' subscriptions, one insert). A `test` event naming a
+ * `webhook_id` goes to that subscription only (if active), whatever its event list.
  */
-export const planWebhookDeliveries: EventPlanner = async (tx: Tx, event: PlatformEvent) => {
-  const target = event.event === "test" && typeof event.data.webhook_id === "string" ? event.data.webhook_id : null;
-  const ids = await matchingSubscriptionIds(tx, event.account_id, event.event, target);
-  if (!ids.length) return;
-  const now = Math.floor(event.ts / 1000);
-  await insertDeliveries(
-    tx,
-    ids.map((webhook_id) => ({
-      account_id: event.account_id,
-      id: newId("whd"),
-      webhook_id,
-      event_id: event.id,
-      event: event.event,
-      status: "pending",
-      attempts: 0,
-      next_attempt_at: 0, // due at once
-      created_at: now,
-      updated_at: now,
-    })),
-  );
+/** Events for which deliveries were planned (the worker wakes for those only; others' commits cost it nothing). */
+const withDeliveries = new WeakSet<PlatformEvent>();
+
+/** Whether the planner planned deliveries of this (committed) event in this process. */
+export function hasPlannedDeliveries(event: PlatformEvent): boolean {
+  return withDeliveries.has(event);
+}
+
+export const planWebhookDeliveries: EventPlanner = async (tx: Tx, events: PlatformEvent[]) => {
+  const subscriptions = await activeSubscriptions(tx, [...new Set(events.map((e) => e.account_id))]);
+  if (!subscriptions.length) return;
+  const rows: NewDeliveryRow[] = [];
+  for (const event of events) {
+    const target = event.event === "test" && typeof event.data.webhook_id === "string" ? event.data.webhook_id : null;
+    const now = Math.floor(event.ts / 1000);
+    for (const s of subscriptions) {
+      if (s.account_id !== event.account_id) continue;
+      if (target !== null ? s.id !== target : !s.events.includes(event.event) && !s.events.includes("*")) continue;
+      rows.push({
+        account_id: event.account_id,
+        id: newId("whd"),
+        webhook_id: s.id,
+        event_id: event.id,
+        event: event.event,
+        status: "pending",
+        attempts: 0,
+        created_at: now,
+        updated_at: now,
+      });
+      withDeliveries.add(event);
+    }
+  }
+  await insertDeliveries(tx, rows);
 };
 
 /**

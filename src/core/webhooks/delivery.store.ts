@@ -1,5 +1,5 @@
 /** Queries on webhook deliveries: planning, claiming, recording attempts, the log, retention. */
-import { and, desc, eq, lt, or, arrayContains, sql, type SQL } from "drizzle-orm";
+import { and, desc, eq, inArray, lt, sql, type SQL } from "drizzle-orm";
 import type { Database, Db, DbOrTx } from "../db/db.ts";
 import { rawRows } from "../db/migrate.ts";
 import { webhookDeliveries, type WebhookDeliveryRow } from "./delivery.schema.ts";
@@ -7,16 +7,14 @@ import { webhookSubscriptions } from "./webhooks.schema.ts";
 
 export type NewDeliveryRow = typeof webhookDeliveries.$inferInsert;
 
-/**
- * Ids of the active subscriptions of `accountId` that receive `event`: those naming it or `*`;
- * with `onlyId`, just that one (if active), whatever its event list.
- */
-export async function matchingSubscriptionIds(tx: DbOrTx, accountId: string, event: string, onlyId: string | null): Promise<string[]> {
-  const where: SQL[] = [eq(webhookSubscriptions.account_id, accountId), eq(webhookSubscriptions.status, "active")];
-  if (onlyId !== null) where.push(eq(webhookSubscriptions.id, onlyId));
-  else where.push(or(arrayContains(webhookSubscriptions.events, [event]), arrayContains(webhookSubscriptions.events, ["*"]))!);
-  const rows = await tx.select({ id: webhookSubscriptions.id }).from(webhookSubscriptions).where(and(...where));
-  return rows.map((r) => r.id);
+/** The active subscriptions of `accountIds` with the events each receives (one read for a set of events). */
+export async function activeSubscriptions(tx: DbOrTx, accountIds: string[]): Promise<Array<{ account_id: string; id: string; events: string[] }>> {
+  if (!accountIds.length) return [];
+  const byAccount = accountIds.length === 1 ? eq(webhookSubscriptions.account_id, accountIds[0]!) : inArray(webhookSubscriptions.account_id, accountIds);
+  return tx
+    .select({ account_id: webhookSubscriptions.account_id, id: webhookSubscriptions.id, events: webhookSubscriptions.events })
+    .from(webhookSubscriptions)
+    .where(and(byAccount, eq(webhookSubscriptions.status, "active")));
 }
 
 /**

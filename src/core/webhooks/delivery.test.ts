@@ -69,6 +69,35 @@ async function settled(accountId: string, count: number, timeoutMs = 15_000): Pr
 }
 
 describe(`webhook delivery [${storeKind}]`, () => {
+  test("events emitted together (emitMany) are planned together: each to the subscriptions of its own account that receive it", async () => {
+    const a = await seedTenant(platform);
+    const b = await seedTenant(platform);
+    const all = await subscribe(a, freshPath("many-all"));
+    const ended = await subscribe(a, freshPath("many-ended"), { events: "call.ended" });
+    const other = await subscribe(b, freshPath("many-b"), { events: "call.answered" });
+    const ts = Date.now();
+    const base = { direction: "inbound" as const, queue_id: null, agent_id: null, ts };
+    const emitted = await platform.events.transaction((_tx, _emit, emitMany) =>
+      emitMany([
+        { accountId: a.accountId, event: "call.answered", data: { callId: "call_1", wait_sec: 0, ...base }, ts },
+        { accountId: b.accountId, event: "call.answered", data: { callId: "call_2", wait_sec: 0, ...base }, ts },
+        { accountId: a.accountId, event: "call.ended", data: { callId: "call_1", answered: 1, billsec: 3, hangup_cause: "NORMAL_CLEARING", ...base }, ts },
+        { accountId: b.accountId, event: "call.ended", data: { callId: "call_2", answered: 1, billsec: 3, hangup_cause: "NORMAL_CLEARING", ...base }, ts },
+      ]),
+    );
+    // In the order given, with increasing ids.
+    expect(emitted.map((e) => [e.account_id, e.event, (e.data as { callId: string }).callId])).toEqual([
+      [a.accountId, "call.answered", "call_1"],
+      [b.accountId, "call.answered", "call_2"],
+      [a.accountId, "call.ended", "call_1"],
+      [b.accountId, "call.ended", "call_2"],
+    ]);
+    expect(emitted.map((e) => e.id)).toEqual([...emitted.map((e) => e.id)].sort((x, y) => x - y));
+    const planned = (rows: WebhookDeliveryRow[]) => rows.map((r) => `${r.webhook_id} ${r.event}`).sort();
+    expect(planned(await deliveries(a.accountId))).toEqual([`${all.id} call.answered`, `${all.id} call.ended`, `${ended.id} call.ended`].sort());
+    expect(planned(await deliveries(b.accountId))).toEqual([`${other.id} call.answered`]);
+  });
+
   test("a test event reaches the subscription once, with the exact body and both signatures valid", async () => {
     const t = await seedTenant(platform);
     const path = freshPath("signed");
