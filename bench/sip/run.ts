@@ -12,7 +12,7 @@
  * postgres://postgres@127.0.0.1:5432/postgres, created and dropped), BENCH_REDIS_URL (default
  * redis://127.0.0.1:6379). Kamailio runs as root in the foreground; its log goes to a scratch file
  * (BENCH_SIP_KEEP_LOGS=1 keeps it). Parley runs with LOG_LEVEL=warn. BENCH_SIP_WORKERS overrides
- * kamailio.cfg's SIP_WORKERS (8) async worker count.
+ * kamailio.cfg's SIP_WORKERS (32) async worker count.
  */
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync, existsSync, openSync, readSync, closeSync } from "node:fs";
 import { tmpdir } from "node:os";
