@@ -214,6 +214,7 @@ describe(`dialog events [${storeKind}]`, () => {
     const early = await admitted(a.accountId, [slot("account_out", a.accountId, 10)]);
     const busy = await admitted(b.accountId, [slot("account_out", b.accountId, 10)]);
     const answered = await admitted(b.accountId, [slot("account_out", b.accountId, 10)]);
+    const canceled = await admitted(b.accountId, [slot("account_out", b.accountId, 10)]);
     const start = (await findCallBySipId(platform.db, a.accountId, whole))!.started_ms;
     const batch: Parameters<typeof handleDialogEvents>[1] = [
       { type: "dialog", callId: whole, account_id: a.accountId, state: "early", ts: start + 1000 },
@@ -223,6 +224,9 @@ describe(`dialog events [${storeKind}]`, () => {
       { type: "dialog", callId: answered, account_id: b.accountId, state: "confirmed" },
       { type: "dialog", callId: whole, account_id: a.accountId, state: "terminated", sip_code: 200, ts: start + 13_000 },
       { type: "dialog", callId: "unknown-" + sipCallId(), account_id: a.accountId, state: "terminated" },
+      // Its end arrives before its confirmation: the confirmation, later in the set, must change nothing.
+      { type: "dialog", callId: canceled, account_id: b.accountId, state: "terminated", sip_code: 487 },
+      { type: "dialog", callId: canceled, account_id: b.accountId, state: "confirmed" },
     ];
     await handleDialogEvents(platform, batch);
     await handleDialogEvents(platform, batch); // the edge sends a batch again when it got no answer
@@ -232,10 +236,11 @@ describe(`dialog events [${storeKind}]`, () => {
     expect(await findCallBySipId(platform.db, a.accountId, early)).toMatchObject({ status: "ringing", ended_ms: null });
     expect(await findCallBySipId(platform.db, b.accountId, busy)).toMatchObject({ status: "busy", hangup_cause: "USER_BUSY", answered: 0 });
     expect(await findCallBySipId(platform.db, b.accountId, answered)).toMatchObject({ status: "answered", answered: 1, ended_ms: null });
+    expect(await findCallBySipId(platform.db, b.accountId, canceled)).toMatchObject({ status: "canceled", answered: 0, answered_ms: null, hangup_cause: "ORIGINATOR_CANCEL" });
     expect((await eventsOf(a.accountId, "call.answered")).map((e) => (e.data as { callId: string }).callId)).toHaveLength(1);
     expect(await eventsOf(a.accountId, "call.ended")).toHaveLength(1);
     expect(await eventsOf(b.accountId, "call.answered")).toHaveLength(1);
-    expect((await eventsOf(b.accountId, "call.ended")).map((e) => (e.data as { hangup_cause: string }).hangup_cause)).toEqual(["USER_BUSY"]);
+    expect((await eventsOf(b.accountId, "call.ended")).map((e) => (e.data as { hangup_cause: string }).hangup_cause).sort()).toEqual(["ORIGINATOR_CANCEL", "USER_BUSY"]);
     const wholeRow = (await findCallBySipId(platform.db, a.accountId, whole))!;
     expect((await listTrace(platform.db, a.accountId, wholeRow.id)).filter((s) => s.step === "dialog").map((s) => s.result)).toEqual([
       "early: ringing",

@@ -68,6 +68,12 @@ export async function handleDialog(platform: Platform, event: PresenceModel.Dial
   if (refusal) throw refusal;
 }
 
+/** Who a leg names: a user (by id), a device only, or nobody. */
+function legRef(leg: NonNullable<PresenceModel.Dialog["legs"]>[number]): { user: boolean; id: string } | null {
+  if (typeof leg.user_id === "string" && leg.user_id.length > 0) return { user: true, id: leg.user_id };
+  return leg.device_id ? { user: false, id: leg.device_id } : null;
+}
+
 /**
  * Dialog events as a set (a batch from the edge): each call's events in the order given, different
  * calls side by side; the database reads and writes are shared by the whole set (a fixed number of
@@ -82,48 +88,45 @@ export async function handleDialogs(platform: Platform, events: PresenceModel.Di
   const accepted = events.filter((_, i) => refusals[i] === null);
 
   // The users each event's legs name (known ones) or own (legs with a device only), read together.
+  type Keyed = PresenceModel.Dialog & { account_id: string };
+  const keyed = accepted.filter((e): e is Keyed => e.account_id !== undefined);
   const named = new Map<string, { account_id: string; id: string }>();
   const deviceOnly = new Map<string, { account_id: string; id: string }>();
-  for (const e of accepted) {
-    if (e.account_id === undefined) continue;
+  for (const e of keyed) {
     for (const leg of e.legs ?? []) {
-      if (typeof leg.user_id === "string" && leg.user_id.length > 0) named.set(key(e.account_id, leg.user_id), { account_id: e.account_id, id: leg.user_id });
-      else if (leg.device_id) deviceOnly.set(key(e.account_id, leg.device_id), { account_id: e.account_id, id: leg.device_id });
+      const ref = legRef(leg);
+      if (ref) (ref.user ? named : deviceOnly).set(key(e.account_id, ref.id), { account_id: e.account_id, id: ref.id });
     }
   }
   const [known, owners] = await Promise.all([existingUserKeys(platform.db, [...named.values()]), deviceOwners(platform.db, [...deviceOnly.values()])]);
+  const usersOf = (e: Keyed) => {
+    const users = new Set<string>();
+    for (const leg of e.legs ?? []) {
+      const ref = legRef(leg);
+      const user = !ref ? undefined : ref.user ? (known.has(key(e.account_id, ref.id)) ? ref.id : undefined) : owners.get(key(e.account_id, ref.id));
+      if (user) users.add(user);
+    }
+    return [...users];
+  };
 
   // Live state: each call's events in order, calls side by side.
   const now = clock.now ?? Date.now;
   const deps = { live: platform.live, events: platform.events };
-  const calls = new Map<string, Array<PresenceModel.Dialog & { account_id: string }>>();
-  for (const e of accepted) {
-    if (e.account_id === undefined) continue;
+  const calls = new Map<string, Keyed[]>();
+  for (const e of keyed) {
     const k = key(e.account_id, e.callId);
     const list = calls.get(k);
-    if (list) list.push(e as PresenceModel.Dialog & { account_id: string });
-    else calls.set(k, [e as PresenceModel.Dialog & { account_id: string }]);
+    if (list) list.push(e);
+    else calls.set(k, [e]);
   }
   await Promise.all(
     [...calls.values()].map(async (sequence) => {
       for (const event of sequence) {
-        const accountId = event.account_id;
-        const users = new Set<string>();
-        for (const leg of event.legs ?? []) {
-          if (typeof leg.user_id === "string" && leg.user_id.length > 0) {
-            if (known.has(key(accountId, leg.user_id))) users.add(leg.user_id);
-          } else if (leg.device_id) {
-            const owner = owners.get(key(accountId, leg.device_id));
-            if (owner) users.add(owner);
-          }
-        }
-        let touched: string[];
-        if (event.state === "terminated") touched = await endDialog(platform.live, accountId, event.callId, [...users]);
-        else {
-          await trackDialog(platform.live, accountId, event.callId, event.state, [...users], now());
-          touched = [...users];
-        }
-        for (const userId of touched) await refreshAgentAfterCalls(deps, accountId, userId, now);
+        const users = usersOf(event);
+        let touched = users;
+        if (event.state === "terminated") touched = await endDialog(platform.live, event.account_id, event.callId, users);
+        else await trackDialog(platform.live, event.account_id, event.callId, event.state, users, now());
+        for (const userId of touched) await refreshAgentAfterCalls(deps, event.account_id, userId, now);
       }
     }),
   );

@@ -98,6 +98,21 @@ describe(`webhook delivery [${storeKind}]`, () => {
     expect(planned(await deliveries(b.accountId))).toEqual([`${other.id} call.answered`]);
   });
 
+  test("a commit that planned deliveries wakes the worker (no poll needed); one that planned none is not delivered anywhere", async () => {
+    const t = await seedTenant(platform);
+    const path = freshPath("woken");
+    await subscribe(t, path, { events: "test" });
+    // A poll far beyond the test: only the wake-up after the commit can find the delivery.
+    await withWorker(async () => {
+      await Bun.sleep(100); // the worker's first scan (at start) has found nothing
+      await platform.events.emit(t.accountId, "call.started", { callId: "call_x", direction: "inbound", from: "1", to: "2", number_id: null, ts: Date.now() });
+      await fireTestEvent(platform.events, t.accountId, {});
+      const rows = await settled(t.accountId, 1);
+      expect(rows.map((r) => [r.event, r.status])).toEqual([["test", "delivered"]]);
+    }, { pollMs: 600_000 });
+    expect(receiver.at(path)).toHaveLength(1);
+  });
+
   test("a test event reaches the subscription once, with the exact body and both signatures valid", async () => {
     const t = await seedTenant(platform);
     const path = freshPath("signed");
