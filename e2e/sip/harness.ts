@@ -105,7 +105,7 @@ export async function startParley(stores: ParleyStores = {}, extraEnv: Record<st
     REDIS_URL: stores.redisUrl,
     ...extraEnv,
   };
-  const p = spawn(["bun", "src/main.ts", "serve", "--hosts", "public,control"], env);
+  const p = spawn(["bun", ...(process.env.PARLEY_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.PARLEY_CPU_PROF}`] : []), "src/main.ts", "serve", "--hosts", "public,control"], env);
   const parley: Parley = { ...p, publicUrl: `http://127.0.0.1:${pub}`, controlUrl: `http://127.0.0.1:${ctl}`, controlPort: ctl, dataDir };
   const stop = p.stop;
   parley.stop = async () => {

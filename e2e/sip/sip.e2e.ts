@@ -47,6 +47,7 @@ afterAll(async () => {
 });
 
 const edge = () => `127.0.0.1:${kamailio.port}`;
+const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
 function register(user: string, contactPort: number, password = PASSWORD) {
   return runSipp("register.xml", edge(), ["-s", user, "-au", user, "-ap", password, "-key", "domain", tenant.domain, "-key", "contact_port", String(contactPort), "-key", "expires", "300", "-m", "1", "-timeout", "15s"]);
@@ -119,6 +120,28 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
     });
     expect(JSON.stringify(cdrs[0])).toContain("1002");
     await eventually(async () => expect(JSON.stringify(await cac())).not.toMatch(/"(current|active|count)":[1-9]/));
+    // The digest went to /route with the call (no separate /auth for an INVITE).
+    expect(kamailio.log()).toMatch(new RegExp(`ctl /route rc=200 us=\\d+ action=proxy to=1002 call=${escapeRe(r.callIds.at(-1)!)}`));
+    expect(kamailio.log()).not.toMatch(new RegExp(`ctl /auth .*call=${escapeRe(r.callIds.at(-1)!)}`));
+  });
+
+  test("a second INVITE without credentials from the same address is challenged at once, without asking /route", async () => {
+    const r = await invite("1001", "1002");
+    expect(r.code, r.stderr).toBe(0);
+    // Challenged statelessly (no 100 Trying first), then authenticated and routed.
+    expect(r.statuses.slice(0, 2)).toEqual([407, 100]);
+    expect(r.statuses).toContain(200);
+    const routed = kamailio.log().match(new RegExp(`ctl /route rc=\\d+ .*call=${escapeRe(r.callIds[0]!)}`, "g")) ?? [];
+    expect(routed.length).toBe(1);
+  });
+
+  test("an INVITE with a wrong password is refused (403) and never routed", async () => {
+    const before = (await calls()).length;
+    const r = await runSipp("invite-refused.xml", edge(), ["-s", "1002", "-au", "1001", "-ap", "not-the-password", "-key", "from_user", "1001", "-key", "domain", tenant.domain, "-m", "1", "-timeout", "10s"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.statuses.at(-1)).toBe(403);
+    expect(kamailio.log()).toMatch(new RegExp(`ctl /route rc=401 .*call=${escapeRe(r.callIds[0]!)}`));
+    expect((await calls()).length).toBe(before);
   });
 
   test("INVITE to a number routed to the carrier trunk reaches the carrier's UAS", async () => {
@@ -215,7 +238,6 @@ describe.skipIf(!RUN || !stores.databaseUrl)(`two Parley instances behind one Ka
   });
 
   const target = () => `127.0.0.1:${edge2.port}`;
-  const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
   /** The connection (ctl: the first instance, ctl2: the second) that answered `what` for a Call-ID. */
   const via = (callId: string | undefined, what: string) =>
     callId ? new RegExp(`ctl ${escapeRe(what)} rc=200 .*call=${escapeRe(callId)} via=(ctl2?)\\b`).exec(edge2.log())?.[1] : undefined;

@@ -6,6 +6,12 @@ import { createControlApp } from "../app.ts";
 import { routeRoutes } from "./route.ts";
 import { routeFixture } from "../../core/routing/decide.fixture.ts";
 import type { Json } from "../../../test/support/http.ts";
+import { createHash, randomUUID } from "node:crypto";
+import { seedTenant } from "../../../test/support/platform.ts";
+import { createUser } from "../../core/users/users.service.ts";
+import { createDevice } from "../../core/devices/devices.service.ts";
+import { defaultRealm } from "../../core/devices/realm.ts";
+import { findCallBySipId } from "../../core/calls/calls.store.ts";
 
 let platform: Platform;
 let server: { server: { port?: number } | null; stop(): Promise<unknown> | unknown };
@@ -60,4 +66,62 @@ describe(`POST /route [${storeKind}]`, () => {
     const bad = await post("{not json", "application/json");
     expect(bad.status).toBe(400);
   });
+
+  describe("with auth (the INVITE's digest verified in the same request)", () => {
+    const md5 = (text: string) => createHash("md5").update(text).digest("hex");
+    /** The digest a phone computes from its password, independently of the code under test. */
+    const digest = (realm: string, password: string, nonce = randomUUID()) => {
+      const uri = `sip:1002@${realm}`;
+      const cnonce = randomUUID().slice(0, 8);
+      const ha1 = md5(`1001:${realm}:${password}`);
+      const response = md5(`${ha1}:${nonce}:00000001:${cnonce}:auth:${md5(`INVITE:${uri}`)}`);
+      return { username: "1001", realm, nonce, uri, response, method: "INVITE", qop: "auth", nc: "00000001", cnonce, opaque: "", source_ip: "203.0.113.7" };
+    };
+    const seed = async () => {
+      const t = await seedTenant(platform);
+      const caller = await createUser(platform.db, t.accountId, { username: "1001" });
+      const device = await createDevice(platform.db, t.accountId, { user_id: caller.id, password: "pw-1001-long" });
+      await createUser(platform.db, t.accountId, { username: "1002" });
+      return { accountId: t.accountId, userId: caller.id, deviceId: device.id, realm: defaultRealm(t.accountId) };
+    };
+    const call = (auth: unknown, extra: Record<string, unknown> = {}) =>
+      json({ callId: `ra-${randomUUID()}`, from: "1001", fromDomain: "x", to: "1002", source_ip: "203.0.113.7", account_id: "", user_id: "", device_id: "", ...extra, auth });
+
+    test("a right digest routes the call as the device's and the reply says who authenticated", async () => {
+      const s = await seed();
+      const callId = `ra-${randomUUID()}`;
+      const r = await call(digest(s.realm, "pw-1001-long"), { callId });
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      expect(r.body.auth).toEqual({ ok: true, account_id: s.accountId, user_id: s.userId, device_id: s.deviceId, webrtc: 0 });
+      // 1002 has no registered phone: an internal call the router refuses, recorded as the device's.
+      expect(r.body.rtjson).toMatchObject({ action: "reject", account_id: s.accountId });
+      const record = await findCallBySipId(platform.db, s.accountId, callId);
+      expect(record?.reply.rtjson.account_id).toBe(s.accountId);
+    });
+
+    test("a wrong digest or a replay is 401 and nothing is recorded; a non-JSON or contradictory body is 400", async () => {
+      const s = await seed();
+      const wrong = `ra-${randomUUID()}`;
+      const bad = await call(digest(s.realm, "not-the-password"), { callId: wrong });
+      expect(bad.status).toBe(401);
+      expect(bad.body).toMatchObject({ ok: false, error: "unauthorized" });
+      expect(await findCallBySipId(platform.db, s.accountId, wrong)).toBeNull();
+
+      const once = digest(s.realm, "pw-1001-long");
+      expect((await call(once)).status).toBe(200);
+      const replayed = await call(once);
+      expect(replayed.status).toBe(401);
+
+      const both = await call(digest(s.realm, "pw-1001-long"), { account_id: s.accountId, device_id: s.deviceId });
+      expect(both.status).toBe(400);
+      expect(JSON.stringify(both.body)).toContain("/account_id");
+      const missing = await call({ ...digest(s.realm, "pw-1001-long"), response: "zz" });
+      expect(missing.status).toBe(400);
+      const form = new URLSearchParams({ callId: "f", from: "1001", fromDomain: "x", to: "1002", auth: JSON.stringify(digest(s.realm, "pw-1001-long")) });
+      const f = await post(form.toString(), "application/x-www-form-urlencoded");
+      expect(f.status).toBe(400);
+      expect(JSON.stringify(f.body)).toContain("/auth");
+    });
+  });
 });
+

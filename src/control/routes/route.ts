@@ -1,10 +1,18 @@
-/** POST /route (the call routing decision): decide, then admit (CAC, call record, call.started). */
+/**
+ * POST /route (the call routing decision): decide, then admit (CAC, call record, call.started).
+ * With `auth` (the INVITE's parsed digest, as POST /auth takes it), the digest is verified first and
+ * the call is routed as that device's: one round trip from the edge instead of /auth then /route.
+ */
 import { Elysia } from "elysia";
 import { Type as T } from "@sinclair/typebox";
 import type { Platform } from "../../core/platform.ts";
-import { RouteRequest } from "../../core/routing/route-types.ts";
+import { validationFailed } from "../../core/errors/app-error.ts";
+import { RouteRequest, type RouteReply } from "../../core/routing/route-types.ts";
 import { decideRoute, routeDeps } from "../../core/routing/decide.ts";
 import { admitCall } from "../../core/calls/admission.ts";
+import { SipAuthModel } from "../../core/sip-auth/sip-auth.model.ts";
+import { authenticateDigest, type DigestAuthResult } from "../../core/sip-auth/sip-auth.service.ts";
+import { edgeBodyPreparer } from "../edge-body.ts";
 
 /** The contract's request plus the optional fields the router also reads. */
 const RouteBody = T.Object(
@@ -12,19 +20,44 @@ const RouteBody = T.Object(
     ...RouteRequest.properties,
     trunk_id: T.Optional(T.String({ maxLength: 64, description: "A register/digest trunk the edge authenticated (with account_id)." })),
     source_country: T.Optional(T.String({ pattern: "^[A-Za-z]{2}$", description: "ISO alpha-2 country of source_ip (edge GeoIP), for geo ACL rules." })),
+    auth: T.Optional(
+      T.Object(SipAuthModel.Request.properties, {
+        additionalProperties: false,
+        description:
+          "JSON bodies only: the INVITE's digest, exactly as POST /auth takes it. It is verified first (401, 403 and 400 as /auth answers them); the call is then routed as the authenticated device's (account_id, user_id and device_id must not be sent with it) and the reply carries `auth`, /auth's reply.",
+      }),
+    ),
   },
   { additionalProperties: true, description: "POST /route request: form or JSON, same names." },
 );
 
+const prepareAuth = edgeBodyPreparer(SipAuthModel.Request);
+
+/** The reply: the rtjson document, and who authenticated when the request carried `auth`. */
+type RouteResult = RouteReply & { auth?: DigestAuthResult };
+
 export function routeRoutes(platform: Platform) {
   const deps = routeDeps(platform);
+  const authDeps = { db: platform.db, live: platform.live, log: platform.log.child({ component: "sip-auth" }) };
   return new Elysia({ name: "control-route", normalize: false }).post(
     "/route",
-    async ({ body }) => {
-      const decision = await decideRoute(deps, body);
-      return admitCall(platform, decision, body);
+    async ({ body }): Promise<RouteResult> => {
+      const { auth, ...req } = body;
+      if (!auth) return admitCall(platform, await decideRoute(deps, req), req);
+      const named = (["account_id", "user_id", "device_id"] as const).filter((k) => req[k]);
+      if (named.length) throw validationFailed(named.map((k) => ({ path: `/${k}`, message: "Not allowed with auth: the digest names the device." })));
+      const who = await authenticateDigest(authDeps, auth);
+      const routed = { ...req, account_id: who.account_id, user_id: who.user_id, device_id: who.device_id };
+      return { ...(await admitCall(platform, await decideRoute(deps, routed), routed)), auth: who };
     },
     {
+      transform: ({ body, request }) => {
+        const auth = (body as { auth?: unknown } | null)?.auth;
+        if (auth !== undefined && (request.headers.get("content-type") ?? "").toLowerCase().startsWith("application/x-www-form-urlencoded")) {
+          throw validationFailed([{ path: "/auth", message: "Taken in JSON bodies only." }]);
+        }
+        if (auth !== undefined) prepareAuth(auth, request);
+      },
       body: RouteBody,
       detail: { summary: "Routing decision for a new call (the edge's rtjson document)" },
     },
