@@ -108,7 +108,6 @@ interface Step {
   retrans: number;
   setupMs: number | null;
   wallSec: number;
-  auth?: Latency;
   /** INVITEs without credentials the edge asked /route about (the others it challenged itself). */
   challenges?: number;
   routeChallenge?: Latency;
@@ -119,7 +118,7 @@ interface Step {
 }
 
 /** One sipp UAC run at `rate` calls/s for SECONDS, against `port`. */
-async function load(port: number, rate: number, domain: string, csv: string): Promise<Omit<Step, "auth" | "challenges" | "routeChallenge" | "routeProxy" | "events" | "cdrs">> {
+async function load(port: number, rate: number, domain: string, csv: string): Promise<Omit<Step, "challenges" | "routeChallenge" | "routeProxy" | "events" | "cdrs">> {
   const total = Math.max(1, Math.round(rate * SECONDS));
   const t0 = performance.now();
   const r = await runSippLoad(port, [
@@ -246,7 +245,6 @@ await runBench(async () => {
       const real = { ...(await load(edge.port, rate, tenant.domain, csv)) } as Step;
       real.cdrs = await drainCdrs(sql, tenant.accountId, before, real.successful);
       const log = readFrom(edge.logFile, offset);
-      real.auth = latency(log, /^\/auth/);
       real.routeChallenge = latency(log, /^\/route.*action=reject/);
       real.routeProxy = latency(log, /^\/route.*action=proxy/);
       real.challenges = real.routeChallenge.n;
@@ -284,7 +282,7 @@ await runBench(async () => {
       ].join(" | "),
     );
   }
-  const errs = rows.map((r) => (r.real.auth?.errors ?? 0) + (r.real.routeProxy?.errors ?? 0) + (r.real.routeChallenge?.errors ?? 0)).reduce((a, b) => a + b, 0);
+  const errs = rows.map((r) => (r.real.routeProxy?.errors ?? 0) + (r.real.routeChallenge?.errors ?? 0)).reduce((a, b) => a + b, 0);
   if (errs) console.log(`control calls answered with something other than 200: ${errs}`);
   if (process.env.BENCH_SIP_KEEP_LOGS === "1") console.log(`logs kept in ${scratch}`);
   children.delete(parleyChild);

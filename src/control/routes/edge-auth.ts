@@ -2,7 +2,7 @@
 import { Elysia } from "elysia";
 import type { Platform } from "../../core/platform.ts";
 import { SipAuthModel } from "../../core/sip-auth/sip-auth.model.ts";
-import { authenticateDigest } from "../../core/sip-auth/sip-auth.service.ts";
+import { authenticateDigest, digestAuthDeps } from "../../core/sip-auth/sip-auth.service.ts";
 import { apiModels } from "../../http/api-models.ts";
 import { errorReplies } from "../../http/reply-models.ts";
 import { edgeBodyPreparer } from "../edge-body.ts";
@@ -10,7 +10,7 @@ import { edgeBodyPreparer } from "../edge-body.ts";
 const prepareAuthBody = edgeBodyPreparer(SipAuthModel.Request);
 
 export function edgeAuthRoutes(platform: Platform) {
-  const deps = { db: platform.db, live: platform.live, log: platform.log.child({ component: "sip-auth" }) };
+  const deps = digestAuthDeps(platform);
   return new Elysia({ name: "control-edge-auth", normalize: false })
     .use(apiModels).post("/auth", ({ body }) => authenticateDigest(deps, body), {
     transform: ({ body, request }) => prepareAuthBody(body, request),

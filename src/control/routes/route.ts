@@ -11,7 +11,7 @@ import { RouteRequest, type RouteReply } from "../../core/routing/route-types.ts
 import { decideRoute, routeDeps } from "../../core/routing/decide.ts";
 import { admitCall } from "../../core/calls/admission.ts";
 import { SipAuthModel } from "../../core/sip-auth/sip-auth.model.ts";
-import { authenticateDigest, type DigestAuthResult } from "../../core/sip-auth/sip-auth.service.ts";
+import { authenticateDigest, digestAuthDeps, type DigestAuthResult } from "../../core/sip-auth/sip-auth.service.ts";
 import { edgeBodyPreparer } from "../edge-body.ts";
 
 /** The contract's request plus the optional fields the router also reads. */
@@ -20,13 +20,8 @@ const RouteBody = T.Object(
     ...RouteRequest.properties,
     trunk_id: T.Optional(T.String({ maxLength: 64, description: "A register/digest trunk the edge authenticated (with account_id)." })),
     source_country: T.Optional(T.String({ pattern: "^[A-Za-z]{2}$", description: "ISO alpha-2 country of source_ip (edge GeoIP), for geo ACL rules." })),
-    auth: T.Optional(
-      T.Object(SipAuthModel.Request.properties, {
-        additionalProperties: false,
-        description:
-          "JSON bodies only: the INVITE's digest, exactly as POST /auth takes it. It is verified first (401, 403 and 400 as /auth answers them); the call is then routed as the authenticated device's (account_id, user_id and device_id must not be sent with it) and the reply carries `auth`, /auth's reply.",
-      }),
-    ),
+    /** The INVITE's digest, exactly as POST /auth takes it (docs/edge-protocols.md, POST /route). */
+    auth: T.Optional(SipAuthModel.Request),
   },
   { additionalProperties: true, description: "POST /route request: form or JSON, same names." },
 );
@@ -38,7 +33,7 @@ type RouteResult = RouteReply & { auth?: DigestAuthResult };
 
 export function routeRoutes(platform: Platform) {
   const deps = routeDeps(platform);
-  const authDeps = { db: platform.db, live: platform.live, log: platform.log.child({ component: "sip-auth" }) };
+  const authDeps = digestAuthDeps(platform);
   return new Elysia({ name: "control-route", normalize: false }).post(
     "/route",
     async ({ body }): Promise<RouteResult> => {
@@ -51,13 +46,9 @@ export function routeRoutes(platform: Platform) {
       return { ...(await admitCall(platform, await decideRoute(deps, routed), routed)), auth: who };
     },
     {
-      transform: ({ body, request }) => {
-        const auth = (body as { auth?: unknown } | null)?.auth;
-        if (auth !== undefined && (request.headers.get("content-type") ?? "").toLowerCase().startsWith("application/x-www-form-urlencoded")) {
-          throw validationFailed([{ path: "/auth", message: "Taken in JSON bodies only." }]);
-        }
-        if (auth !== undefined) prepareAuth(auth, request);
-      },
+      // Empty optional digest fields count as absent, as on /auth. In a form body `auth` is text, which
+      // the schema refuses (400 at /auth): it is taken in JSON bodies only.
+      transform: ({ body, request }) => prepareAuth((body as { auth?: unknown } | null)?.auth, request),
       body: RouteBody,
       detail: { summary: "Routing decision for a new call (the edge's rtjson document)" },
     },

@@ -7,6 +7,7 @@ import { AppError, validationFailed } from "../errors/app-error.ts";
 import type { Db } from "../db/db.ts";
 import { accountKey, globalKey, type LiveStore } from "../live/live-store.ts";
 import type { Logger } from "../log/logger.ts";
+import type { Platform } from "../platform.ts";
 import { parseIp } from "../net/cidr.ts";
 import type { SipAuthModel } from "./sip-auth.model.ts";
 import { digestEquals, expectedResponse } from "./sip-digest.ts";
@@ -46,6 +47,11 @@ export interface DigestAuthDeps {
   db: Db;
   live: LiveStore;
   log?: Logger;
+}
+
+/** The production wiring of `DigestAuthDeps` (POST /auth, and POST /route with `auth`). */
+export function digestAuthDeps(platform: Platform): DigestAuthDeps {
+  return { db: platform.db, live: platform.live, log: platform.log.child({ component: "sip-auth" }) };
 }
 
 export interface DigestAuthOptions {
