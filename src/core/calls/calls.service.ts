@@ -1,7 +1,7 @@
 /** Use cases on call records: listing and CSV export, detail, trace, usage, balance, live snapshot, CAC. */
 import { findAccount } from "../accounts/accounts.store.ts";
 import { notFound, validationFailed } from "../errors/app-error.ts";
-import type { DbOrTx } from "../db/db.ts";
+import type { Database, DbOrTx } from "../db/db.ts";
 import type { LiveStore } from "../live/live-store.ts";
 import { cacSnapshot, resetCac } from "../cac/cac.service.ts";
 import { defaultRatePlan } from "../rates/rates.service.ts";
@@ -13,6 +13,7 @@ import {
   findCallBySipIdAnyAccount,
   listActiveCalls,
   listCalls,
+  csvExportQuery,
   csvPage,
   listTrace,
   monthStartMs,
@@ -115,12 +116,18 @@ export const CSV_COLUMNS = [
 export const CSV_PAGE = 5_000;
 
 /**
- * Every call of the range as CSV (header line first, CRLF line ends), newest first, read page by page
- * as the client consumes the stream: the export holds at most two pages in memory (the one being
- * written and the next one, fetched meanwhile).
+ * Every call of the range as CSV (header line first, CRLF line ends), newest first, streamed as the
+ * client reads. PostgreSQL: one COPY of the range (one snapshot, formatted by the server, a few
+ * chunks buffered ahead). PGlite: page by page, at most two pages in memory (the one being written
+ * and the next one, fetched meanwhile). The range is checked before anything streams (a 400).
  */
-export function streamCallsCsv(db: DbOrTx, accountId: string, query: CallModel.ListQuery): ReadableStream<Uint8Array> {
+export function streamCallsCsv(database: Pick<Database, "db" | "copyCsv">, accountId: string, query: CallModel.ListQuery): ReadableStream<Uint8Array> {
   const filter = filterOf(query);
+  if (database.copyCsv) return database.copyCsv(csvExportQuery(accountId, filter), { header: CSV_COLUMNS.join(","), lineEnd: "\r\n" });
+  return pagedCsv(database.db, accountId, filter);
+}
+
+function pagedCsv(db: DbOrTx, accountId: string, filter: CallFilter): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder();
   let next: ReturnType<typeof csvPage> | null = csvPage(db, accountId, filter, null, CSV_PAGE);
   let headerSent = false;

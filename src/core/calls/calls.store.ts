@@ -239,6 +239,27 @@ const csvLineSql = sql<string>`concat_ws(',',
   ${plain(callRecords.user_id)}, ${plain(callRecords.device_id)}, ${plain(callRecords.number_id)}, ${plain(callRecords.trunk_id)},
   ${plain(callRecords.queue_id)}, ${plain(callRecords.agent_id)})`;
 
+/** A text cell with csvText's spreadsheet-formula guard but no quoting (COPY quotes). */
+const guarded = (column: SQLWrapper) =>
+  sql`case when ${column} like any (array['=%', '+%', '-%', '@%', chr(9) || '%', chr(13) || '%']) then '''' || ${column} else ${column} end`;
+
+/**
+ * The whole CSV export as one query whose columns are the cells of CSV_COLUMNS (newest first), for
+ * COPY (format csv) to quote and write: the cells csvLineSql builds, less the quoting.
+ */
+export function csvExportQuery(accountId: string, filter: CallFilter): SQL {
+  return sql`select ${callRecords.id}, ${guarded(callRecords.sip_call_id)}, ${callRecords.direction},
+      ${guarded(callRecords.from)}, ${guarded(callRecords.to)}, ${callRecords.status}, ${callRecords.answered},
+      ${callRecords.started_ms} / 1000, ${callRecords.answered_ms} / 1000, ${callRecords.ended_ms} / 1000, ${callRecords.billsec},
+      greatest(0, round((${callRecords.ended_ms} - ${callRecords.started_ms}) / 1000.0))::bigint,
+      ${guarded(callRecords.hangup_cause)}, ${callRecords.sip_code}, ${callRecords.cost_micro}, ${guarded(callRecords.currency)},
+      ${callRecords.user_id}, ${callRecords.device_id}, ${callRecords.number_id}, ${callRecords.trunk_id},
+      ${callRecords.queue_id}, ${callRecords.agent_id}
+    from ${callRecords}
+    where ${listWhere(accountId, filter, null)}
+    order by ${callRecords.started_ms} desc, ${callRecords.id} desc`;
+}
+
 /**
  * One page of the CSV export as one text (CRLF-separated lines, built and joined by the database, so
  * the driver parses one value per page instead of thousands of rows), with its keyset position.

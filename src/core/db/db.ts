@@ -3,7 +3,8 @@
  * or PostgreSQL through postgres.js (scale-out). Everything above this file sees only `Db`.
  */
 import type { PgDatabase, PgQueryResultHKT, PgTransaction } from "drizzle-orm/pg-core";
-import type { ExtractTablesWithRelations } from "drizzle-orm";
+import type { ExtractTablesWithRelations, SQL } from "drizzle-orm";
+import type { CsvOutOptions } from "./copy-out.ts";
 
 /** A drizzle handle on either store. Domain code never learns which one it got. */
 export type Db = PgDatabase<PgQueryResultHKT, Record<string, never>>;
@@ -25,6 +26,11 @@ export interface Database {
    * Absent on PGlite: callers set the same planner options in a transaction there.
    */
   queue?: Db;
+  /**
+   * PostgreSQL only: streams a query's rows as CSV by COPY TO STDOUT (see copy-out.ts), on a small
+   * pool of its own so long exports never hold API connections. Absent on PGlite: callers page.
+   */
+  copyCsv?: (query: SQL, options: CsvOutOptions) => ReadableStream<Uint8Array>;
   /** `pglite` for the embedded default, `postgres` for PostgreSQL. */
   kind: "pglite" | "postgres";
   /** Runs `select 1`; throws when the store is unreachable. Used by /readyz. */

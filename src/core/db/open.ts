@@ -2,6 +2,7 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { sql } from "drizzle-orm";
 import type { Database, Db } from "./db.ts";
+import { copyCsvOut } from "./copy-out.ts";
 
 /** Where the relational data lives: a PostgreSQL URL, a PGlite directory, or PGlite in memory. */
 export type DatabaseLocation =
@@ -28,13 +29,22 @@ export async function openDatabase(location: DatabaseLocation): Promise<Database
       onnotice: () => {},
       connection: { application_name: "parley-queue", enable_bitmapscan: "off", enable_seqscan: "off" },
     });
+    // Exports (COPY TO STDOUT) hold a connection while their reader reads; at most 4 at once, the
+    // rest wait for one. Literals are written into COPY's text: quoting is exact with standard strings.
+    const exportClient = postgres(location.url, {
+      max: 4,
+      idle_timeout: 60,
+      onnotice: () => {},
+      connection: { application_name: "parley-export", standard_conforming_strings: "on" },
+    });
     return {
       db,
       queue: drizzle(queueClient) as unknown as Db,
+      copyCsv: (query, options) => copyCsvOut(exportClient, query, options),
       kind: "postgres",
       ping: async () => void (await client`select 1`),
       close: async () => {
-        await Promise.all([client.end({ timeout: 5 }), queueClient.end({ timeout: 5 })]);
+        await Promise.all([client.end({ timeout: 5 }), queueClient.end({ timeout: 5 }), exportClient.end({ timeout: 5 })]);
       },
     };
   }

@@ -28,7 +28,7 @@ export function callRoutes(platform: Platform) {
           return listJson(principal.accountId, query);
         }
         // The range is checked before the stream starts, so a bad one is a 400, not a broken download.
-        const body = streamCallsCsv(platform.db, principal.accountId, query);
+        const body = streamCallsCsv(platform.database, principal.accountId, query);
         const headers: Record<string, string> = {};
         for (const [k, v] of Object.entries(set.headers)) if (v !== undefined) headers[k] = String(v);
         headers["content-type"] = "text/csv; charset=utf-8";
