@@ -1,5 +1,6 @@
 /** Queries on call records and their traces. The only file of this capability that touches drizzle. */
 import { and, asc, desc, eq, getTableColumns, gte, isNull, lt, ne, sql, type SQL, type SQLWrapper } from "drizzle-orm";
+import { jsonRows } from "../db/sql-text.ts";
 import { resultRows, type DbOrTx } from "../db/db.ts";
 import { callRecords, callTraces, type CallRecordRow, type CallTraceRow } from "./calls.schema.ts";
 
@@ -80,12 +81,11 @@ export async function findCallsBySipIds(db: DbOrTx, keys: Array<{ account_id: st
     const row = await findCallBySipId(db, keys[0]!.account_id, keys[0]!.sip_call_id);
     return row ? [row] : [];
   }
-  const values = JSON.stringify(keys);
   return db
     .select()
     .from(callRecords)
     .where(
-      sql`(${callRecords.account_id}, ${callRecords.sip_call_id}) in (select k.account_id, k.sip_call_id from jsonb_to_recordset(${values}::jsonb) as k(account_id text, sip_call_id text))`,
+      sql`(${callRecords.account_id}, ${callRecords.sip_call_id}) in (select k.account_id, k.sip_call_id from ${jsonRows(keys, "k", "account_id text, sip_call_id text")})`,
     );
 }
 
@@ -96,7 +96,7 @@ const liveCallOfRow = and(
   ne(callRecords.status, "rejected"),
 )!;
 
-const recordset = (rows: unknown[], columns: string) => sql`jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as v(${sql.raw(columns)})`;
+const recordset = (rows: unknown[], columns: string) => jsonRows(rows, "v", columns);
 
 /** markRinging for many calls: routed → ringing; returns the rows it changed. */
 export async function markRingingMany(db: DbOrTx, rows: Array<{ account_id: string; id: string; ringing_ms: number }>): Promise<CallRecordRow[]> {
@@ -137,7 +137,7 @@ export async function lockLiveCalls(db: DbOrTx, keys: Array<{ account_id: string
     .from(callRecords)
     .where(
       and(
-        sql`(${callRecords.account_id}, ${callRecords.id}) in (select k.account_id, k.id from jsonb_to_recordset(${JSON.stringify(keys)}::jsonb) as k(account_id text, id text))`,
+        sql`(${callRecords.account_id}, ${callRecords.id}) in (select k.account_id, k.id from ${jsonRows(keys, "k", "account_id text, id text")})`,
         notEnded,
         ne(callRecords.status, "rejected"),
       ),

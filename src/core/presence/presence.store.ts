@@ -1,5 +1,6 @@
 /** Database reads of presence (all live state is in the live store): who a device is, the roster's users. */
 import { and, asc, eq, inArray, sql } from "drizzle-orm";
+import { jsonRows } from "../db/sql-text.ts";
 import type { Db, DbOrTx } from "../db/db.ts";
 import { accounts } from "../accounts/accounts.schema.ts";
 import { devices } from "../devices/devices.schema.ts";
@@ -79,7 +80,7 @@ export async function existingUserKeys(db: DbOrTx, keys: Array<{ account_id: str
       : await db
           .select({ account_id: appUsers.account_id, id: appUsers.id })
           .from(appUsers)
-          .where(sql`(${appUsers.account_id}, ${appUsers.id}) in (select k.account_id, k.id from jsonb_to_recordset(${JSON.stringify(keys)}::jsonb) as k(account_id text, id text))`);
+          .where(sql`(${appUsers.account_id}, ${appUsers.id}) in (select k.account_id, k.id from ${jsonRows(keys, "k", "account_id text, id text")})`);
   return new Set(rows.map((r) => `${r.account_id}\u0000${r.id}`));
 }
 
@@ -89,7 +90,7 @@ export async function deviceOwners(db: DbOrTx, keys: Array<{ account_id: string;
   const rows = await db
     .select({ account_id: devices.account_id, id: devices.id, user_id: devices.user_id })
     .from(devices)
-    .where(sql`(${devices.account_id}, ${devices.id}) in (select k.account_id, k.id from jsonb_to_recordset(${JSON.stringify(keys)}::jsonb) as k(account_id text, id text))`);
+    .where(sql`(${devices.account_id}, ${devices.id}) in (select k.account_id, k.id from ${jsonRows(keys, "k", "account_id text, id text")})`);
   return new Map(rows.map((r) => [`${r.account_id}\u0000${r.id}`, r.user_id]));
 }
 
