@@ -6,6 +6,7 @@ import m2 from "./0002_webhooks.sql" with { type: "text" };
 import m3 from "./0003_calls_events.sql" with { type: "text" };
 import m4 from "./0004_calls_events.sql" with { type: "text" };
 import m5 from "./0005_webhook_due.sql" with { type: "text" };
+import m6 from "./0006_call_record_hot.sql" with { type: "text" };
 
 /** Every migration, in order. */
 export const migrations: Migration[] = [
@@ -15,4 +16,5 @@ export const migrations: Migration[] = [
   { tag: "0003_calls_events", sql: m3 },
   { tag: "0004_calls_events", sql: m4 },
   { tag: "0005_webhook_due", sql: m5 },
+  { tag: "0006_call_record_hot", sql: m6 },
 ];

@@ -10,7 +10,7 @@ import type { Platform } from "../platform.ts";
 import { seedTenant, storeKind, testPlatform } from "../../../test/support/platform.ts";
 import { rawRows } from "../db/migrate.ts";
 import { callRecords } from "./calls.schema.ts";
-import { liveCallByKey } from "./calls.store.ts";
+import { liveCallByKey, markAnsweredMany, markRingingMany } from "./calls.store.ts";
 
 let platform: Platform;
 
@@ -46,5 +46,23 @@ describe(`call record updates by key [${storeKind}]`, () => {
     expect((await update.returning({ id: callRecords.id })).map((r) => r.id)).toEqual(["call_plan_7"]);
     const ended = await platform.db.update(callRecords).set({ billsec: 1 }).where(liveCallByKey(t.accountId, "call_plan_8")).returning({ id: callRecords.id });
     expect(ended).toEqual([]);
+  });
+
+  test("a live call's ringing and answered updates are HOT (no indexed column changes, room left in the page)", async () => {
+    const t = await seedTenant(platform);
+    const counts = await platform.db.transaction(async (tx) => {
+      await tx.execute(sql`
+        insert into call_record (account_id, id, sip_call_id, direction, "from", "to", status, started_ms, reply)
+        values (${t.accountId}, 'call_hot_1', ${`sip-hot-${t.accountId}`}, 'internal', '1001', '1002', 'routed', ${Date.now()}, '{}'::jsonb)`);
+      const stats = async () =>
+        (await rawRows<{ upd: number; hot: number }>(tx, sql`select n_tup_upd::int as upd, n_tup_hot_upd::int as hot from pg_stat_xact_user_tables where relname = 'call_record'`))[0]!;
+      const before = await stats();
+      const key = { account_id: t.accountId, id: "call_hot_1" };
+      expect(await markRingingMany(tx, [{ ...key, ringing_ms: Date.now() }])).toHaveLength(1);
+      expect(await markAnsweredMany(tx, [{ ...key, answered_ms: Date.now(), agent_id: null, legs: [{ leg: "callee", user_id: "us_x" }] }])).toHaveLength(1);
+      const after = await stats();
+      return { upd: after.upd - before.upd, hot: after.hot - before.hot };
+    });
+    expect(counts).toEqual({ upd: 2, hot: 2 });
   });
 });
