@@ -9,8 +9,7 @@
  * Environment: BENCH_CDRS (default 1000000), BENCH_PAGES (pages sampled per position, default 200),
  * BENCH_PG_URL, BENCH_REDIS_URL.
  */
-import postgres from "postgres";
-import { BenchError, createScratchDatabase, databaseUrl, postgresReachable, redisReachable, runBench, startParley } from "./lib.ts";
+import { BenchError, createScratchDatabase, databaseUrl, pgClient, postgresReachable, redisReachable, runBench, startParley } from "./lib.ts";
 
 const CSV_COLUMNS =
   "id, sip_call_id, direction, \"from\", \"to\", status, answered, started_ms / 1000, answered_ms / 1000, ended_ms / 1000, billsec, " +
@@ -54,7 +53,7 @@ async function main(): Promise<void> {
   const name = await createScratchDatabase(adminUrl);
   const url = databaseUrl(adminUrl, name);
   const parley = await startParley("postgres+redis", false, { databaseUrl: url, redisUrl }, "public");
-  const sql = postgres(url, { max: 1, onnotice: () => {} });
+  const sql = pgClient(url, { max: 1, onnotice: () => {} });
   const [account] = await sql<{ id: string }[]>`select id from account order by id limit 1`;
   if (!account) throw new BenchError("no account in the database");
 

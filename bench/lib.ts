@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { RedisClient } from "bun";
 import postgres from "postgres";
+import { postgresTarget } from "../src/core/db/open.ts";
 import { collect, freePorts } from "../test/support/processes.ts";
 export { collect, freePorts };
 
@@ -58,7 +59,7 @@ export function cleanUp(): Promise<void> {
     await Promise.all([...children].map((c) => stopChild(c)));
     if (scratchDatabase) {
       const { adminUrl, name } = scratchDatabase;
-      const sql = postgres(adminUrl, { max: 1, connect_timeout: 5, onnotice: () => {} });
+      const sql = pgClient(adminUrl, { max: 1, connect_timeout: 5, onnotice: () => {} });
       try {
         // FORCE: a platform killed mid-query may leave sessions behind that would block the drop.
         await sql.unsafe(`drop database if exists "${name}" with (force)`);
@@ -87,7 +88,7 @@ export async function waitFor<T>(child: Child, what: string, probe: () => T | nu
 }
 
 export async function postgresReachable(url: string): Promise<string | null> {
-  const sql = postgres(url, { max: 1, connect_timeout: 3, onnotice: () => {} });
+  const sql = pgClient(url, { max: 1, connect_timeout: 3, onnotice: () => {} });
   try {
     await sql`select 1`;
     return null;
@@ -111,6 +112,12 @@ export async function redisReachable(url: string): Promise<string | null> {
   }
 }
 
+/** A postgres.js client for `url`, libpq's `?host=/socket/dir` understood (as Parley does). */
+export function pgClient(url: string, options: postgres.Options<Record<string, postgres.PostgresType>> = {}): postgres.Sql {
+  const target = postgresTarget(url);
+  return postgres(target.url, { ...(target.path ? { path: target.path } : {}), ...options });
+}
+
 /** A URL without its password, for messages. */
 export function redact(url: string): string {
   return url.replace(/\/\/([^:@/]+):[^@/]*@/, "//$1:***@");
@@ -125,7 +132,7 @@ export function databaseUrl(adminUrl: string, name: string): string {
 
 export async function createScratchDatabase(adminUrl: string): Promise<string> {
   const name = `parley_bench_${Date.now()}`;
-  const sql = postgres(adminUrl, { max: 1, connect_timeout: 5, onnotice: () => {} });
+  const sql = pgClient(adminUrl, { max: 1, connect_timeout: 5, onnotice: () => {} });
   try {
     await sql.unsafe(`create database "${name}"`);
   } finally {

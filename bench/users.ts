@@ -11,12 +11,12 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import postgres from "postgres";
 import {
   BenchError,
   ROOT,
   createScratchDatabase,
   databaseUrl,
+  pgClient,
   postgresReachable,
   redisReachable,
   runBench,
@@ -101,7 +101,7 @@ async function main(): Promise<void> {
   if (listed < n) throw new BenchError(`listed ${listed} users, created ${n}`);
 
   // 3. Baseline: the same rows straight into PostgreSQL, into a second account.
-  const sql = postgres(url, { max: 1, onnotice: () => {} });
+  const sql = pgClient(url, { max: 1, onnotice: () => {} });
   const [first] = await sql<{ id: string }[]>`select id from account order by id limit 1`;
   await sql.end();
   if (!first) throw new BenchError("no account in the database");

@@ -21,7 +21,7 @@ import { join } from "node:path";
 import postgres from "postgres";
 import { KAMAILIO_CFG, freePorts, freeUdpPort, nextMediaPort, runSipp, sipOptionsPing, startParley, startSipp, type Parley, type Proc } from "../../e2e/sip/harness.ts";
 import { addSipUser, createSipTenant, PASSWORD, type SipTenant } from "../../e2e/sip/tenant.ts";
-import { BenchError, createScratchDatabase, databaseUrl, postgresReachable, redisReachable, runBench, children, spawnChild, stopChild, type Child } from "../lib.ts";
+import { BenchError, createScratchDatabase, databaseUrl, pgClient, postgresReachable, redisReachable, runBench, children, spawnChild, stopChild, type Child } from "../lib.ts";
 
 const RATES = (process.env.BENCH_SIP_RATES ?? "100,200,400,800").split(",").map((s) => Number(s.trim())).filter((n) => n > 0);
 const SECONDS = Number(process.env.BENCH_SIP_SECONDS ?? 60);
@@ -232,7 +232,7 @@ await runBench(async () => {
   const csv = join(scratch, "callees.csv");
   writeFileSync(csv, `SEQUENTIAL\n${callees.map((c) => `${c};`).join("\n")}\n`);
 
-  const sql = postgres(dbUrl, { max: 1, onnotice: () => {} });
+  const sql = pgClient(dbUrl, { max: 1, onnotice: () => {} });
   const rows: Array<{ rate: number; base: Step; real: Step }> = [];
   try {
     // Warm-up (JIT, prepared statements, keep-alive connections), not reported.

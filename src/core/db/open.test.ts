@@ -1,0 +1,40 @@
+/** Opening the store: libpq's Unix-socket URL form. */
+import { describe, expect, test } from "bun:test";
+import { existsSync } from "node:fs";
+import { sql } from "drizzle-orm";
+import { openDatabase, postgresTarget } from "./open.ts";
+import { rawRows } from "./migrate.ts";
+
+describe("postgresTarget", () => {
+  test("a host parameter naming a directory is the socket of the URL's port; the rest of the URL is kept", () => {
+    expect(postgresTarget("postgres://postgres@/parley?host=/var/run/postgresql")).toEqual({
+      url: "postgres://postgres@localhost:5432/parley",
+      path: "/var/run/postgresql/.s.PGSQL.5432",
+    });
+    expect(postgresTarget("postgres://u:p%40ss@db:6543/x?host=/run/pg/&sslmode=disable")).toEqual({
+      url: "postgres://u:p%40ss@db:6543/x?sslmode=disable",
+      path: "/run/pg/.s.PGSQL.6543",
+    });
+    expect(postgresTarget("postgresql:///x?host=/tmp")).toEqual({ url: "postgresql://localhost:5432/x", path: "/tmp/.s.PGSQL.5432" });
+  });
+
+  test("any other URL is left as it is", () => {
+    for (const url of ["postgres://u@h/x", "postgres://u@h:7/x?sslmode=require", "postgres://u@h/x?host=other.example"]) {
+      expect(postgresTarget(url)).toEqual({ url });
+    }
+  });
+
+  const socketDir = "/var/run/postgresql";
+  const testUrl = process.env.TEST_DATABASE_URL;
+  test.skipIf(!testUrl || !existsSync(`${socketDir}/.s.PGSQL.5432`))("connects over the socket", async () => {
+    const name = new URL(testUrl!).pathname.slice(1);
+    const user = new URL(testUrl!).username || "postgres";
+    const database = await openDatabase({ kind: "postgres", url: `postgres://${user}@/${name}?host=${socketDir}` });
+    try {
+      const [row] = await rawRows<{ addr: string | null; db: string }>(database.db, sql`select inet_server_addr()::text as addr, current_database() as db`);
+      expect(row).toEqual({ addr: null, db: name }); // no server address: not TCP
+    } finally {
+      await database.close();
+    }
+  });
+});
