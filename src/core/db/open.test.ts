@@ -38,3 +38,36 @@ describe("postgresTarget", () => {
     }
   });
 });
+
+describe.skipIf(!process.env.TEST_DATABASE_URL)("statements [postgres]", () => {
+  test("a statement with parameters is prepared once per connection (named), in and out of transactions", async () => {
+    const database = await openDatabase({ kind: "postgres", url: process.env.TEST_DATABASE_URL!, maxConnections: 1 });
+    try {
+      const marker = `prep_${Math.random().toString(36).slice(2, 8)}`;
+      const named = async (db: typeof database.db) =>
+        (await rawRows<{ n: number }>(db, sql`select count(*)::int as n from pg_prepared_statements where statement like ${`%${marker}%`}`))[0]!.n;
+      await rawRows(database.db, sql`select ${1}::int as ${sql.raw(marker)}`);
+      await rawRows(database.db, sql`select ${2}::int as ${sql.raw(marker)}`);
+      expect(await named(database.db)).toBe(1);
+      await database.db.transaction(async (tx) => {
+        await rawRows(tx, sql`select ${3}::int as ${sql.raw(`${marker}_tx`)}`);
+        expect(await named(tx)).toBe(2);
+      });
+    } finally {
+      await database.close();
+    }
+  });
+
+  test("?prepare=false leaves statements unnamed", async () => {
+    const url = new URL(process.env.TEST_DATABASE_URL!);
+    url.searchParams.set("prepare", "false");
+    const database = await openDatabase({ kind: "postgres", url: url.toString(), maxConnections: 1 });
+    try {
+      await rawRows(database.db, sql`select ${1}::int as unnamed_probe`);
+      const [row] = await rawRows<{ n: number }>(database.db, sql`select count(*)::int as n from pg_prepared_statements where statement like ${"%unnamed_probe%"}`);
+      expect(row!.n).toBe(0);
+    } finally {
+      await database.close();
+    }
+  });
+});
