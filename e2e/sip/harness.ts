@@ -77,6 +77,8 @@ export interface Parley extends Proc {
   controlUrl: string;
   controlPort: number;
   dataDir: string;
+  /** Stops the process (its data kept), runs `whileDown`, then starts it again on the same ports and stores. */
+  restart(whileDown?: () => Promise<void>): Promise<void>;
 }
 
 /** Stores of a Parley instance: PGlite in its own DATA_DIR, or PostgreSQL + Redis. */
@@ -105,19 +107,34 @@ export async function startParley(stores: ParleyStores = {}, extraEnv: Record<st
     REDIS_URL: stores.redisUrl,
     ...extraEnv,
   };
-  const p = spawn(["bun", ...(process.env.PARLEY_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.PARLEY_CPU_PROF}`] : []), "src/main.ts", "serve", "--hosts", "public,control"], env);
-  const parley: Parley = { ...p, publicUrl: `http://127.0.0.1:${pub}`, controlUrl: `http://127.0.0.1:${ctl}`, controlPort: ctl, dataDir };
-  const stop = p.stop;
-  parley.stop = async () => {
-    await stop();
-    rmSync(dataDir, { recursive: true, force: true });
+  const cmd = ["bun", ...(process.env.PARLEY_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.PARLEY_CPU_PROF}`] : []), "src/main.ts", "serve", "--hosts", "public,control"];
+  let p = spawn(cmd, env);
+  const ready = () =>
+    waitFor(
+      "parley",
+      async () => (await fetch(`${parley.publicUrl}/readyz`)).ok && (await fetch(`${parley.controlUrl}/readyz`)).ok,
+      120_000,
+      () => p.stdout() + p.stderr(),
+    );
+  const parley: Parley = {
+    ...p,
+    publicUrl: `http://127.0.0.1:${pub}`,
+    controlUrl: `http://127.0.0.1:${ctl}`,
+    controlPort: ctl,
+    dataDir,
+    async stop() {
+      await p.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+    async restart(whileDown) {
+      await p.stop();
+      await whileDown?.();
+      p = spawn(cmd, env);
+      Object.assign(parley, { proc: p.proc, stdout: p.stdout, stderr: p.stderr });
+      await ready();
+    },
   };
-  await waitFor(
-    "parley",
-    async () => (await fetch(`${parley.publicUrl}/readyz`)).ok && (await fetch(`${parley.controlUrl}/readyz`)).ok,
-    120_000,
-    () => p.stdout() + p.stderr(),
-  );
+  await ready();
   return parley;
 }
 

@@ -215,6 +215,33 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
     expect(after.code, after.stderr).toBe(0);
     await api("DELETE", `${parley.controlUrl}/security/allow/127.0.0.2`);
   });
+
+  // Last of this group: the restart empties in-process live state (PGlite + memory), registrations included.
+  test("with the control plane down, a call's end waits at the edge and is recorded once it answers again", async () => {
+    const before = new Set((await calls()).map((c) => c.id));
+    const held = invite("1001", tenant.trunkNumber, "invite.xml", ["-d", "2500"]);
+    const answered = await eventually(async () => {
+      const c = (await calls()).find((x) => !before.has(x.id) && x.status === "answered");
+      expect(c).toBeDefined();
+      return c!;
+    }, 5000);
+    const refusedBefore = (kamailio.log().match(/ctl \/presence\/events rc=\d+ .*not taken \(try 1\), kept/g) ?? []).length;
+    await parley.restart(async () => {
+      // The call ends (BYE through the edge) while nothing answers it: the end event is kept and retried.
+      const done = await held;
+      expect(done.code, done.stderr).toBe(0);
+      await eventually(async () => {
+        expect((kamailio.log().match(/ctl \/presence\/events rc=\d+ .*not taken \(try 1\), kept/g) ?? []).length).toBeGreaterThan(refusedBefore);
+      }, 8000);
+    });
+    const cdr = await eventually(async () => {
+      const c = (await calls()).find((x) => x.id === answered.id);
+      expect(c).toMatchObject({ status: "completed", hangup_cause: "NORMAL_CLEARING" });
+      return c;
+    }, 15000);
+    expect(cdr.billsec).toBeGreaterThanOrEqual(2);
+    await eventually(async () => expect(JSON.stringify(await cac())).not.toMatch(/"active":[1-9]/));
+  });
 });
 
 /**
