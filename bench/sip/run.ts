@@ -108,17 +108,19 @@ interface Step {
   retrans: number;
   setupMs: number | null;
   wallSec: number;
-  /** INVITEs without credentials the edge asked /route about (the others it challenged itself). */
-  challenges?: number;
+  /** /route for INVITEs without credentials the edge asked about (the others it challenged itself). */
   routeChallenge?: Latency;
-  routeProxy?: Latency;
+  /** /route for INVITEs with credentials (the digest verified inside /route). */
+  routeDigest?: Latency;
+  /** Of those, calls /route refused (CAC 486s, mostly, under load). */
+  digestRejects?: number;
   events?: Latency;
   cdrs?: { written: number; completed: number; drainSec: number };
   failures: string;
 }
 
 /** One sipp UAC run at `rate` calls/s for SECONDS, against `port`. */
-async function load(port: number, rate: number, domain: string, csv: string): Promise<Omit<Step, "challenges" | "routeChallenge" | "routeProxy" | "events" | "cdrs">> {
+async function load(port: number, rate: number, domain: string, csv: string): Promise<Omit<Step, "routeChallenge" | "routeDigest" | "digestRejects" | "events" | "cdrs">> {
   const total = Math.max(1, Math.round(rate * SECONDS));
   const t0 = performance.now();
   const r = await runSippLoad(port, [
@@ -245,9 +247,9 @@ await runBench(async () => {
       const real = { ...(await load(edge.port, rate, tenant.domain, csv)) } as Step;
       real.cdrs = await drainCdrs(sql, tenant.accountId, before, real.successful);
       const log = readFrom(edge.logFile, offset);
-      real.routeChallenge = latency(log, /^\/route.*action=reject/);
-      real.routeProxy = latency(log, /^\/route.*action=proxy/);
-      real.challenges = real.routeChallenge.n;
+      real.routeChallenge = latency(log, /^\/route.* auth=0$/);
+      real.routeDigest = latency(log, /^\/route.* auth=1$/);
+      real.digestRejects = latency(log, /^\/route.*action=reject.* auth=1$/).n;
       real.events = latency(log, /^\/presence\/events/);
       rows.push({ rate, base, real });
       console.log(
@@ -263,7 +265,7 @@ await runBench(async () => {
   }
 
   console.log("\nms (p50/p99) as Kamailio saw the control calls; ratio = Parley's successful calls / the static baseline's.");
-  console.log("rate | attempted | ok static | ok parley | failed | retrans | /route 407 (asked) | /route with digest | /presence/events batches | CDRs (completed) | ratio | setup ms static/parley");
+  console.log("rate | attempted | ok static | ok parley | failed | retrans | /route without credentials (n) | /route with digest (n, rejected) | /presence/events batches | CDRs (completed) | ratio | setup ms static/parley");
   for (const { rate, base, real } of rows) {
     console.log(
       [
@@ -273,8 +275,8 @@ await runBench(async () => {
         real.successful,
         `${base.failed}/${real.failed}`,
         `${base.retrans}/${real.retrans}`,
-        `${lat(real.routeChallenge)} (${real.challenges ?? 0})`,
-        lat(real.routeProxy),
+        `${lat(real.routeChallenge)} (${real.routeChallenge?.n ?? 0})`,
+        `${lat(real.routeDigest)} (${real.routeDigest?.n ?? 0}, ${real.digestRejects ?? 0})`,
         lat(real.events),
         `${real.cdrs?.written} (${real.cdrs?.completed})`,
         base.successful ? (real.successful / base.successful).toFixed(3) : "-",
@@ -282,7 +284,7 @@ await runBench(async () => {
       ].join(" | "),
     );
   }
-  const errs = rows.map((r) => (r.real.routeProxy?.errors ?? 0) + (r.real.routeChallenge?.errors ?? 0)).reduce((a, b) => a + b, 0);
+  const errs = rows.map((r) => (r.real.routeDigest?.errors ?? 0) + (r.real.routeChallenge?.errors ?? 0)).reduce((a, b) => a + b, 0);
   if (errs) console.log(`control calls answered with something other than 200: ${errs}`);
   if (process.env.BENCH_SIP_KEEP_LOGS === "1") console.log(`logs kept in ${scratch}`);
   children.delete(parleyChild);
