@@ -9,6 +9,8 @@ import { createRealtimeApp } from "../realtime/app.ts";
 import { createControlApp } from "../control/app.ts";
 import { seedConsoleUser, seedTenant, storeKind, TEST_ADMIN_TOKEN, testPlatform } from "../../test/support/platform.ts";
 import { call } from "../../test/support/http.ts";
+import { listenControl } from "../control/routes/control-listener.fixture.ts";
+import { edgeAuthRoutes } from "../control/routes/edge-auth.ts";
 
 let platform: Platform;
 const lines: string[] = [];
@@ -61,6 +63,34 @@ describe(`host base [${storeKind}]`, () => {
     const r = await call(createPublicApp(platform), "POST", "/v1/keys", { key: t.key, body: big, headers: { "content-length": String(big.length) } });
     expect(r.status).toBe(413);
     expect(r.body.error).toBe("payload_too_large");
+  });
+
+  test("a NUL character in the URL or anywhere in a body is a 400 naming where, and changes nothing", async () => {
+    const t = await seedTenant(platform);
+    const app = createPublicApp(platform);
+    const query = await call(app, "GET", "/v1/calls?format=csv&user_id=a%00b", { key: t.key });
+    expect(query.status).toBe(400);
+    expect(query.body.details).toEqual([{ path: "/query/user_id", message: expect.stringContaining("NUL") }]);
+    expect((await call(app, "GET", "/v1/calls?number_id=%00", { key: t.key })).status).toBe(400);
+    const inPath = await call(app, "GET", "/v1/calls/call_%00", { key: t.key });
+    expect(inPath.status).toBe(400);
+    expect(inPath.body.details[0].path).toBe("/path");
+    const keysBefore = (await call(app, "GET", "/v1/keys", { key: t.key })).body.data.length;
+    const body = await call(app, "POST", "/v1/keys", { key: t.key, body: { label: "ok", scopes: ["cdr"], meta: [{ note: "x\u0000y" }] } });
+    expect(body.status).toBe(400);
+    expect(body.body.details).toEqual([{ path: "/meta/0/note", message: expect.stringContaining("NUL") }]);
+    const key = await call(app, "POST", "/v1/keys", { key: t.key, body: { label: "a\u0000" } });
+    expect(key.body.details[0].path).toBe("/label");
+    expect((await call(app, "GET", "/v1/keys", { key: t.key })).body.data.length).toBe(keysBefore);
+    // Form bodies (the edge's, on the control host) too.
+    const control = listenControl(platform, [edgeAuthRoutes]);
+    try {
+      const form = await control.post("/auth", { username: "1001\u0000", realm: "r", nonce: "n", uri: "sip:x", response: "0".repeat(32), method: "REGISTER" }, "form");
+      expect(form.status).toBe(400);
+      expect((form.body as { details: Array<{ path: string }> }).details[0]!.path).toBe("/username");
+    } finally {
+      await control.stop();
+    }
   });
 
   test("CORS: allowed origins get the headers, others do not; preflight lists our headers", async () => {

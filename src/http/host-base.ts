@@ -95,6 +95,46 @@ function propertyError(v: { value?: unknown; all?: Array<{ message?: string }> }
   return new AppError("validation_failed", "The request is not valid.", { details: [{ path: name ? `/query/${name}` : "/query", message }] });
 }
 
+/**
+ * Where a parsed body holds a NUL character (in a text or a key), as a JSON pointer; null when
+ * nowhere. Neither PostgreSQL nor PGlite can store one in text or JSON, so such a value would fail
+ * deep inside a write (a 500) instead of being refused up front. Only plain data is walked (raw
+ * uploads are bytes).
+ */
+function nulPath(value: unknown, path: string): string | null {
+  if (typeof value === "string") return value.includes("\u0000") ? path : null;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const found = nulPath(value[i], `${path}/${i}`);
+      if (found !== null) return found;
+    }
+    return null;
+  }
+  if (value === null || typeof value !== "object") return null;
+  const proto = Object.getPrototypeOf(value);
+  if (proto !== Object.prototype && proto !== null) return null; // bytes, files, dates: not text
+  for (const [key, item] of Object.entries(value)) {
+    if (key.includes("\u0000")) return path;
+    const found = nulPath(item, `${path}/${key}`);
+    if (found !== null) return found;
+  }
+  return null;
+}
+
+const NUL_MESSAGE = "Text may not contain a NUL character (\\u0000, %00).";
+
+/** The 400 for a NUL character in the URL (a query value names its parameter). */
+function nulInUrl(request: Request): AppError {
+  let path = "/path";
+  for (const [key, value] of new URL(request.url).searchParams) {
+    if (key.includes("\u0000") || value.includes("\u0000")) {
+      path = `/query/${key.replaceAll("\u0000", "")}`;
+      break;
+    }
+  }
+  return new AppError("validation_failed", "The request is not valid.", { details: [{ path, message: NUL_MESSAGE }] });
+}
+
 /** Maps Elysia's own errors and ours to an AppError; anything unknown becomes 500 internal. */
 function toAppError(code: string | number, error: unknown, request: Request): AppError | null {
   if (error instanceof AppError) return error;
@@ -135,6 +175,7 @@ export function hostBase(platform: Platform, options: HostBaseOptions) {
     .onRequest(({ request, set }) => {
       const meta = beginRequest(request);
       set.headers["x-request-id"] = meta.id;
+      if (request.url.includes("%00")) return errorResponse(nulInUrl(request), set.headers);
       if (options.cors) {
         const origin = corsOriginFor(platform, request.headers.get("origin"));
         if (origin) {
@@ -178,6 +219,11 @@ export function hostBase(platform: Platform, options: HostBaseOptions) {
           return errorResponse(new AppError("unsupported_media_type", `Send the body as ${names.join(" or ")}.`), set.headers);
         }
       }
+    })
+    .onTransform({ as: "global" }, ({ body }) => {
+      if (body === undefined || body === null || typeof body !== "object") return;
+      const at = nulPath(body, "");
+      if (at !== null) throw new AppError("validation_failed", "The request is not valid.", { details: [{ path: at, message: NUL_MESSAGE }] });
     })
     .onError({ as: "global" }, async ({ code, error, set, request }) => {
       const known = toAppError(code, error, request);

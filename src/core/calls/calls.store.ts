@@ -212,18 +212,26 @@ export async function listCalls(db: DbOrTx, accountId: string, filter: CallFilte
     .limit(limit);
 }
 
+/** Text a spreadsheet would run as a formula: starting with = + - @, a tab or a carriage return. */
+const formulaLike = (column: SQLWrapper) => sql`${column} like any (array['=%', '+%', '-%', '@%', chr(9) || '%', chr(13) || '%'])`;
+
 /**
- * One CSV cell computed by the database (RFC 4180 quoting; text starting with = + - @, a tab or a
- * carriage return gets a leading ' so a spreadsheet never evaluates it: from and to come from SIP
- * headers anyone can write). Numbers and our own ids need neither and are written as they are.
+ * A text cell guarded against spreadsheet formulas (a leading ' added): from and to come from SIP
+ * headers anyone can write. Both exports use it; COPY quotes the result itself.
+ */
+const guarded = (column: SQLWrapper) => sql`case when ${formulaLike(column)} then '''' || ${column} else ${column} end`;
+
+/**
+ * One CSV cell computed by the database, for the paged export: the guard, then RFC 4180 quoting the
+ * way COPY (format csv) writes it, so both stores give the same bytes (an empty text is `""`, a
+ * missing one nothing). Numbers and our own ids need neither and are written as they are.
  */
 function csvText(column: SQLWrapper): SQL {
   // LIKE ANY rather than regular expressions or nested strpos(): each cell is looked at a few times
   // only, which keeps the whole line at about a microsecond in PostgreSQL.
   const quoted = (value: SQL) =>
-    sql`case when ${value} like any (array['%"%', '%,%', '%' || chr(10) || '%', '%' || chr(13) || '%']) then '"' || replace(${value}, '"', '""') || '"' else ${value} end`;
-  const formula = sql`${column} like any (array['=%', '+%', '-%', '@%', chr(9) || '%', chr(13) || '%'])`;
-  return sql`coalesce(case when ${formula} then ${quoted(sql`('''' || ${column})`)} else ${quoted(sql`${column}`)} end, '')`;
+    sql`case when ${value} = '' then '""' when ${value} like any (array['%"%', '%,%', '%' || chr(10) || '%', '%' || chr(13) || '%']) then '"' || replace(${value}, '"', '""') || '"' else ${value} end`;
+  return sql`coalesce(case when ${formulaLike(column)} then ${quoted(sql`('''' || ${column})`)} else ${quoted(sql`${column}`)} end, '')`;
 }
 
 const secs = (column: SQLWrapper) => sql`coalesce((${column} / 1000)::text, '')`;
@@ -238,10 +246,6 @@ const csvLineSql = sql<string>`concat_ws(',',
   ${csvText(callRecords.hangup_cause)}, ${plain(callRecords.sip_code)}, ${plain(callRecords.cost_micro)}, ${csvText(callRecords.currency)},
   ${plain(callRecords.user_id)}, ${plain(callRecords.device_id)}, ${plain(callRecords.number_id)}, ${plain(callRecords.trunk_id)},
   ${plain(callRecords.queue_id)}, ${plain(callRecords.agent_id)})`;
-
-/** A text cell with csvText's spreadsheet-formula guard but no quoting (COPY quotes). */
-const guarded = (column: SQLWrapper) =>
-  sql`case when ${column} like any (array['=%', '+%', '-%', '@%', chr(9) || '%', chr(13) || '%']) then '''' || ${column} else ${column} end`;
 
 /**
  * The whole CSV export as one query whose columns are the cells of CSV_COLUMNS (newest first), for
