@@ -113,7 +113,8 @@ export interface ExchangeInput {
  * must walk the queue's index in order and stop at `limit`: without statistics (no autovacuum, or
  * PGlite) the planner prefers a bitmap scan of every due row plus a sort, which made each claim
  * cost as much as the whole backlog. Those plans are off on the queue connections (PostgreSQL: the
- * statement is one round trip there) and, on PGlite, in a transaction around the statement.
+ * statement is one round trip there, planned once per connection) and, on PGlite, in a transaction
+ * around the statement.
  */
 export async function exchangeDeliveries(database: Pick<Database, "db" | "queue">, input: ExchangeInput): Promise<{ recorded: Set<string>; claimed: ClaimedDelivery[] }> {
   const { records, now, limit, leaseUntil, token, skipWebhooks } = input;

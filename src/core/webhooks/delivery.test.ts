@@ -15,7 +15,7 @@ import { createWebhook, deleteWebhook } from "./webhooks.service.ts";
 import { fireTestEvent } from "./delivery.service.ts";
 import { listDeliveryRows } from "./delivery.store.ts";
 import type { WebhookDeliveryRow } from "./delivery.schema.ts";
-import { startDeliveryWorker, sweepFinishedWebhooks, type DeliveryWorkerOptions } from "./delivery-worker.ts";
+import { startDeliveryWorker, sweepFinishedWebhooks, webhookEndpoint, type DeliveryWorkerOptions } from "./delivery-worker.ts";
 import { standardWebhookKey } from "./delivery-signing.ts";
 import { startTestReceiver, type TestReceiver } from "./delivery-test-receiver.ts";
 
@@ -441,5 +441,31 @@ describe("standardWebhookKey", () => {
     for (const secret of ["plain-secret-1234567", "whsec_not*base64!!!!", "whsec_abc-_def"]) {
       expect(Buffer.from(standardWebhookKey(secret)).toString("utf8")).toBe(secret);
     }
+  });
+});
+
+describe("webhookEndpoint", () => {
+  test("points the URL at a checked address, keeping port, path and query; the Host header and SNI name stay the URL's", () => {
+    const named = webhookEndpoint("https://hooks.example.com:8443/in/v1?x=1&y=%20");
+    expect(named.host).toBe("hooks.example.com");
+    expect(named.hostHeader).toBe("hooks.example.com:8443");
+    expect(named.at("93.184.216.34")).toBe("https://93.184.216.34:8443/in/v1?x=1&y=%20");
+    expect(named.at("2001:db8::1")).toBe("https://[2001:db8::1]:8443/in/v1?x=1&y=%20");
+    // Each target is what the URL API gives when its host is replaced (the old way of building it).
+    for (const address of ["93.184.216.34", "2001:db8::1"]) {
+      const replaced = new URL("https://hooks.example.com:8443/in/v1?x=1&y=%20");
+      replaced.hostname = address.includes(":") ? `[${address}]` : address;
+      expect(named.at(address)).toBe(replaced.href);
+    }
+  });
+
+  test("the default port is left out; an IPv6 URL host loses its brackets for DNS and SNI", () => {
+    const plain = webhookEndpoint("https://example.com");
+    expect(plain.hostHeader).toBe("example.com");
+    expect(plain.at("93.184.216.34")).toBe("https://93.184.216.34/");
+    const literal = webhookEndpoint("https://[2001:db8::2]/hook");
+    expect(literal.host).toBe("2001:db8::2");
+    expect(literal.hostHeader).toBe("[2001:db8::2]");
+    expect(literal.at("2001:db8::2")).toBe("https://[2001:db8::2]/hook");
   });
 });
