@@ -72,6 +72,42 @@ describe.skipIf(!url)("copyCsvOut [postgres]", () => {
     expect(both).toEqual(["i,s\n0,\"\"\n", "i,s\n1,\"\"\n"]);
   });
 
+  test("more exports than connections: each waits for a connection of its own, none fails", async () => {
+    const rows = 3000;
+    const texts = await Promise.all(
+      [0, 1, 2, 3, 4].map((i) => read(copyCsvOut(client, sql`select ${i}::int, g, repeat('w', 300) from generate_series(1, ${rows}) g order by g`, { header: "i,g,w", lineEnd: "\n" }))),
+    );
+    texts.forEach((text, i) => {
+      const lines = text.split("\n");
+      expect(lines).toHaveLength(rows + 2);
+      expect(lines[rows]).toBe(`${i},${rows},${"w".repeat(300)}`);
+    });
+  });
+
+  test("after a cancelled export its connection serves the next statement, which is neither refused nor cancelled", async () => {
+    // One connection: the statement after the cancel runs where the export ran. The export is just
+    // big enough to block the server, so what is left drains in a moment once the reader is gone.
+    const single = postgres(url ?? "", { max: 1, onnotice: () => {}, connection: { standard_conforming_strings: "on", application_name: "copy-out-single" } });
+    try {
+      for (let round = 0; round < 10; round++) {
+        const stream = copyCsvOut(single, sql`select g, repeat('z', 500) from generate_series(1, 30000) g`, { header: "g,z", lineEnd: "\n" });
+        const reader = stream.getReader();
+        expect((await reader.read()).done).toBe(false);
+        let waiting = "";
+        for (let i = 0; i < 100 && waiting !== "ClientWrite"; i++) {
+          await Bun.sleep(10);
+          const [row] = await client`select wait_event from pg_stat_activity where application_name = 'copy-out-single' and query like 'copy (%'`;
+          waiting = row?.wait_event ?? "";
+        }
+        await reader.cancel();
+        const [row] = await single`select pg_sleep(0.02) as slept, ${round}::int as round`;
+        expect(row!.round).toBe(round);
+      }
+    } finally {
+      await single.end({ timeout: 5 });
+    }
+  });
+
   test("a failing statement errors the stream", async () => {
     await expect(read(copyCsvOut(client, sql`select 1 / (g - 3) from generate_series(1, 5) g`, { header: "x", lineEnd: "\n" }))).rejects.toThrow();
   });

@@ -5,9 +5,9 @@
  *
  * COPY takes no bind parameters, so the query's parameters are written into its text as literals
  * (strings quoted with '' doubling, which the connection's standard_conforming_strings=on makes
- * exact; finite numbers as they are; anything else is refused). The stream holds its connection
- * until it ends, honours back-pressure (the socket pauses while the reader is behind) and, when the
- * reader cancels, cancels the statement and frees the connection.
+ * exact; finite numbers as they are; anything else is refused). The stream holds a connection of
+ * its own until the COPY ends, honours back-pressure (the socket pauses while the reader is behind)
+ * and, when the reader cancels, cancels the statement and frees the connection.
  */
 import type { Sql } from "postgres";
 import type { SQL } from "drizzle-orm";
@@ -47,6 +47,11 @@ export interface CsvOutOptions {
 
 /**
  * Streams `COPY (query) TO STDOUT WITH (FORMAT csv)` through `client`, header line first.
+ *
+ * The export reserves one of `client`'s connections for itself and gives it back only once the COPY
+ * has ended: postgres.js would otherwise pipeline another statement onto a connection that is
+ * copying (failing it with COPY_IN_PROGRESS) whenever every connection of the pool is busy. Exports
+ * beyond the pool's size wait for a connection.
  * @example new Response(copyCsvOut(client, sql`select id, name from account`, { header: "id,name", lineEnd: "\r\n" }))
  */
 export function copyCsvOut(client: Sql, query: SQL, options: CsvOutOptions): ReadableStream<Uint8Array> {
@@ -61,7 +66,9 @@ export function copyCsvOut(client: Sql, query: SQL, options: CsvOutOptions): Rea
   return new ReadableStream<Uint8Array>(
     {
       async start(controller) {
-        statement = client.unsafe(text);
+        const connection = await client.reserve();
+        if (cancelled) return connection.release();
+        statement = connection.unsafe(text);
         // The driver hands the stream over through a promise, but when the statement fails in the
         // same network read that began the COPY, it destroys the stream before a promise callback
         // could listen: that 'error' would go unheard and be thrown. The listener goes on as the
@@ -75,12 +82,15 @@ export function copyCsvOut(client: Sql, query: SQL, options: CsvOutOptions): Rea
             value.on("error", (error: Error) => {
               if (!cancelled) controller.error(error);
             });
+            // Ended or failed, the COPY is over on this connection: statements after it are safe.
+            value.on("close", () => connection.release());
           }
           handOver(value);
         };
         try {
           source = (await statement.readable()) as unknown as Readable;
         } catch (error) {
+          connection.release();
           if (!cancelled) controller.error(error);
           return;
         }
@@ -121,14 +131,19 @@ export function copyCsvOut(client: Sql, query: SQL, options: CsvOutOptions): Rea
     { highWaterMark: AHEAD },
   );
 
-  /** The reader left: cancel the statement and let the rest drain so the connection goes back to the pool. */
+  /**
+   * The reader left: cancel the statement, then let the rest drain so the COPY ends and the
+   * connection goes back to the pool. The cancel is delivered first (the driver's promise settles
+   * once the server has signalled the backend): draining first could finish the COPY before the
+   * cancel arrived, and the cancel would then stop whatever statement the connection ran next.
+   */
   async function stop(): Promise<void> {
     if (!source || !statement) return;
-    source.resume();
     try {
       await statement.cancel();
     } catch {
-      // Already finished: nothing to cancel.
+      // Already finished, or the cancel could not be sent: draining ends the COPY either way.
     }
+    source.resume();
   }
 }
