@@ -90,9 +90,9 @@ async function updateAgent(
 ): Promise<AgentLiveState | null> {
   const key = presenceKeys.agentState(accountId, userId);
   for (let attempt = 0; attempt < 20; attempt++) {
-    const raw = await deps.live.get(key);
+    // One round trip: the state and the user's calls are read together.
+    const [raw, calls] = await Promise.all([deps.live.get(key), userCallStates(deps.live, accountId, userId)]);
     const current = parseState(raw) ?? { ...INITIAL, since: now() };
-    const calls = await userCallStates(deps.live, accountId, userId);
     const next = change(current, calls.confirmed);
     if (next === null) return parseState(raw);
     const state = derive(next.base, calls.confirmed);

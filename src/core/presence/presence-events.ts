@@ -126,7 +126,7 @@ export async function handleDialogs(platform: Platform, events: PresenceModel.Di
         let touched = users;
         if (event.state === "terminated") touched = await endDialog(platform.live, event.account_id, event.callId, users);
         else await trackDialog(platform.live, event.account_id, event.callId, event.state, users, now());
-        for (const userId of touched) await refreshAgentAfterCalls(deps, event.account_id, userId, now);
+        await Promise.all(touched.map((userId) => refreshAgentAfterCalls(deps, event.account_id, userId, now)));
       }
     }),
   );

@@ -107,29 +107,38 @@ function parseDialog(raw: string): UserDialog | null {
 /**
  * Records that `userIds` are in dialog `callId` (early or confirmed). A confirmed dialog is never
  * downgraded by a late early event, and a dialog already reported terminated is not revived by a
- * late one (edge workers can reorder events).
+ * late one (edge workers can reorder events). Two live-store round trips whatever the number of
+ * users, the reads together and then the writes together (one command after another, it took
+ * 3 + 3 per user, for every dialog event).
  */
 export async function trackDialog(live: LiveStore, accountId: string, callId: string, state: "early" | "confirmed", userIds: string[], now: number = Date.now()): Promise<void> {
-  if (await live.get(presenceKeys.dialogEnded(accountId, callId))) return;
   if (!userIds.length) return;
-  await live.sadd(presenceKeys.dialogUsers(accountId, callId), ...userIds);
-  await live.expire(presenceKeys.dialogUsers(accountId, callId), MAX_DIALOG_MS);
-  for (const userId of userIds) {
+  const [ended, ...currents] = await Promise.all([
+    live.get(presenceKeys.dialogEnded(accountId, callId)),
+    ...userIds.map((userId) => live.hget(presenceKeys.userCalls(accountId, userId), callId)),
+  ]);
+  if (ended) return;
+  const usersKey = presenceKeys.dialogUsers(accountId, callId);
+  const writes: Array<Promise<unknown>> = [live.sadd(usersKey, ...userIds), live.expire(usersKey, MAX_DIALOG_MS)];
+  userIds.forEach((userId, i) => {
+    const current = parseDialog(currents[i] ?? "");
+    if (current?.state === "confirmed" && state === "early") return;
     const key = presenceKeys.userCalls(accountId, userId);
-    const current = parseDialog((await live.hget(key, callId)) ?? "");
-    if (current?.state === "confirmed" && state === "early") continue;
-    await live.hset(key, { [callId]: JSON.stringify({ state, at: current?.at ?? now } satisfies UserDialog) });
-    await live.expire(key, MAX_DIALOG_MS);
-  }
+    writes.push(live.hset(key, { [callId]: JSON.stringify({ state, at: current?.at ?? now } satisfies UserDialog) }), live.expire(key, MAX_DIALOG_MS));
+  });
+  await Promise.all(writes);
 }
 
-/** Ends dialog `callId` for every user it touched (and `extraUserIds`); returns those users. */
+/**
+ * Ends dialog `callId` for every user it touched (and `extraUserIds`); returns those users. Two
+ * live-store round trips: the end mark with the dialog's users, then every user's entry at once.
+ */
 export async function endDialog(live: LiveStore, accountId: string, callId: string, extraUserIds: string[]): Promise<string[]> {
-  await live.set(presenceKeys.dialogEnded(accountId, callId), "1", 3_600_000);
-  const users = new Set([...(await live.smembers(presenceKeys.dialogUsers(accountId, callId))), ...extraUserIds]);
-  for (const userId of users) await live.hdel(presenceKeys.userCalls(accountId, userId), callId);
-  await live.del(presenceKeys.dialogUsers(accountId, callId));
-  return [...users];
+  const usersKey = presenceKeys.dialogUsers(accountId, callId);
+  const [, members] = await Promise.all([live.set(presenceKeys.dialogEnded(accountId, callId), "1", 3_600_000), live.smembers(usersKey)]);
+  const users = [...new Set([...members, ...extraUserIds])];
+  await Promise.all([...users.map((userId) => live.hdel(presenceKeys.userCalls(accountId, userId), callId)), live.del(usersKey)]);
+  return users;
 }
 
 function parseStored(raw: string): StoredContact | null {
