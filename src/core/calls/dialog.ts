@@ -112,10 +112,15 @@ export async function handleDialogEvents(platform: Platform, events: DialogEvent
 /** One round: at most one event per call. */
 async function handleRound(platform: Platform, events: DialogEvent[]): Promise<void> {
   const keyed = events.filter((e) => e.account_id);
+  // The rate plans of the accounts whose calls end are read beside the calls (an event without an
+  // account, rare, has its plan read after).
+  const planAccounts = [...new Set(keyed.filter((e) => e.state === "terminated").map((e) => e.account_id!))];
+  const [calls, plans] = await Promise.all([
+    findCallsBySipIds(platform.db, keyed.map((e) => ({ account_id: e.account_id!, sip_call_id: e.callId }))),
+    defaultRatePlans(platform.db, planAccounts),
+  ]);
   const found = new Map<string, CallRecordRow>();
-  for (const call of await findCallsBySipIds(platform.db, keyed.map((e) => ({ account_id: e.account_id!, sip_call_id: e.callId })))) {
-    found.set(`${call.account_id}\u0000${call.sip_call_id}`, call);
-  }
+  for (const call of calls) found.set(`${call.account_id}\u0000${call.sip_call_id}`, call);
   const items: Item[] = [];
   for (const event of events) {
     const call = event.account_id ? found.get(`${event.account_id}\u0000${event.callId}`) : await findCallBySipIdAnyAccount(platform.db, event.callId);
@@ -129,7 +134,8 @@ async function handleRound(platform: Platform, events: DialogEvent[]): Promise<v
   const early = items.filter((i) => i.event.state === "early");
   const confirmed = items.filter((i) => i.event.state === "confirmed");
   const terminated = items.filter((i) => i.event.state === "terminated");
-  const plans = await defaultRatePlans(platform.db, [...new Set(terminated.map((i) => i.call.account_id))]);
+  const unplanned = [...new Set(terminated.map((i) => i.call.account_id))].filter((id) => !planAccounts.includes(id));
+  for (const [accountId, plan] of await defaultRatePlans(platform.db, unplanned)) plans.set(accountId, plan);
 
   const { answered, ended } = await platform.events.transaction(async (tx, _emit, emitMany) => {
     const traces: NewTraceStep[] = [];
@@ -138,17 +144,23 @@ async function handleRound(platform: Platform, events: DialogEvent[]): Promise<v
       traces.push({ account_id: row.account_id, call_id: row.id, at_ms: at, step: "dialog", result, data: data ?? null });
     const byId = (list: Item[]) => new Map(list.map((i) => [`${i.call.account_id}\u0000${i.call.id}`, i]));
 
-    const earlyOf = byId(early);
-    for (const row of await markRingingMany(tx, early.map((i) => ({ account_id: i.call.account_id, id: i.call.id, ringing_ms: i.at })))) {
-      trace(row, earlyOf.get(`${row.account_id}\u0000${row.id}`)!.at, "early: ringing");
-    }
-
+    // The round's calls are distinct, so ringing, answering and locking the ending calls touch
+    // different rows: the three statements go out together (pipelined on the transaction).
     // A confirmation can only move answered_ms forward of the start (clock skew between edge and us).
+    // Ends are decided from the rows as they are now, locked: answered_ms comes from the stored
+    // record, never from this event, so a late confirmed cannot be invented here.
+    const [ringing, answered, ending] = await Promise.all([
+      markRingingMany(tx, early.map((i) => ({ account_id: i.call.account_id, id: i.call.id, ringing_ms: i.at }))),
+      markAnsweredMany(
+        tx,
+        confirmed.map((i) => ({ account_id: i.call.account_id, id: i.call.id, answered_ms: Math.max(i.at, i.call.started_ms), agent_id: agentOf(i.legs), legs: i.legs ?? null })),
+      ),
+      lockLiveCalls(tx, terminated.map((i) => ({ account_id: i.call.account_id, id: i.call.id }))),
+    ]);
+    const earlyOf = byId(early);
+    for (const row of ringing) trace(row, earlyOf.get(`${row.account_id}\u0000${row.id}`)!.at, "early: ringing");
+
     const answerOf = byId(confirmed);
-    const answered = await markAnsweredMany(
-      tx,
-      confirmed.map((i) => ({ account_id: i.call.account_id, id: i.call.id, answered_ms: Math.max(i.at, i.call.started_ms), agent_id: agentOf(i.legs), legs: i.legs ?? null })),
-    );
     for (const row of answered) {
       const item = answerOf.get(`${row.account_id}\u0000${row.id}`)!;
       const answeredMs = Math.max(item.at, item.call.started_ms);
@@ -168,12 +180,10 @@ async function handleRound(platform: Platform, events: DialogEvent[]): Promise<v
       });
     }
 
-    // Ends are decided from the rows as they are now, locked: answered_ms comes from the stored
-    // record, never from this event, so a late confirmed cannot be invented here.
     const endOf = byId(terminated);
     const patches: EndPatch[] = [];
     const detail = new Map<string, { answered: boolean; cause: string; at: number; data: Record<string, unknown> }>();
-    for (const fresh of await lockLiveCalls(tx, terminated.map((i) => ({ account_id: i.call.account_id, id: i.call.id })))) {
+    for (const fresh of ending) {
       const key = `${fresh.account_id}\u0000${fresh.id}`;
       const { event, call, at, legs } = endOf.get(key)!;
       const endedMs = Math.max(at, call.started_ms);
@@ -225,8 +235,7 @@ async function handleRound(platform: Platform, events: DialogEvent[]): Promise<v
         ts: row.ended_ms!,
       });
     }
-    await insertTrace(tx, traces);
-    await emitMany(emits);
+    await Promise.all([insertTrace(tx, traces), emitMany(emits)]);
     return { answered, ended };
   });
 

@@ -83,22 +83,26 @@ function legRef(leg: NonNullable<PresenceModel.Dialog["legs"]>[number]): { user:
 export async function handleDialogs(platform: Platform, events: PresenceModel.Dialog[], clock: PresenceClock = {}): Promise<Array<AppError | null>> {
   const key = (accountId: string, id: string) => `${accountId}\u0000${id}`;
   const accountIds = [...new Set(events.flatMap((e) => (e.account_id !== undefined ? [e.account_id] : [])))];
-  const accounts = await existingAccountIds(platform.db, accountIds);
-  const refusals = events.map((e) => (e.account_id !== undefined && !accounts.has(e.account_id) ? notFound("account") : null));
-  const accepted = events.filter((_, i) => refusals[i] === null);
-
-  // The users each event's legs name (known ones) or own (legs with a device only), read together.
+  // The accounts, and the users each event's legs name (known ones) or own (legs with a device
+  // only), read together (an unknown account has no users to find).
   type Keyed = PresenceModel.Dialog & { account_id: string };
-  const keyed = accepted.filter((e): e is Keyed => e.account_id !== undefined);
   const named = new Map<string, { account_id: string; id: string }>();
   const deviceOnly = new Map<string, { account_id: string; id: string }>();
-  for (const e of keyed) {
+  for (const e of events) {
+    if (e.account_id === undefined) continue;
     for (const leg of e.legs ?? []) {
       const ref = legRef(leg);
       if (ref) (ref.user ? named : deviceOnly).set(key(e.account_id, ref.id), { account_id: e.account_id, id: ref.id });
     }
   }
-  const [known, owners] = await Promise.all([existingUserKeys(platform.db, [...named.values()]), deviceOwners(platform.db, [...deviceOnly.values()])]);
+  const [accounts, known, owners] = await Promise.all([
+    existingAccountIds(platform.db, accountIds),
+    existingUserKeys(platform.db, [...named.values()]),
+    deviceOwners(platform.db, [...deviceOnly.values()]),
+  ]);
+  const refusals = events.map((e) => (e.account_id !== undefined && !accounts.has(e.account_id) ? notFound("account") : null));
+  const accepted = events.filter((_, i) => refusals[i] === null);
+  const keyed = accepted.filter((e): e is Keyed => e.account_id !== undefined);
   const usersOf = (e: Keyed) => {
     const users = new Set<string>();
     for (const leg of e.legs ?? []) {
@@ -109,7 +113,8 @@ export async function handleDialogs(platform: Platform, events: PresenceModel.Di
     return [...users];
   };
 
-  // Live state: each call's events in order, calls side by side.
+  // Live state: each call's events in order, calls side by side; the call records meanwhile (the
+  // two touch nothing of each other's).
   const now = clock.now ?? Date.now;
   const deps = { live: platform.live, events: platform.events };
   const calls = new Map<string, Keyed[]>();
@@ -119,8 +124,9 @@ export async function handleDialogs(platform: Platform, events: PresenceModel.Di
     if (list) list.push(e);
     else calls.set(k, [e]);
   }
-  await Promise.all(
-    [...calls.values()].map(async (sequence) => {
+  await Promise.all([
+    handleDialogEvents(platform, accepted),
+    ...[...calls.values()].map(async (sequence) => {
       for (const event of sequence) {
         const users = usersOf(event);
         let touched = users;
@@ -129,8 +135,7 @@ export async function handleDialogs(platform: Platform, events: PresenceModel.Di
         await Promise.all(touched.map((userId) => refreshAgentAfterCalls(deps, event.account_id, userId, now)));
       }
     }),
-  );
-  await handleDialogEvents(platform, accepted);
+  ]);
   return refusals;
 }
 
