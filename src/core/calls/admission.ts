@@ -73,7 +73,11 @@ export async function admitCall(platform: Platform, decision: RouteDecision, req
     // That rare case pays for the common one, which saves a database round trip.
     return await admitNew(platform, decision, accountId, sipCallId);
   } finally {
-    await platform.live.compareAndDelete(claimKey, claim);
+    // The reply does not wait for the claim to go: the record is committed (or nothing was), so a
+    // retransmission that still finds the claim finds the record too; a claim left behind expires.
+    platform.live.compareAndDelete(claimKey, claim).catch((error: unknown) => {
+      platform.log.warn("admission claim not released (it expires on its own)", { account_id: accountId, error: String(error) });
+    });
   }
 }
 

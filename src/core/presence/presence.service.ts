@@ -40,14 +40,16 @@ export const MAX_REGISTER_EXPIRES_SEC = 86_400;
 const KEY_SLACK_MS = 60_000;
 
 /**
- * The live (unexpired) bindings of one user, soonest-to-expire first. Two live-store reads.
- * The router calls this for every call to a user.
+ * The live (unexpired) bindings of one user, soonest-to-expire first. Two live-store reads, sent
+ * together (one round trip). The router calls this for every call to a user.
  * @example const contacts = await userContacts(platform.live, "acc_…", "us_…"); // [] when offline
  */
 export async function userContacts(live: LiveStore, accountId: string, userId: string, now: number = Date.now()): Promise<RegisteredContact[]> {
-  const scored = await live.zrangeByScore(presenceKeys.userContacts(accountId, userId), now + 1, Infinity);
+  const [scored, info] = await Promise.all([
+    live.zrangeByScore(presenceKeys.userContacts(accountId, userId), now + 1, Infinity),
+    live.hgetall(presenceKeys.userContactInfo(accountId, userId)),
+  ]);
   if (!scored.length) return [];
-  const info = await live.hgetall(presenceKeys.userContactInfo(accountId, userId));
   const out: RegisteredContact[] = [];
   for (const { member, score } of scored) {
     const raw = info[member];
