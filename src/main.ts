@@ -159,7 +159,7 @@ async function main(argv: string[]): Promise<number> {
     return -1; // keep running
   }
   if (command === "migrate") {
-    const database = await openDatabase(config.databaseUrl ? { kind: "postgres", url: config.databaseUrl } : { kind: "pglite", dataDir: config.dataDir });
+    const database = await openDatabase(config.databaseUrl ? { kind: "postgres", url: config.databaseUrl, maxConnections: config.databasePoolSize } : { kind: "pglite", dataDir: config.dataDir });
     try {
       const applied = await migrate(database.db, migrations);
       process.stdout.write(JSON.stringify({ ok: true, applied }) + "\n");

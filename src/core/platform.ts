@@ -72,7 +72,7 @@ export async function createPlatform(config: Config, options: PlatformOptions = 
   const log = options.log ?? createLogger({ level: config.logLevel });
   const database =
     options.database ??
-    (await openDatabase(config.databaseUrl ? { kind: "postgres", url: config.databaseUrl } : { kind: "pglite", dataDir: config.dataDir }));
+    (await openDatabase(config.databaseUrl ? { kind: "postgres", url: config.databaseUrl, maxConnections: config.databasePoolSize } : { kind: "pglite", dataDir: config.dataDir }));
   if (!options.skipMigrations && !options.database) {
     const applied = await migrate(database.db, migrations);
     if (applied.length) log.info("migrations applied", { applied });

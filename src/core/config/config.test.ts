@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { ConfigError, loadConfig } from "./config.ts";
+import { availableParallelism } from "node:os";
+import { ConfigError, defaultPoolSize, loadConfig } from "./config.ts";
 
 describe("loadConfig", () => {
   test("defaults match the README table", () => {
@@ -12,6 +13,13 @@ describe("loadConfig", () => {
     expect(c.logLevel).toBe("info");
     expect(c.controlAllow.map((r) => r.text)).toEqual(["127.0.0.0/8", "::1/128"]);
     expect(c.urls.public).toBe("http://127.0.0.1:8080");
+    expect(c.databasePoolSize).toBe(defaultPoolSize());
+    expect(defaultPoolSize()).toBe(2 * availableParallelism() + 2);
+  });
+
+  test("DATABASE_POOL_SIZE: a whole number of connections from 1 to 1000", () => {
+    expect(loadConfig({ DATABASE_POOL_SIZE: "6" }).databasePoolSize).toBe(6);
+    for (const bad of ["0", "1001", "4.5", "six", "-2"]) expect(() => loadConfig({ DATABASE_POOL_SIZE: bad })).toThrow(/DATABASE_POOL_SIZE/);
   });
 
   test("converts numbers and lists", () => {
@@ -26,6 +34,9 @@ describe("loadConfig", () => {
     expect(() => loadConfig({ LOG_LEVEL: "loud" })).toThrow(/LOG_LEVEL/);
     expect(() => loadConfig({ CONTROL_ALLOW: "10.0.0.0/99" })).toThrow(/CONTROL_ALLOW/);
     expect(() => loadConfig({ RATE_LIMIT_REQUESTS: "0" })).toThrow(ConfigError);
+    // A fraction is refused, not truncated.
+    expect(() => loadConfig({ PORT_PUBLIC: "8080.5" })).toThrow(/PORT_PUBLIC: Expected a whole number \(got "8080.5"\)/);
+    expect(() => loadConfig({ RATE_LIMIT_REQUESTS: "4.5" })).toThrow(/RATE_LIMIT_REQUESTS/);
   });
 
   test("never echoes a secret's value", () => {
