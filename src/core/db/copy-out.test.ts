@@ -13,6 +13,17 @@ describe.skipIf(!url)("copyCsvOut [postgres]", () => {
 
   const read = async (stream: ReadableStream<Uint8Array>) => Buffer.from(await new Response(stream).arrayBuffer()).toString("utf8");
 
+  /** Waits (up to 2 s) until the COPY of `applicationName` waits to write to its client; its last wait event. */
+  async function copyBlockedOnClient(applicationName: string): Promise<string> {
+    let waiting = "";
+    for (let i = 0; i < 100 && waiting !== "ClientWrite"; i++) {
+      await Bun.sleep(20);
+      const [row] = await client`select wait_event from pg_stat_activity where application_name = ${applicationName} and query like 'copy (%'`;
+      waiting = row?.wait_event ?? "";
+    }
+    return waiting;
+  }
+
   test("parameters become exact literals; anything without one is refused", async () => {
     const tricky = "it's a 'quote' \\ backslash; drop table x; --";
     const text = await read(copyCsvOut(client, sql`select ${tricky} as a, ${42} as b, ${-1.5} as c, ${null} as d`, { header: "a,b,c,d", lineEnd: "\r\n" }));
@@ -52,13 +63,7 @@ describe.skipIf(!url)("copyCsvOut [postgres]", () => {
     const reader = stream.getReader();
     expect((await reader.read()).done).toBe(false);
     // Not reading: the server blocks writing to its client (100 MB would have arrived long since).
-    let waiting = "";
-    for (let i = 0; i < 100 && waiting !== "ClientWrite"; i++) {
-      await Bun.sleep(20);
-      const [row] = await client`select wait_event from pg_stat_activity where application_name = 'copy-out-test' and query like 'copy (%'`;
-      waiting = row?.wait_event ?? "";
-    }
-    expect(waiting).toBe("ClientWrite");
+    expect(await copyBlockedOnClient("copy-out-test")).toBe("ClientWrite");
     await reader.cancel();
     // The statement ends (cancelled) and both connections of the pool serve again: two exports at once.
     let running = 1;
@@ -93,12 +98,7 @@ describe.skipIf(!url)("copyCsvOut [postgres]", () => {
         const stream = copyCsvOut(single, sql`select g, repeat('z', 500) from generate_series(1, 30000) g`, { header: "g,z", lineEnd: "\n" });
         const reader = stream.getReader();
         expect((await reader.read()).done).toBe(false);
-        let waiting = "";
-        for (let i = 0; i < 100 && waiting !== "ClientWrite"; i++) {
-          await Bun.sleep(10);
-          const [row] = await client`select wait_event from pg_stat_activity where application_name = 'copy-out-single' and query like 'copy (%'`;
-          waiting = row?.wait_event ?? "";
-        }
+        await copyBlockedOnClient("copy-out-single");
         await reader.cancel();
         const [row] = await single`select pg_sleep(0.02) as slept, ${round}::int as round`;
         expect(row!.round).toBe(round);
