@@ -4,6 +4,8 @@ import { existsSync } from "node:fs";
 import { sql } from "drizzle-orm";
 import { openDatabase, postgresTarget } from "./open.ts";
 import { rawRows } from "./migrate.ts";
+import { createPlatform } from "../platform.ts";
+import { testConfig } from "../../../test/support/platform.ts";
 
 describe("postgresTarget", () => {
   test("a host parameter naming a directory is the socket of the URL's port; the rest of the URL is kept", () => {
@@ -68,6 +70,20 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)("statements [postgres]", () => {
       expect(row!.n).toBe(0);
     } finally {
       await database.close();
+    }
+  });
+});
+
+describe.skipIf(!process.env.TEST_DATABASE_URL)("pool size [postgres]", () => {
+  test("DATABASE_POOL_SIZE bounds the platform's connections: statements beyond it wait for one", async () => {
+    const platform = await createPlatform(testConfig({ DATABASE_URL: process.env.TEST_DATABASE_URL!, DATABASE_POOL_SIZE: "2" }));
+    try {
+      const rows = await Promise.all(
+        Array.from({ length: 6 }, () => rawRows<{ pid: number }>(platform.db, sql`select pg_backend_pid() as pid from pg_sleep(${0.05})`)),
+      );
+      expect(new Set(rows.map((r) => r[0]!.pid)).size).toBe(2);
+    } finally {
+      await platform.close();
     }
   });
 });
