@@ -598,6 +598,113 @@ export function runLiveStoreContract(name: string, make: () => Promise<LiveStore
         expect(await store.zcard(own)).toBe(7);
       });
 
+      /** Three views of one device's bindings, as presence keeps them: per user, per device, per account. */
+      const bindingViews = () => {
+        const [user, device, all, info] = [key("bind-u"), key("bind-d"), key("bind-all"), key("bind-info")];
+        const views = [
+          { key: user, prefix: "dev1 " },
+          { key: device, prefix: "" },
+          { key: all, prefix: "us1 dev1 " },
+        ];
+        const bind = (id: string, deadline: number, now: number, max = 10) =>
+          store.bindExpiring({ views, detail: { key: info, view: 0, value: `detail of ${id}` }, id, deadline, now, cap: { view: 1, max }, slackMs: 60_000 });
+        return { user, device, all, info, bind };
+      };
+
+      test("bindExpiring writes a binding to every view and its detail, and removes it from all of them", async () => {
+        const { user, device, all, info, bind } = bindingViews();
+        const now = Date.now();
+        expect(await bind("sip:a@10.0.0.1", now + 30_000, now)).toEqual([]);
+        expect(await bind("sip:b@10.0.0.2", now + 40_000, now)).toEqual([]);
+        expect(await store.zrangeByScore(user, now, Infinity)).toEqual([
+          { member: "dev1 sip:a@10.0.0.1", score: now + 30_000 },
+          { member: "dev1 sip:b@10.0.0.2", score: now + 40_000 },
+        ]);
+        expect((await store.zrangeByScore(device, now, Infinity)).map((e) => e.member)).toEqual(["sip:a@10.0.0.1", "sip:b@10.0.0.2"]);
+        expect((await store.zrangeByScore(all, now, Infinity)).map((e) => e.member)).toEqual(["us1 dev1 sip:a@10.0.0.1", "us1 dev1 sip:b@10.0.0.2"]);
+        expect(await store.hgetall(info)).toEqual({ "dev1 sip:a@10.0.0.1": "detail of sip:a@10.0.0.1", "dev1 sip:b@10.0.0.2": "detail of sip:b@10.0.0.2" });
+
+        expect(await bind("sip:a@10.0.0.1", 0, now)).toEqual([]);
+        expect((await store.zrangeByScore(device, now, Infinity)).map((e) => e.member)).toEqual(["sip:b@10.0.0.2"]);
+        expect(await store.zcard(user)).toBe(1);
+        expect(await store.zcard(all)).toBe(1);
+        expect(Object.keys(await store.hgetall(info))).toEqual(["dev1 sip:b@10.0.0.2"]);
+        // The last removal deletes every key; removing again is harmless.
+        await bind("sip:b@10.0.0.2", 0, now);
+        await bind("sip:b@10.0.0.2", 0, now);
+        for (const k of [user, device, all, info]) expect(await store.ttl(k)).toBe(-2);
+      });
+
+      test("bindExpiring drops expired bindings from every view and the detail", async () => {
+        const { user, device, all, info, bind } = bindingViews();
+        const now = Date.now();
+        await bind("sip:old@10.0.0.1", now + 1_000, now);
+        await bind("sip:new@10.0.0.2", now + 60_000, now + 2_000);
+        for (const k of [user, device, all]) expect(await store.zcard(k)).toBe(1);
+        expect(Object.keys(await store.hgetall(info))).toEqual(["dev1 sip:new@10.0.0.2"]);
+      });
+
+      test("bindExpiring caps the live bindings of a view, evicting the soonest to expire from every view", async () => {
+        const { user, device, all, info, bind } = bindingViews();
+        const now = Date.now();
+        await bind("sip:1@h", now + 10_000, now, 2);
+        await bind("sip:2@h", now + 20_000, now, 2);
+        expect(await bind("sip:3@h", now + 30_000, now, 2)).toEqual(["sip:1@h"]);
+        expect((await store.zrangeByScore(device, now, Infinity)).map((e) => e.member)).toEqual(["sip:2@h", "sip:3@h"]);
+        expect((await store.zrangeByScore(user, now, Infinity)).map((e) => e.member)).toEqual(["dev1 sip:2@h", "dev1 sip:3@h"]);
+        expect(await store.zcard(all)).toBe(2);
+        expect(Object.keys(await store.hgetall(info)).sort()).toEqual(["dev1 sip:2@h", "dev1 sip:3@h"]);
+        // A binding that expires sooner than all the others is itself the one evicted.
+        expect(await bind("sip:4@h", now + 5_000, now, 2)).toEqual(["sip:4@h"]);
+        expect((await store.zrangeByScore(device, now, Infinity)).map((e) => e.member)).toEqual(["sip:2@h", "sip:3@h"]);
+        // Renewing a binding counts it once.
+        expect(await bind("sip:2@h", now + 50_000, now, 2)).toEqual([]);
+        expect((await store.zrangeByScore(device, now, Infinity)).map((e) => e.member)).toEqual(["sip:3@h", "sip:2@h"]);
+      });
+
+      test("bindExpiring keeps each view (and the detail with its view) until its last deadline plus the slack", async () => {
+        const { user, device, info, bind } = bindingViews();
+        const now = Date.now();
+        await bind("sip:a@h", now + 30_000, now);
+        await bind("sip:b@h", now + 90_000, now);
+        for (const k of [user, device, info]) {
+          const ttl = await store.ttl(k);
+          expect(ttl).toBeGreaterThan(140_000);
+          expect(ttl).toBeLessThanOrEqual(150_000);
+        }
+        await bind("sip:b@h", 0, now);
+        const ttl = await store.ttl(info);
+        expect(ttl).toBeGreaterThan(80_000);
+        expect(ttl).toBeLessThanOrEqual(90_000);
+      });
+
+      test("bindExpiring refuses a malformed call and changes nothing", async () => {
+        const { user, info } = bindingViews();
+        const views = [{ key: user, prefix: "" }];
+        const now = Date.now();
+        const bad = [
+          { views, detail: { key: info, view: 1, value: "x" }, id: "a", deadline: now + 1_000, now, slackMs: 0 },
+          { views, detail: { key: info, view: 0, value: "x" }, id: "a", deadline: now + 1_000, now, cap: { view: 0, max: -1 }, slackMs: 0 },
+          { views, detail: { key: info, view: 0, value: "x" }, id: "a", deadline: 1.5, now, slackMs: 0 },
+          { views: [], detail: { key: info, view: 0, value: "x" }, id: "a", deadline: now + 1_000, now, slackMs: 0 },
+        ];
+        for (const input of bad) await expect(store.bindExpiring(input)).rejects.toThrow(/bindExpiring/);
+        expect(await store.ttl(user)).toBe(-2);
+        expect(await store.ttl(info)).toBe(-2);
+      });
+
+      test("bindExpiring keeps the views and the detail in step under a concurrent burst", async () => {
+        const { user, device, all, info, bind } = bindingViews();
+        const now = Date.now();
+        const evicted = await Promise.all(Array.from({ length: 30 }, (_, i) => bind(`sip:${i}@h`, now + 10_000 + i, now, 5)));
+        expect(evicted.flat().length).toBe(25);
+        const live = (await store.zrangeByScore(device, now, Infinity)).map((e) => e.member);
+        expect(live).toEqual(["sip:25@h", "sip:26@h", "sip:27@h", "sip:28@h", "sip:29@h"]);
+        expect((await store.zrangeByScore(user, now, Infinity)).map((e) => e.member)).toEqual(live.map((c) => `dev1 ${c}`));
+        expect((await store.zrangeByScore(all, now, Infinity)).map((e) => e.member)).toEqual(live.map((c) => `us1 dev1 ${c}`));
+        expect(Object.keys(await store.hgetall(info)).sort()).toEqual(live.map((c) => `dev1 ${c}`).sort());
+      });
+
       test("zaddExpiringWithin counts every member of a concurrent burst", async () => {
         const k = key("zexp-race");
         const results = await Promise.all(Array.from({ length: 50 }, (_, i) => join(k, `m${i}`, 10_000)));

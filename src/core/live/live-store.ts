@@ -19,6 +19,35 @@ export interface WindowHit {
   resetMs: number;
 }
 
+/** The argument of {@link LiveStore.bindExpiring}. */
+export interface BindingWrite {
+  /** The sorted sets the binding is a member of, each naming the binding `prefix + id`. */
+  views: Array<{ key: string; prefix: string }>;
+  /** The hash of details: field = the binding's member in view `view` (an index into `views`). */
+  detail: { key: string; view: number; value: string };
+  id: string;
+  /** Epoch ms when the binding expires; 0 removes it. */
+  deadline: number;
+  /** Epoch ms: members at or before it are expired. */
+  now: number;
+  /** At most `max` live members in view `view` (an index into `views`). */
+  cap?: { view: number; max: number };
+  /** How long each view outlives its last deadline. */
+  slackMs: number;
+}
+
+/** Checks a {@link BindingWrite} the same way in every store. */
+export function checkBindingWrite(input: BindingWrite): void {
+  const { views, detail, deadline, now, cap, slackMs } = input;
+  const index = (i: number) => Number.isInteger(i) && i >= 0 && i < views.length;
+  if (!views.length) throw new Error("bindExpiring needs at least one view");
+  if (!index(detail.view)) throw new Error("bindExpiring: detail.view is not a view");
+  if (cap && (!index(cap.view) || !Number.isInteger(cap.max) || cap.max < 0)) throw new Error("bindExpiring: invalid cap");
+  for (const [name, n] of [["deadline", deadline], ["now", now], ["slackMs", slackMs]] as const) {
+    if (!Number.isSafeInteger(n) || n < 0) throw new Error(`bindExpiring: ${name} must be a non-negative integer`);
+  }
+}
+
 /** A handler for pub/sub messages. */
 export type MessageHandler = (message: string, channel: string) => void;
 
@@ -107,6 +136,23 @@ export interface LiveStore {
   zaddExpiringWithin(sets: Array<{ key: string; limit: number }>, member: string, ttlMs: number): Promise<{ ok: true } | { ok: false; index: number; count: number }>;
   /** Live (unexpired) members of a `zaddExpiringWithin` set, soonest-to-expire first. */
   zliveMembers(key: string): Promise<string[]>;
+  /**
+   * One expiring binding (a SIP registration) written or removed in one atomic step across all its
+   * views, so no reader ever sees it in one view and not another. Each view is a sorted set holding
+   * the binding as the member `prefix + id`, scored by its deadline (epoch ms); the detail hash holds
+   * `value` under the binding's member of view `detail.view`. In order:
+   * 1. every member whose deadline is at or before `now` leaves each view (and the detail);
+   * 2. with `deadline` > 0 the binding is written to the detail and every view; with 0 it is removed;
+   * 3. with `cap`, view `cap.view` keeps at most `cap.max` live members: the soonest-to-expire beyond
+   *    it are removed from every view and the detail, like a removal (the binding just written included,
+   *    when it expires soonest);
+   * 4. each view lives until its last deadline plus `slackMs` (the detail hash with its view), and an
+   *    empty view is deleted.
+   *
+   * Returns the ids the cap removed.
+   * @example await live.bindExpiring({ views: [{ key: userSet, prefix: "dev_1 " }, { key: deviceSet, prefix: "" }], detail: { key: info, view: 0, value: "{…}" }, id: "sip:a@1.2.3.4", deadline: Date.now() + 3_600_000, now: Date.now(), cap: { view: 1, max: 10 }, slackMs: 60_000 })
+   */
+  bindExpiring(input: BindingWrite): Promise<string[]>;
 
   // ---- leases -----------------------------------------------------------------------------
   /** Takes the lease at `key` for `owner` when free (or already `owner`'s). True when held. */

@@ -3,7 +3,7 @@
  * method for method (one keyspace, one type per key, empty collections vanish, WRONGTYPE errors,
  * millisecond expiry) so that code tested against it behaves the same once Redis is configured.
  */
-import type { LiveStore, MessageHandler, WindowHit } from "./live-store.ts";
+import { checkBindingWrite, type LiveStore, type MessageHandler, type WindowHit } from "./live-store.ts";
 
 /** How often expired keys nobody reads are dropped; lazy expiry alone would let them pile up. */
 const SWEEP_INTERVAL_MS = 1_000;
@@ -353,6 +353,52 @@ export function createMemoryLiveStore(): LiveStore {
 
     async zcard(key) {
       return readZset(key)?.value.size ?? 0;
+    },
+
+    async bindExpiring(input) {
+      checkBindingWrite(input);
+      const { views, detail, id, deadline, now, cap, slackMs } = input;
+      // Synchronous from here on: nothing else runs between the steps (the Redis script's atomicity).
+      const zsets = views.map(({ key }) => readCollection(key, "zset", () => ({ kind: "zset", value: new Map(), expiresAt: null })));
+      const hash = readCollection(detail.key, "hash", () => ({ kind: "hash", value: new Map(), expiresAt: null }));
+      for (const [member, score] of zsets[detail.view]!.value) if (score <= now) hash.value.delete(member);
+      for (const zset of zsets) pruneZset(zset, now);
+      const unbind = (x: string) => {
+        views.forEach(({ prefix }, i) => zsets[i]!.value.delete(prefix + x));
+        hash.value.delete(views[detail.view]!.prefix + x);
+      };
+      const evicted: string[] = [];
+      if (deadline > 0) {
+        hash.value.set(views[detail.view]!.prefix + id, detail.value);
+        views.forEach(({ prefix }, i) => zsets[i]!.value.set(prefix + id, deadline));
+        if (cap) {
+          const live = sortedEntries(zsets[cap.view]!).filter((e) => e.score > now);
+          const skip = views[cap.view]!.prefix.length;
+          for (const { member } of live.slice(0, Math.max(0, live.length - cap.max))) {
+            const x = member.slice(skip);
+            unbind(x);
+            evicted.push(x);
+          }
+        }
+      } else {
+        unbind(id);
+      }
+      const wallNow = Date.now();
+      views.forEach(({ key }, i) => {
+        const zset = zsets[i]!;
+        if (!zset.value.size) {
+          data.delete(key);
+          if (i === detail.view) data.delete(detail.key);
+          return;
+        }
+        const last = Math.max(...zset.value.values());
+        // Like PEXPIRE: a TTL from the wall clock.
+        const expiresAt = wallNow + Math.max(1, Math.ceil(last - now)) + slackMs;
+        zset.expiresAt = expiresAt;
+        if (i === detail.view) hash.expiresAt = expiresAt;
+      });
+      dropIfEmpty(detail.key, hash);
+      return evicted;
     },
 
     async zaddExpiringWithin(sets, member, ttlMs) {

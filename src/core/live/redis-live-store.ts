@@ -8,7 +8,7 @@
  * `false` becomes null, numbers are truncated to integers), which the scripts below account for.
  */
 import { RedisClient } from "bun";
-import type { LiveStore, MessageHandler, WindowHit } from "./live-store.ts";
+import { checkBindingWrite, type LiveStore, type MessageHandler, type WindowHit } from "./live-store.ts";
 
 /** /readyz must answer even while Bun queues commands for a reconnect that may take ~30 s. */
 const PING_TIMEOUT_MS = 2_000;
@@ -111,6 +111,50 @@ return {0, 0}`),
 
   zliveMembers: lua(`${NOW}redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 return redis.call('ZRANGE', KEYS[1], 0, -1)`),
+
+  // KEYS: the views, then the detail hash. ARGV: id, deadline (0 removes), now, slackMs, detail view
+  // (1-based), cap view (1-based, 0 = none), cap max, detail value, then one prefix per view. Scores
+  // and deadlines stay strings on their way to Redis (Lua would print big numbers as 1.7e+12).
+  // Returns the ids the cap removed.
+  bindExpiring: lua(`local n = #KEYS - 1
+local id, deadline, now, slack = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+local dview, cview, cmax = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+local hkey = KEYS[n + 1]
+local function prefix(i) return ARGV[8 + i] end
+for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[dview], '-inf', now)) do redis.call('HDEL', hkey, m) end
+for i = 1, n do redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now) end
+local function unbind(x)
+  for i = 1, n do redis.call('ZREM', KEYS[i], prefix(i) .. x) end
+  redis.call('HDEL', hkey, prefix(dview) .. x)
+end
+local evicted = {}
+if tonumber(deadline) > 0 then
+  redis.call('HSET', hkey, prefix(dview) .. id, ARGV[8])
+  for i = 1, n do redis.call('ZADD', KEYS[i], deadline, prefix(i) .. id) end
+  if cview > 0 then
+    local live = redis.call('ZRANGEBYSCORE', KEYS[cview], '(' .. now, '+inf')
+    local skip = #prefix(cview)
+    for j = 1, #live - cmax do
+      local x = string.sub(live[j], skip + 1)
+      unbind(x)
+      evicted[#evicted + 1] = x
+    end
+  end
+else
+  unbind(id)
+end
+for i = 1, n do
+  local last = redis.call('ZRANGE', KEYS[i], -1, -1, 'WITHSCORES')
+  if #last == 0 then
+    redis.call('DEL', KEYS[i])
+    if i == dview then redis.call('DEL', hkey) end
+  else
+    local ttl = math.max(1, math.ceil(tonumber(last[2]) - tonumber(now))) + slack
+    redis.call('PEXPIRE', KEYS[i], ttl)
+    if i == dview then redis.call('PEXPIRE', hkey, ttl) end
+  end
+end
+return evicted`),
 
   // ARGV: owner, px
   acquireLease: lua(`local v = redis.call('GET', KEYS[1])
@@ -358,6 +402,18 @@ export async function createRedisLiveStore(url: string): Promise<LiveStore> {
 
     async zcard(key) {
       return integer(await send("ZCARD", [key]));
+    },
+
+    async bindExpiring(input) {
+      checkBindingWrite(input);
+      const { views, detail, id, deadline, now, cap, slackMs } = input;
+      const reply = await run(
+        SCRIPTS.bindExpiring,
+        [...views.map((v) => v.key), detail.key],
+        [id, String(deadline), String(now), String(slackMs), String(detail.view + 1), String(cap ? cap.view + 1 : 0), String(cap?.max ?? 0), detail.value, ...views.map((v) => v.prefix)],
+      );
+      if (!Array.isArray(reply)) throw unexpected("bindExpiring", reply);
+      return reply.map(String);
     },
 
     async zaddExpiringWithin(sets, member, ttlMs) {

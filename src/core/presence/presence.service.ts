@@ -171,23 +171,13 @@ export interface RegistrationInput {
 }
 
 /**
- * Stores or removes one binding in the three views (user, device, account), evicting the
- * soonest-expiring bindings of the device beyond {@link MAX_CONTACTS_PER_DEVICE}.
+ * Stores or removes one binding in the three views (user, device, account) and its detail in one
+ * atomic live-store step (one round trip), evicting the soonest-expiring bindings of the device beyond
+ * {@link MAX_CONTACTS_PER_DEVICE}; expired bindings are dropped on the way, and the keys live as long
+ * as their last binding (plus a minute).
  */
 export async function applyRegistration(live: LiveStore, input: RegistrationInput, now: number = Date.now()): Promise<void> {
   const { account_id: acc, user_id: userId, device_id: deviceId, contact } = input;
-  const userKey = presenceKeys.userContacts(acc, userId);
-  const infoKey = presenceKeys.userContactInfo(acc, userId);
-  const deviceKey = presenceKeys.deviceContacts(acc, deviceId);
-  const allKey = presenceKeys.accountContacts(acc);
-
-  if (input.expires <= 0) {
-    await removeBindings(live, acc, userId, deviceId, [contact]);
-    await dropExpired(live, acc, userId, deviceId, now);
-    return;
-  }
-
-  const deadline = now + input.expires * 1000;
   const stored: StoredContact = {
     device_id: deviceId,
     user_id: userId,
@@ -200,53 +190,20 @@ export async function applyRegistration(live: LiveStore, input: RegistrationInpu
     source_ip: input.source_ip ?? null,
     webrtc: input.webrtc,
   };
-  // Detail first: a reader that sees the score always finds the detail.
-  await live.hset(infoKey, { [userMember(deviceId, contact)]: JSON.stringify(stored) });
-  await live.zadd(userKey, [{ member: userMember(deviceId, contact), score: deadline }]);
-  await live.zadd(deviceKey, [{ member: contact, score: deadline }]);
-  await live.zadd(allKey, [{ member: accountMember(userId, deviceId, contact), score: deadline }]);
-  await dropExpired(live, acc, userId, deviceId, now);
-
-  const deviceLive = await live.zrangeByScore(deviceKey, now + 1, Infinity);
-  if (deviceLive.length > MAX_CONTACTS_PER_DEVICE) {
-    const evict = deviceLive.slice(0, deviceLive.length - MAX_CONTACTS_PER_DEVICE).map((m) => m.member);
-    await removeBindings(live, acc, userId, deviceId, evict);
-  }
-  await refreshKeyExpiry(live, [userKey, infoKey], userKey, now);
-  await refreshKeyExpiry(live, [deviceKey], deviceKey, now);
-  await refreshKeyExpiry(live, [allKey], allKey, now);
-}
-
-async function removeBindings(live: LiveStore, acc: string, userId: string, deviceId: string, contacts: string[]): Promise<void> {
-  if (!contacts.length) return;
-  const members = contacts.map((c) => userMember(deviceId, c));
-  await live.zrem(presenceKeys.userContacts(acc, userId), ...members);
-  await live.hdel(presenceKeys.userContactInfo(acc, userId), ...members);
-  await live.zrem(presenceKeys.deviceContacts(acc, deviceId), ...contacts);
-  await live.zrem(presenceKeys.accountContacts(acc), ...contacts.map((c) => accountMember(userId, deviceId, c)));
-}
-
-/** Removes expired members (and their detail) so the sets stay small; reads ignore them anyway. */
-async function dropExpired(live: LiveStore, acc: string, userId: string, deviceId: string, now: number): Promise<void> {
-  const userKey = presenceKeys.userContacts(acc, userId);
-  const expired = await live.zrangeByScore(userKey, -Infinity, now);
-  if (expired.length) {
-    await live.zrem(userKey, ...expired.map((e) => e.member));
-    await live.hdel(presenceKeys.userContactInfo(acc, userId), ...expired.map((e) => e.member));
-  }
-  await live.zremRangeByScore(presenceKeys.deviceContacts(acc, deviceId), -Infinity, now);
-  await live.zremRangeByScore(presenceKeys.accountContacts(acc), -Infinity, now);
-}
-
-/** Lets `keys` expire shortly after the last live member of `zsetKey`, so nothing outlives its bindings by much. */
-async function refreshKeyExpiry(live: LiveStore, keys: string[], zsetKey: string, now: number): Promise<void> {
-  const [last] = (await live.zrangeByScore(zsetKey, now + 1, Infinity)).slice(-1);
-  if (!last) {
-    await live.del(...keys);
-    return;
-  }
-  const ttl = Math.max(1, last.score - Date.now()) + KEY_SLACK_MS;
-  for (const key of keys) await live.expire(key, ttl);
+  await live.bindExpiring({
+    // The members: `<deviceId> <contact>`, `<contact>`, `<userId> <deviceId> <contact>` (presence-keys.ts).
+    views: [
+      { key: presenceKeys.userContacts(acc, userId), prefix: userMember(deviceId, "") },
+      { key: presenceKeys.deviceContacts(acc, deviceId), prefix: "" },
+      { key: presenceKeys.accountContacts(acc), prefix: accountMember(userId, deviceId, "") },
+    ],
+    detail: { key: presenceKeys.userContactInfo(acc, userId), view: 0, value: JSON.stringify(stored) },
+    id: contact,
+    deadline: input.expires > 0 ? now + input.expires * 1000 : 0,
+    now,
+    cap: { view: 1, max: MAX_CONTACTS_PER_DEVICE },
+    slackMs: KEY_SLACK_MS,
+  });
 }
 
 /** Live bindings of a whole account, per user: how many contacts and which devices. One read. */
