@@ -10,6 +10,7 @@ import { createPublicApp } from "./public/app.ts";
 import { createConsoleApp } from "./console/app.ts";
 import { createRealtimeApp } from "./realtime/app.ts";
 import { createControlApp } from "./control/app.ts";
+import { startStaleCallSweeper } from "./core/calls/stale-calls.ts";
 import { startDeliveryWorker } from "./core/webhooks/delivery-worker.ts";
 import { sweepLogs } from "./core/logs/logs.service.ts";
 import { sweepEvents } from "./core/events/bus.ts";
@@ -66,6 +67,8 @@ export function startHosts(platform: Platform, hosts: HostName[] = ALL_HOSTS): R
   purge.unref();
   // Planner statistics where autovacuum does not keep them (PGlite; PostgreSQL with autovacuum off).
   const statistics = startStatisticsKeeper(platform.database, (error) => platform.log.warn("analyze failed", { error: describeError(error) }));
+  // Calls whose end the edge never reported are closed at their ceiling (stale-calls.ts).
+  const staleCalls = startStaleCallSweeper(platform);
   // One webhook delivery worker per serve process, whatever hosts it runs (WEBHOOK_WORKERS=0: none).
   const webhooks = platform.config.webhookWorkers ? startDeliveryWorker(platform) : null;
   return {
@@ -73,6 +76,7 @@ export function startHosts(platform: Platform, hosts: HostName[] = ALL_HOSTS): R
     async stop() {
       clearInterval(purge);
       statistics.stop();
+      staleCalls.stop();
       closeStreams();
       // stop(false): refuse new connections, let requests in flight complete.
       await Promise.all(servers.map((s) => s.stop(false)));

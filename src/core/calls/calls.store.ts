@@ -74,6 +74,30 @@ export function liveCallByKey(accountId: string, id: string): SQL {
 // The values travel as one JSON text (jsonb_to_recordset): nulls and the legs' JSON need no array
 // casting, and the database parses it faster than the client escapes one array per column.
 
+/**
+ * Calls still open (admitted, no end) whose last sign of life (the answer, else the start) is before
+ * `beforeMs`, oldest first: the partial index of open calls, whatever the account.
+ */
+export async function findStaleCalls(
+  db: DbOrTx,
+  beforeMs: number,
+  limit: number,
+): Promise<Array<Pick<CallRecordRow, "account_id" | "sip_call_id" | "started_ms" | "answered_ms">>> {
+  return db
+    .select({ account_id: callRecords.account_id, sip_call_id: callRecords.sip_call_id, started_ms: callRecords.started_ms, answered_ms: callRecords.answered_ms })
+    .from(callRecords)
+    .where(
+      and(
+        isNull(callRecords.ended_ms),
+        ne(callRecords.status, "rejected"),
+        lt(callRecords.started_ms, beforeMs),
+        sql`coalesce(${callRecords.answered_ms}, ${callRecords.started_ms}) < ${beforeMs}`,
+      ),
+    )
+    .orderBy(asc(callRecords.started_ms))
+    .limit(limit);
+}
+
 /** The calls of these (account, SIP Call-ID) keys that exist, in one read. */
 export async function findCallsBySipIds(db: DbOrTx, keys: Array<{ account_id: string; sip_call_id: string }>): Promise<CallRecordRow[]> {
   if (!keys.length) return [];

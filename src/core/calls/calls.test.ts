@@ -14,6 +14,8 @@ import { acquireSlots, cacSnapshot, resetCac } from "../cac/cac.service.ts";
 import { insertRatePlan } from "../rates/rates.store.ts";
 import { admitCall } from "./admission.ts";
 import { handleDialogEvent, handleDialogEvents } from "./dialog.ts";
+import { LOST_END_CAUSE, endStaleCalls, startStaleCallSweeper } from "./stale-calls.ts";
+import { trackDialog, userCallCount } from "../presence/presence.service.ts";
 import { findCallBySipId, listTrace } from "./calls.store.ts";
 import { decision, routeRequest, sipCallId } from "./calls.fixture.ts";
 
@@ -306,6 +308,82 @@ describe(`dialog events [${storeKind}]`, () => {
     expect(await cost("33123456789", "outbound", 30_000)).toEqual([30, 100_000, "USD"]);
     // Internal calls are free.
     expect(await cost("1001", "internal", 30_000)).toEqual([30, 0, "USD"]);
+  });
+});
+
+describe(`calls whose end was never reported [${storeKind}]`, () => {
+  test("closed at the call ceiling: not billed, RECOVERY_ON_TIMER_EXPIRE, call.ended, slots and the users' call state freed; a late end changes nothing", async () => {
+    const t = await seedTenant(platform);
+    await insertRatePlan(platform.db, {
+      account_id: t.accountId,
+      id: newId("rp"),
+      name: "standard",
+      currency: "USD",
+      is_default: 1,
+      rates: [{ prefix: "", direction: "any", per_minute_micro: 100_000, initial_sec: 1, increment_sec: 1, connection_fee_micro: 5_000 }],
+      created_at: nowSeconds(),
+      updated_at: nowSeconds(),
+    });
+    const ceiling = platform.config.cacMaxCallSec * 1000;
+    const s = [slot("account_out", t.accountId, 5)];
+    const [answered, ringing, fresh] = [sipCallId(), sipCallId(), sipCallId()];
+    for (const cid of [answered, ringing, fresh]) await admitCall(platform, decision(t.accountId, { slots: s }), routeRequest(cid));
+    const a0 = (await findCallBySipId(platform.db, t.accountId, answered))!;
+    await handleDialogEvent(platform, { type: "dialog", callId: answered, state: "confirmed", ts: a0.started_ms + 2_000 });
+    await handleDialogEvent(platform, { type: "dialog", callId: ringing, state: "early" });
+    // Answered ten minutes in: its ceiling runs from then.
+    await handleDialogEvent(platform, { type: "dialog", callId: fresh, state: "confirmed", ts: a0.started_ms + 600_000 });
+    await trackDialog(platform.live, t.accountId, answered, "confirmed", ["us_LOST"], Date.now());
+    expect(await userCallCount(platform.live, t.accountId, "us_LOST")).toBe(1);
+
+    // Before anyone's ceiling: nothing closes.
+    await endStaleCalls(platform, a0.started_ms + ceiling - 1_000);
+    expect((await findCallBySipId(platform.db, t.accountId, ringing))!.ended_ms).toBeNull();
+
+    // Past the ringing call's ceiling (counted from its start), not the answered one's (from its answer).
+    await endStaleCalls(platform, a0.started_ms + ceiling + 1_000);
+    const r = (await findCallBySipId(platform.db, t.accountId, ringing))!;
+    expect(r).toMatchObject({ status: "failed", hangup_cause: LOST_END_CAUSE, billsec: 0, cost_micro: 0 });
+    expect(r.ended_ms).toBe(r.started_ms + ceiling);
+    expect((await findCallBySipId(platform.db, t.accountId, answered))!.ended_ms).toBeNull();
+
+    // Past the answered call's: closed at answer + ceiling, not billed though answered.
+    await endStaleCalls(platform, a0.started_ms + 2_000 + ceiling + 1_000);
+    const a = (await findCallBySipId(platform.db, t.accountId, answered))!;
+    expect(a).toMatchObject({ status: "completed", answered: 1, hangup_cause: LOST_END_CAUSE, billsec: 0, cost_micro: 0 });
+    expect(a.ended_ms).toBe(a0.started_ms + 2_000 + ceiling);
+    const trace = await listTrace(platform.db, t.accountId, a.id);
+    expect(trace.at(-1)).toMatchObject({ step: "dialog", result: `terminated: ${LOST_END_CAUSE}, billsec 0` });
+    expect(trace.at(-1)!.data).toMatchObject({ unbilled: "the end was never reported" });
+    const ends = (await eventsOf(t.accountId, "call.ended")).map((e) => e.data as { callId: string; hangup_cause: string; billsec: number });
+    expect(ends.map((e) => e.callId).sort()).toEqual([a.id, r.id].sort());
+    for (const e of ends) expect(e).toMatchObject({ hangup_cause: LOST_END_CAUSE, billsec: 0 });
+    expect(await userCallCount(platform.live, t.accountId, "us_LOST")).toBe(0);
+    // The call answered later keeps its slot, the only one left.
+    expect((await cacSnapshot(platform.live, t.accountId)).map((c) => c.active)).toEqual([1]);
+
+    // The real end arriving afterwards changes nothing; the sweep closes nothing twice.
+    await handleDialogEvent(platform, { type: "dialog", callId: answered, state: "terminated", sip_code: 200, ts: a0.started_ms + 60_000 });
+    expect(await findCallBySipId(platform.db, t.accountId, answered)).toEqual(a);
+    await endStaleCalls(platform, a0.started_ms + 2_000 + ceiling + 1_000);
+    expect(await eventsOf(t.accountId, "call.ended")).toHaveLength(2);
+    expect((await findCallBySipId(platform.db, t.accountId, fresh))!.ended_ms).toBeNull();
+  });
+  test("the sweeper closes them on its own", async () => {
+    const t = await seedTenant(platform);
+    const short = await testPlatform();
+    short.config.cacMaxCallSec = 1;
+    const sweeper = startStaleCallSweeper(short, 100);
+    try {
+      const cid = sipCallId();
+      await admitCall(short, decision(t.accountId), routeRequest(cid));
+      const deadline = Date.now() + 5_000;
+      while ((await findCallBySipId(short.db, t.accountId, cid))!.ended_ms === null && Date.now() < deadline) await Bun.sleep(100);
+      expect(await findCallBySipId(short.db, t.accountId, cid)).toMatchObject({ status: "failed", hangup_cause: LOST_END_CAUSE });
+    } finally {
+      sweeper.stop();
+      await short.close();
+    }
   });
 });
 

@@ -93,7 +93,7 @@ export function handleDialogEvent(platform: Platform, event: DialogEvent): Promi
  * event insert (with its webhook deliveries). Like one event at a time, a repeated or late event
  * changes nothing. A failure fails the rest (the edge sends the batch again; what was done stays).
  */
-export async function handleDialogEvents(platform: Platform, events: DialogEvent[]): Promise<void> {
+export async function handleDialogEvents(platform: Platform, events: DialogEvent[], options: EndOptions = {}): Promise<void> {
   const sequences = new Map<string, DialogEvent[]>();
   for (const event of events) {
     const key = `${event.account_id ?? ""}\u0000${event.callId}`;
@@ -105,12 +105,21 @@ export async function handleDialogEvents(platform: Platform, events: DialogEvent
     const batch: DialogEvent[] = [];
     for (const sequence of sequences.values()) if (sequence.length > round) batch.push(sequence[round]!);
     if (!batch.length) return;
-    await handleRound(platform, batch);
+    await handleRound(platform, batch, options);
   }
 }
 
+/** How ends are recorded (the edge's events use the defaults). */
+export interface EndOptions {
+  /**
+   * The call's real length is unknown (its end was never reported: stale-calls.ts), so it is not
+   * billed: billsec 0 and no cost, whatever its answer and end times say.
+   */
+  unbilled?: boolean;
+}
+
 /** One round: at most one event per call. */
-async function handleRound(platform: Platform, events: DialogEvent[]): Promise<void> {
+async function handleRound(platform: Platform, events: DialogEvent[], { unbilled = false }: EndOptions): Promise<void> {
   const keyed = events.filter((e) => e.account_id);
   // The rate plans of the accounts whose calls end are read beside the calls (an event without an
   // account, rare, has its plan read after).
@@ -188,7 +197,7 @@ async function handleRound(platform: Platform, events: DialogEvent[]): Promise<v
       const { event, call, at, legs } = endOf.get(key)!;
       const endedMs = Math.max(at, call.started_ms);
       const wasAnswered = fresh.answered === 1 && fresh.answered_ms !== null;
-      const billsec = wasAnswered ? Math.max(0, Math.ceil((endedMs - fresh.answered_ms!) / 1000)) : 0;
+      const billsec = wasAnswered && !unbilled ? Math.max(0, Math.ceil((endedMs - fresh.answered_ms!) / 1000)) : 0;
       const cause = event.hangup_cause ?? hangupCauseOf(event.sip_code, wasAnswered);
       const price = priceCall(plans.get(fresh.account_id) ?? null, fresh.direction as "inbound" | "outbound" | "internal", fresh.to, billsec);
       patches.push({
@@ -211,6 +220,7 @@ async function handleRound(platform: Platform, events: DialogEvent[]): Promise<v
         data: {
           sip_code: event.sip_code ?? null,
           cost_micro: price.cost_micro,
+          ...(unbilled ? { unbilled: "the end was never reported" } : {}),
           ...(price.prefix !== null ? { rate_prefix: price.prefix, billed_sec: price.billed_sec } : {}),
         },
       });

@@ -39,7 +39,7 @@ export const EnvSchema = T.Object({
   CONTROL_URL: T.Optional(T.String({ pattern: "^https?://" })),
   CARRIER_ADDRESSES: T.String({ default: "", description: "CIDRs the platform's wholesale carrier sends calls from (inbound calls to DIDs); empty = none." }),
   CARRIER_URI: T.Optional(T.String({ pattern: "^sips?:[^\\s]+$", description: "SIP URI of the platform's default carrier route (outbound calls with no trunk route)." })),
-  CAC_MAX_CALL_SEC: T.Integer({ minimum: 60, maximum: 604800, default: 14400, description: "Longest a call holds its concurrency slots without an end event (a lost BYE frees its slot after this)." }),
+  CAC_MAX_CALL_SEC: T.Integer({ minimum: 60, maximum: 604800, default: 14400, description: "Longest a call holds its concurrency slots without an end event (a lost BYE frees its slot after this, and the call record is closed, unbilled)." }),
   MEDIA_ENGINES: T.String({ default: "", description: "Comma-separated SIP URIs of the media engines that run flows, queues, voicemail, conferences." }),
 });
 export type Env = Static<typeof EnvSchema>;

@@ -3,7 +3,7 @@
  */
 import { AppError, notFound, validationFailed } from "../errors/app-error.ts";
 import type { Platform } from "../platform.ts";
-import { handleDialogEvents } from "../calls/dialog.ts";
+import { handleDialogEvents, type EndOptions } from "../calls/dialog.ts";
 import type { PresenceModel } from "./presence.model.ts";
 import { accountRegistrations, applyRegistration, endDialog, trackDialog, userCallStates } from "./presence.service.ts";
 import {
@@ -80,7 +80,12 @@ function legRef(leg: NonNullable<PresenceModel.Dialog["legs"]>[number]): { user:
  * statements per round, see handleDialogEvents). Returns, per event, the error that refused it (an
  * unknown account: nothing of it is done) or null. Any other failure throws.
  */
-export async function handleDialogs(platform: Platform, events: PresenceModel.Dialog[], clock: PresenceClock = {}): Promise<Array<AppError | null>> {
+export async function handleDialogs(
+  platform: Platform,
+  events: PresenceModel.Dialog[],
+  clock: PresenceClock = {},
+  options: EndOptions = {},
+): Promise<Array<AppError | null>> {
   const key = (accountId: string, id: string) => `${accountId}\u0000${id}`;
   const accountIds = [...new Set(events.flatMap((e) => (e.account_id !== undefined ? [e.account_id] : [])))];
   // The accounts, and the users each event's legs name (known ones) or own (legs with a device
@@ -125,7 +130,7 @@ export async function handleDialogs(platform: Platform, events: PresenceModel.Di
     else calls.set(k, [e]);
   }
   await Promise.all([
-    handleDialogEvents(platform, accepted),
+    handleDialogEvents(platform, accepted, options),
     ...[...calls.values()].map(async (sequence) => {
       for (const event of sequence) {
         const users = usersOf(event);
