@@ -461,6 +461,23 @@ export function runLiveStoreContract(name: string, make: () => Promise<LiveStore
         expect(await store.zcard(k)).toBe(3);
       });
 
+      test("zcount counts scores within inclusive bounds, negative and infinite ones too", async () => {
+        const k = key("zcount");
+        await store.zadd(k, [
+          { member: "a", score: -1_700_000_000_123 },
+          { member: "b", score: -5 },
+          { member: "c", score: 2 },
+          { member: "d", score: 1_700_000_000_123 },
+        ]);
+        expect(await store.zcount(k, -Infinity, Infinity)).toBe(4);
+        expect(await store.zcount(k, -5, 2)).toBe(2);
+        expect(await store.zcount(k, -Infinity, -1_700_000_000_123)).toBe(1);
+        expect(await store.zcount(k, 1_700_000_000_123, Infinity)).toBe(1);
+        expect(await store.zcount(k, 3, 4)).toBe(0);
+        expect(await store.zcount(key("zcount-missing"), -Infinity, Infinity)).toBe(0);
+        await expect(store.zcount(k, Number.NaN, 1)).rejects.toThrow();
+      });
+
       test("zrangeByScore orders by score then member, bounds inclusive, with a limit", async () => {
         const k = key("zrange");
         await store.zadd(k, [

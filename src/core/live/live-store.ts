@@ -123,6 +123,8 @@ export interface LiveStore {
   /** Removes members with min <= score <= max; returns how many. Used to drop expired members. */
   zremRangeByScore(key: string, min: number, max: number): Promise<number>;
   zcard(key: string): Promise<number>;
+  /** How many members have min <= score <= max (one read, whatever the set's size). */
+  zcount(key: string, min: number, max: number): Promise<number>;
   /**
    * Sorted sets whose members expire, joined all or none in one atomic step: first every member whose
    * deadline (its score) has passed is removed from each set; then `member` joins every set with

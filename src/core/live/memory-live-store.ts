@@ -355,6 +355,16 @@ export function createMemoryLiveStore(): LiveStore {
       return readZset(key)?.value.size ?? 0;
     },
 
+    async zcount(key, min, max) {
+      scoreArg(min);
+      scoreArg(max);
+      const zset = readZset(key);
+      if (zset === undefined) return 0;
+      let count = 0;
+      for (const score of zset.value.values()) if (score >= min && score <= max) count++;
+      return count;
+    },
+
     async bindExpiring(input) {
       checkBindingWrite(input);
       const { views, detail, id, deadline, now, cap, slackMs } = input;

@@ -404,6 +404,10 @@ export async function createRedisLiveStore(url: string): Promise<LiveStore> {
       return integer(await send("ZCARD", [key]));
     },
 
+    async zcount(key, min, max) {
+      return integer(await send("ZCOUNT", [key, scoreArg(min), scoreArg(max)]));
+    },
+
     async bindExpiring(input) {
       checkBindingWrite(input);
       const { views, detail, id, deadline, now, cap, slackMs } = input;

@@ -16,8 +16,12 @@ export const presenceKeys = {
   userContactInfo: (accountId: string, userId: string) => accountKey(accountId, "reg", "u", userId, "info"),
   deviceContacts: (accountId: string, deviceId: string) => accountKey(accountId, "reg", "d", deviceId),
   accountContacts: (accountId: string) => accountKey(accountId, "reg", "all"),
-  /** Hash: callId → JSON { state, at } of the dialogs a user is in. */
-  userCalls: (accountId: string, userId: string) => accountKey(accountId, "calls", "u", userId),
+  /**
+   * Sorted set: the dialogs a user is in, member callId, scored by when the dialog was first seen
+   * (epoch ms), positive once confirmed and negative while early, so each state is one ZCOUNT
+   * (confirmed: [since, +inf], early: [-inf, -since]) however many calls the user holds.
+   */
+  userDialogs: (accountId: string, userId: string) => accountKey(accountId, "calls", "user", userId),
   /** Set: the users a dialog touched (to release them when it ends). */
   dialogUsers: (accountId: string, callId: string) => accountKey(accountId, "dialog", callId, "users"),
   /** Tombstone of an ended dialog, so a late early/confirmed event does not revive it. */

@@ -4,7 +4,8 @@ import { randomUUID } from "node:crypto";
 import type { Platform } from "../platform.ts";
 import { storeKind, testPlatform } from "../../../test/support/platform.ts";
 import { newId } from "../ids/ids.ts";
-import { MAX_CONTACTS_PER_DEVICE, accountRegistrations, applyRegistration, endDialog, trackDialog, userCallCount, userCallStates, userContacts } from "./presence.service.ts";
+import { presenceKeys } from "./presence-keys.ts";
+import { MAX_CONTACTS_PER_DEVICE, MAX_DIALOG_MS, accountRegistrations, applyRegistration, endDialog, trackDialog, userCallCount, userCallStates, userContacts } from "./presence.service.ts";
 
 let platform: Platform;
 beforeAll(async () => {
@@ -98,5 +99,23 @@ describe(`dialog bookkeeping [${storeKind}]`, () => {
     expect(await userCallCount(platform.live, acc, other)).toBe(0);
     await trackDialog(platform.live, acc, callId, "confirmed", [user]);
     expect(await userCallCount(platform.live, acc, user)).toBe(1);
+  });
+
+  test("a user's calls are counted by state however many there are; an entry older than MAX_DIALOG_MS stops counting and is dropped", async () => {
+    const { acc, user } = ids();
+    const now = Date.now();
+    const old = randomUUID();
+    await trackDialog(platform.live, acc, old, "confirmed", [user], now - MAX_DIALOG_MS - 60_000);
+    const calls = Array.from({ length: 300 }, () => randomUUID());
+    await Promise.all(calls.map((c, i) => trackDialog(platform.live, acc, c, i % 3 === 0 ? "confirmed" : "early", [user], now)));
+    expect(await userCallStates(platform.live, acc, user, now)).toEqual({ early: 200, confirmed: 100 });
+    // An early call confirmed later keeps the time it was first seen; the stale one was pruned by the writes.
+    await trackDialog(platform.live, acc, calls[1]!, "confirmed", [user], now + 5_000);
+    expect(await userCallStates(platform.live, acc, user, now)).toEqual({ early: 199, confirmed: 101 });
+    const key = presenceKeys.userDialogs(acc, user);
+    expect(await platform.live.zscore(key, calls[1]!)).toBe(now);
+    expect(await platform.live.zscore(key, old)).toBeNull();
+    // Counted at a later time, the calls first seen now are stale too.
+    expect(await userCallStates(platform.live, acc, user, now + MAX_DIALOG_MS + 1)).toEqual({ early: 0, confirmed: 0 });
   });
 });

@@ -69,22 +69,20 @@ export interface UserCallStates {
   confirmed: number;
 }
 
-/** One entry of a user's dialog hash. */
-interface UserDialog {
-  state: "early" | "confirmed";
-  at: number;
+/** Entries first seen before this are stale (epoch ms, at least 1 so the score's sign stays the state). */
+function staleBefore(now: number): number {
+  return Math.max(1, now - MAX_DIALOG_MS);
 }
 
-/** Dialogs of a user, counted by state (stale entries older than {@link MAX_DIALOG_MS} ignored). One read. */
+/**
+ * Dialogs of a user, counted by state (entries first seen more than {@link MAX_DIALOG_MS} ago ignored).
+ * Two counts in one round trip, whatever the number of calls the user holds.
+ */
 export async function userCallStates(live: LiveStore, accountId: string, userId: string, now: number = Date.now()): Promise<UserCallStates> {
-  const calls = await live.hgetall(presenceKeys.userCalls(accountId, userId));
-  const out = { early: 0, confirmed: 0 };
-  for (const raw of Object.values(calls)) {
-    const dialog = parseDialog(raw);
-    if (!dialog || dialog.at < now - MAX_DIALOG_MS) continue;
-    out[dialog.state] += 1;
-  }
-  return out;
+  const key = presenceKeys.userDialogs(accountId, userId);
+  const since = staleBefore(now);
+  const [early, confirmed] = await Promise.all([live.zcount(key, -Infinity, -since), live.zcount(key, since, Infinity)]);
+  return { early, confirmed };
 }
 
 /**
@@ -96,37 +94,34 @@ export async function userCallCount(live: LiveStore, accountId: string, userId: 
   return states.early + states.confirmed;
 }
 
-function parseDialog(raw: string): UserDialog | null {
-  try {
-    const value = JSON.parse(raw) as UserDialog;
-    return (value.state === "early" || value.state === "confirmed") && typeof value.at === "number" ? value : null;
-  } catch {
-    // Only this module writes these entries; an unreadable one counts as no dialog.
-    return null;
-  }
-}
-
 /**
  * Records that `userIds` are in dialog `callId` (early or confirmed). A confirmed dialog is never
  * downgraded by a late early event, and a dialog already reported terminated is not revived by a
  * late one (edge workers can reorder events). Two live-store round trips whatever the number of
- * users, the reads together and then the writes together (one command after another, it took
- * 3 + 3 per user, for every dialog event).
+ * users, the reads together and then the writes together; stale entries (a lost end) are dropped on
+ * the way.
  */
 export async function trackDialog(live: LiveStore, accountId: string, callId: string, state: "early" | "confirmed", userIds: string[], now: number = Date.now()): Promise<void> {
   if (!userIds.length) return;
-  const [ended, ...currents] = await Promise.all([
+  const [ended, ...scores] = await Promise.all([
     live.get(presenceKeys.dialogEnded(accountId, callId)),
-    ...userIds.map((userId) => live.hget(presenceKeys.userCalls(accountId, userId), callId)),
+    ...userIds.map((userId) => live.zscore(presenceKeys.userDialogs(accountId, userId), callId)),
   ]);
   if (ended) return;
   const usersKey = presenceKeys.dialogUsers(accountId, callId);
+  const since = staleBefore(now);
   const writes: Array<Promise<unknown>> = [live.sadd(usersKey, ...userIds), live.expire(usersKey, MAX_DIALOG_MS)];
   userIds.forEach((userId, i) => {
-    const current = parseDialog(currents[i] ?? "");
-    if (current?.state === "confirmed" && state === "early") return;
-    const key = presenceKeys.userCalls(accountId, userId);
-    writes.push(live.hset(key, { [callId]: JSON.stringify({ state, at: current?.at ?? now } satisfies UserDialog) }), live.expire(key, MAX_DIALOG_MS));
+    const current = scores[i] ?? null;
+    if (current !== null && current > 0 && state === "early") return;
+    // The time first seen is kept through the states (the score's sign is the state).
+    const at = current === null ? Math.max(1, now) : Math.abs(current);
+    const key = presenceKeys.userDialogs(accountId, userId);
+    writes.push(
+      live.zadd(key, [{ member: callId, score: state === "confirmed" ? at : -at }]),
+      live.zremRangeByScore(key, -(since - 1), since - 1),
+      live.expire(key, MAX_DIALOG_MS),
+    );
   });
   await Promise.all(writes);
 }
@@ -139,7 +134,7 @@ export async function endDialog(live: LiveStore, accountId: string, callId: stri
   const usersKey = presenceKeys.dialogUsers(accountId, callId);
   const [, members] = await Promise.all([live.set(presenceKeys.dialogEnded(accountId, callId), "1", 3_600_000), live.smembers(usersKey)]);
   const users = [...new Set([...members, ...extraUserIds])];
-  await Promise.all([...users.map((userId) => live.hdel(presenceKeys.userCalls(accountId, userId), callId)), live.del(usersKey)]);
+  await Promise.all([...users.map((userId) => live.zrem(presenceKeys.userDialogs(accountId, userId), callId)), live.del(usersKey)]);
   return users;
 }
 
