@@ -2,6 +2,7 @@
 import { and, asc, desc, eq, getTableColumns, gte, isNull, lt, ne, sql, type SQL, type SQLWrapper } from "drizzle-orm";
 import { jsonRows } from "../db/sql-text.ts";
 import { resultRows, type DbOrTx } from "../db/db.ts";
+import { rawRows } from "../db/migrate.ts";
 import { callRecords, callTraces, type CallRecordRow, type CallTraceRow } from "./calls.schema.ts";
 
 export type NewCallRecord = typeof callRecords.$inferInsert;
@@ -33,19 +34,44 @@ export async function findCall(db: DbOrTx, accountId: string, id: string): Promi
   return row ?? null;
 }
 
-/** Inserts a call unless the account already has one with its SIP Call-ID; true when inserted. */
+/**
+ * Inserts a call unless the account already has one with its SIP Call-ID; true when inserted.
+ * One of the statements every call pays for: a fixed text with the row as one JSON parameter (the
+ * query builder took about 35 µs of CPU to write this insert each time). `jsonb_populate_record`
+ * leaves an omitted column NULL rather than at its default, so the defaults are given here.
+ */
 export async function insertCall(db: DbOrTx, row: NewCallRecord): Promise<boolean> {
-  const written = await db
-    .insert(callRecords)
-    .values(row)
-    .onConflictDoNothing({ target: [callRecords.account_id, callRecords.sip_call_id] })
-    .returning({ id: callRecords.id });
+  const full: NewCallRecord = {
+    ...row,
+    answered: row.answered ?? 0,
+    billsec: row.billsec ?? 0,
+    cost_micro: row.cost_micro ?? 0,
+    recording_ids: row.recording_ids ?? [],
+    legs: row.legs ?? [],
+    slots: row.slots ?? [],
+  };
+  const written = await rawRows<{ id: string }>(
+    db,
+    sql`insert into call_record select * from jsonb_populate_record(null::call_record, ${JSON.stringify(full)}::jsonb)
+        on conflict (account_id, sip_call_id) do nothing returning id`,
+  );
   return written.length === 1;
 }
 
-/** Appends trace steps in order. */
+/**
+ * Appends trace steps in order (their ids follow the order given). A fixed text with the steps as one
+ * JSON parameter: no query building per call, and one prepared statement whatever the number of steps.
+ */
 export async function insertTrace(db: DbOrTx, steps: NewTraceStep[]): Promise<void> {
-  if (steps.length) await db.insert(callTraces).values(steps);
+  if (!steps.length) return;
+  const rows = steps.map((s) => ({ account_id: s.account_id, call_id: s.call_id, at_ms: s.at_ms, step: s.step, result: s.result, data: s.data ?? null }));
+  await db.execute(
+    sql`insert into call_trace (account_id, call_id, at_ms, step, result, data)
+        select account_id, call_id, at_ms, step, result, data
+        from rows from (jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as (account_id text, call_id text, at_ms bigint, step text, result text, data jsonb))
+          with ordinality as t(account_id, call_id, at_ms, step, result, data, n)
+        order by n`,
+  );
 }
 
 /** A call's trace, in order. */
