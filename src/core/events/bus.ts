@@ -43,9 +43,15 @@ export type EmitMany = (list: EventInput[]) => Promise<PlatformEvent[]>;
 
 /**
  * Called in the emitting transaction with the events one emit wrote (one event, or the events of one
- * EmitMany, so a planner can work on them as a set): webhook deliveries are planned here.
+ * EmitMany, so a planner can work on them as a set): webhook deliveries are planned here. What a plan
+ * needs that does not depend on the events' ids (the subscriptions of their accounts) it reads in
+ * `read`, which runs beside the events' insert (pipelined: one round trip less per emit); `plan`
+ * gets its result.
  */
-export type EventPlanner = (tx: Tx, events: PlatformEvent[]) => Promise<void>;
+export interface EventPlanner {
+  read?(tx: Tx, accountIds: string[]): Promise<unknown>;
+  plan(tx: Tx, events: PlatformEvent[], read: unknown): Promise<void>;
+}
 
 export interface EventBus {
   /**
@@ -112,7 +118,7 @@ export function createEventBus(deps: { db: Db; live: LiveStore; log: Logger }): 
     // A fixed text with the events as one JSON parameter (no query building per emit, one prepared
     // statement whatever their number); ids are drawn in the order given.
     const input = JSON.stringify(list.map((e) => ({ account_id: e.accountId, name: e.event, data: e.data, ts: e.ts ?? now })));
-    const rows = await rawRows<{ account_id: string; id: number | string; name: string; data: unknown; ts: number | string }>(
+    const inserting = rawRows<{ account_id: string; id: number | string; name: string; data: unknown; ts: number | string }>(
       tx,
       sql`insert into event (account_id, name, data, ts)
           select account_id, name, data, ts
@@ -120,11 +126,13 @@ export function createEventBus(deps: { db: Db; live: LiveStore; log: Logger }): 
           order by n
           returning account_id, id, name, data, ts`,
     );
+    const accountIds = [...new Set(list.map((e) => e.accountId))];
+    const [rows, ...reads] = await Promise.all([inserting, ...planners.map((p) => (p.read ? p.read(tx, accountIds) : undefined))]);
     // Sorted by id, the events are in the order of `list`.
     const emitted = rows
       .map((r) => toEvent({ account_id: r.account_id, id: Number(r.id), name: r.name, data: typeof r.data === "string" ? JSON.parse(r.data) : r.data, ts: Number(r.ts) }))
       .sort((a, b) => a.id - b.id);
-    for (const plan of planners) await plan(tx, emitted);
+    for (const [i, planner] of planners.entries()) await planner.plan(tx, emitted, reads[i]);
     sink.push(...emitted);
     return emitted;
   }

@@ -110,18 +110,20 @@ const installed = new WeakSet<EventBus>();
 export function installEventLogs(bus: EventBus): void {
   if (installed.has(bus)) return;
   installed.add(bus);
-  bus.addPlanner(async (tx, events) => {
-    for (const event of events) {
-      if (event.event !== "test") continue;
-      const data = event.data as { webhook_id?: string | null; message?: string };
-      await recordLog(tx, {
-        accountId: event.account_id,
-        level: "info",
-        source: "webhook",
-        message: data.webhook_id ? `Test event fired at webhook ${data.webhook_id}.` : "Test event fired.",
-        data: { event_id: event.id, webhook_id: data.webhook_id ?? null },
-        ts: event.ts,
-      });
-    }
+  bus.addPlanner({
+    async plan(tx, events) {
+      for (const event of events) {
+        if (event.event !== "test") continue;
+        const data = event.data as { webhook_id?: string | null; message?: string };
+        await recordLog(tx, {
+          accountId: event.account_id,
+          level: "info",
+          source: "webhook",
+          message: data.webhook_id ? `Test event fired at webhook ${data.webhook_id}.` : "Test event fired.",
+          data: { event_id: event.id, webhook_id: data.webhook_id ?? null },
+          ts: event.ts,
+        });
+      }
+    },
   });
 }

@@ -27,8 +27,15 @@ export function hasPlannedDeliveries(event: PlatformEvent): boolean {
   return withDeliveries.has(event);
 }
 
-export const planWebhookDeliveries: EventPlanner = async (tx: Tx, events: PlatformEvent[]) => {
-  const subscriptions = await activeSubscriptions(tx, [...new Set(events.map((e) => e.account_id))]);
+export const planWebhookDeliveries: EventPlanner = {
+  // The subscriptions are read beside the events' insert (they need only the accounts).
+  read: (tx: Tx, accountIds: string[]) => activeSubscriptions(tx, accountIds),
+  plan: (tx: Tx, events: PlatformEvent[], read: unknown) => planDeliveries(tx, events, read as Subscriptions),
+};
+
+type Subscriptions = Awaited<ReturnType<typeof activeSubscriptions>>;
+
+async function planDeliveries(tx: Tx, events: PlatformEvent[], subscriptions: Subscriptions): Promise<void> {
   if (!subscriptions.length) return;
   const rows: NewDeliveryRow[] = [];
   for (const event of events) {
@@ -52,7 +59,7 @@ export const planWebhookDeliveries: EventPlanner = async (tx: Tx, events: Platfo
     }
   }
   await insertDeliveries(tx, rows);
-};
+}
 
 /**
  * Emits a `test` event for the account: to one subscription (`webhook_id`, 404 when it is not
