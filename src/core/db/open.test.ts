@@ -60,6 +60,61 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)("statements [postgres]", () => {
     }
   });
 
+  test("transactions: commit, rollback on a failed statement or a thrown error, nested ones as savepoints", async () => {
+    const database = await openDatabase({ kind: "postgres", url: process.env.TEST_DATABASE_URL!, maxConnections: 2 });
+    const table = sql.raw(`tx_probe_${Math.random().toString(36).slice(2, 8)}`);
+    const ids = async () => (await rawRows<{ id: number }>(database.db, sql`select id from ${table} order by id`)).map((r) => r.id);
+    try {
+      await rawRows(database.db, sql`create table ${table} (id int primary key)`);
+      // Every statement runs inside the transaction: now() is the transaction's start.
+      const [a, b] = await database.db.transaction(async (tx) => {
+        const [first] = await rawRows<{ t: string }>(tx, sql`select now()::text as t`);
+        await rawRows(tx, sql`select pg_sleep(0.02)`);
+        const [second] = await rawRows<{ t: string }>(tx, sql`select now()::text as t`);
+        return [first!.t, second!.t];
+      });
+      expect(a).toBe(b);
+      await database.db.transaction(async (tx) => {
+        await rawRows(tx, sql`insert into ${table} values (${1})`);
+      });
+      expect(await ids()).toEqual([1]);
+      // A failed statement rolls back the statements before it.
+      await expect(
+        database.db.transaction(async (tx) => {
+          await rawRows(tx, sql`insert into ${table} values (${2})`);
+          await rawRows(tx, sql`insert into ${table} values (${1})`);
+        }),
+      ).rejects.toThrow();
+      // So does an error of the callback, and statements issued together all go.
+      await expect(
+        database.db.transaction(async (tx) => {
+          await Promise.all([rawRows(tx, sql`insert into ${table} values (${3})`), rawRows(tx, sql`insert into ${table} values (${4})`)]);
+          throw new Error("changed my mind");
+        }),
+      ).rejects.toThrow("changed my mind");
+      expect(await ids()).toEqual([1]);
+      // A nested transaction that fails leaves the outer one's work.
+      await database.db.transaction(async (tx) => {
+        await rawRows(tx, sql`insert into ${table} values (${5})`);
+        await expect(
+          tx.transaction(async (inner) => {
+            await rawRows(inner, sql`insert into ${table} values (${6})`);
+            throw new Error("inner");
+          }),
+        ).rejects.toThrow("inner");
+        await tx.transaction(async (inner) => {
+          await rawRows(inner, sql`insert into ${table} values (${7})`);
+        });
+      });
+      expect(await ids()).toEqual([1, 5, 7]);
+      // The connections went back to the pool: two transactions at once still run.
+      await Promise.all([1, 2, 3].map((n) => database.db.transaction((tx) => rawRows(tx, sql`select ${n}::int`))));
+    } finally {
+      await rawRows(database.db, sql`drop table if exists ${table}`);
+      await database.close();
+    }
+  });
+
   test("?prepare=false leaves statements unnamed", async () => {
     const url = new URL(process.env.TEST_DATABASE_URL!);
     url.searchParams.set("prepare", "false");
