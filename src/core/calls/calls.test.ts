@@ -32,6 +32,11 @@ async function eventsOf(accountId: string, name: string) {
 
 const slot = (level: "account_in" | "account_out" | "account_dialer" | "number" | "trunk" | "user", id: string, limit: number) => ({ level, id, limit });
 
+/** Gives the account a default rate plan in USD with `rates`. */
+function defaultRatePlan(accountId: string, rates: Parameters<typeof insertRatePlan>[1]["rates"]) {
+  return insertRatePlan(platform.db, { account_id: accountId, id: newId("rp"), name: "standard", currency: "USD", is_default: 1, rates, created_at: nowSeconds(), updated_at: nowSeconds() });
+}
+
 describe(`admission [${storeKind}]`, () => {
   test("a routed call is recorded with its trace, holds its slots and emits call.started", async () => {
     const t = await seedTenant(platform);
@@ -272,21 +277,12 @@ describe(`dialog events [${storeKind}]`, () => {
 
   test("cost from the default rate plan: longest prefix, increments, connection fee", async () => {
     const t = await seedTenant(platform);
-    await insertRatePlan(platform.db, {
-      account_id: t.accountId,
-      id: newId("rp"),
-      name: "standard",
-      currency: "USD",
-      is_default: 1,
-      rates: [
-        { prefix: "", direction: "any", per_minute_micro: 100_000, initial_sec: 60, increment_sec: 60, connection_fee_micro: 0 },
-        { prefix: "44", direction: "outbound", per_minute_micro: 12_000, initial_sec: 60, increment_sec: 60, connection_fee_micro: 0 },
-        { prefix: "4420", direction: "outbound", per_minute_micro: 6_000, initial_sec: 30, increment_sec: 6, connection_fee_micro: 1_000 },
-        { prefix: "1415", direction: "inbound", per_minute_micro: 3_000, initial_sec: 1, increment_sec: 1, connection_fee_micro: 0 },
-      ],
-      created_at: nowSeconds(),
-      updated_at: nowSeconds(),
-    });
+    await defaultRatePlan(t.accountId, [
+      { prefix: "", direction: "any", per_minute_micro: 100_000, initial_sec: 60, increment_sec: 60, connection_fee_micro: 0 },
+      { prefix: "44", direction: "outbound", per_minute_micro: 12_000, initial_sec: 60, increment_sec: 60, connection_fee_micro: 0 },
+      { prefix: "4420", direction: "outbound", per_minute_micro: 6_000, initial_sec: 30, increment_sec: 6, connection_fee_micro: 1_000 },
+      { prefix: "1415", direction: "inbound", per_minute_micro: 3_000, initial_sec: 1, increment_sec: 1, connection_fee_micro: 0 },
+    ]);
     async function cost(to: string, direction: "inbound" | "outbound" | "internal", billMs: number) {
       const cid = sipCallId();
       await admitCall(platform, decision(t.accountId, { to, direction }), routeRequest(cid));
@@ -314,16 +310,7 @@ describe(`dialog events [${storeKind}]`, () => {
 describe(`calls whose end was never reported [${storeKind}]`, () => {
   test("closed at the call ceiling: not billed, RECOVERY_ON_TIMER_EXPIRE, call.ended, slots and the users' call state freed; a late end changes nothing", async () => {
     const t = await seedTenant(platform);
-    await insertRatePlan(platform.db, {
-      account_id: t.accountId,
-      id: newId("rp"),
-      name: "standard",
-      currency: "USD",
-      is_default: 1,
-      rates: [{ prefix: "", direction: "any", per_minute_micro: 100_000, initial_sec: 1, increment_sec: 1, connection_fee_micro: 5_000 }],
-      created_at: nowSeconds(),
-      updated_at: nowSeconds(),
-    });
+    await defaultRatePlan(t.accountId, [{ prefix: "", direction: "any", per_minute_micro: 100_000, initial_sec: 1, increment_sec: 1, connection_fee_micro: 5_000 }]);
     const ceiling = platform.config.cacMaxCallSec * 1000;
     const s = [slot("account_out", t.accountId, 5)];
     const [answered, ringing, fresh] = [sipCallId(), sipCallId(), sipCallId()];
