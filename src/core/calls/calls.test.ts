@@ -45,6 +45,8 @@ describe(`admission [${storeKind}]`, () => {
     expect(reply.rtjson.action).toBe("outbound");
     const row = await findCallBySipId(platform.db, t.accountId, cid);
     expect(row).toMatchObject({ status: "routed", direction: "outbound", from: "14155550123", to: "442071234567", user_id: "us_X", answered: 0 });
+    // The columns admission does not give take their defaults.
+    expect(row).toMatchObject({ billsec: 0, cost_micro: 0, recording_ids: [], legs: [], ended_ms: null, agent_id: null, slots: [{ level: "account_out", id: t.accountId, limit: 2 }] });
     expect(reply.rtjson.vars.call_id).toBe(row!.id);
     const steps = await listTrace(platform.db, t.accountId, row!.id);
     expect(steps.map((s) => s.step)).toEqual(["classify", "outbound_route", "cac"]);
@@ -323,19 +325,19 @@ describe(`calls whose end was never reported [${storeKind}]`, () => {
     await trackDialog(platform.live, t.accountId, answered, "confirmed", ["us_LOST"], Date.now());
     expect(await userCallCount(platform.live, t.accountId, "us_LOST")).toBe(1);
 
-    // Before anyone's ceiling: nothing closes.
-    await endStaleCalls(platform, a0.started_ms + ceiling - 1_000);
+    // Up to these calls' ceiling: none of them closes (calls of earlier tests, started before, may).
+    await endStaleCalls(platform, a0.started_ms + ceiling);
     expect((await findCallBySipId(platform.db, t.accountId, ringing))!.ended_ms).toBeNull();
 
     // Past the ringing call's ceiling (counted from its start), not the answered one's (from its answer).
-    await endStaleCalls(platform, a0.started_ms + ceiling + 1_000);
+    expect(await endStaleCalls(platform, a0.started_ms + ceiling + 1_000)).toBe(1);
     const r = (await findCallBySipId(platform.db, t.accountId, ringing))!;
     expect(r).toMatchObject({ status: "failed", hangup_cause: LOST_END_CAUSE, billsec: 0, cost_micro: 0 });
     expect(r.ended_ms).toBe(r.started_ms + ceiling);
     expect((await findCallBySipId(platform.db, t.accountId, answered))!.ended_ms).toBeNull();
 
     // Past the answered call's: closed at answer + ceiling, not billed though answered.
-    await endStaleCalls(platform, a0.started_ms + 2_000 + ceiling + 1_000);
+    expect(await endStaleCalls(platform, a0.started_ms + 2_000 + ceiling + 1_000)).toBe(1);
     const a = (await findCallBySipId(platform.db, t.accountId, answered))!;
     expect(a).toMatchObject({ status: "completed", answered: 1, hangup_cause: LOST_END_CAUSE, billsec: 0, cost_micro: 0 });
     expect(a.ended_ms).toBe(a0.started_ms + 2_000 + ceiling);
@@ -352,10 +354,11 @@ describe(`calls whose end was never reported [${storeKind}]`, () => {
     // The real end arriving afterwards changes nothing; the sweep closes nothing twice.
     await handleDialogEvent(platform, { type: "dialog", callId: answered, state: "terminated", sip_code: 200, ts: a0.started_ms + 60_000 });
     expect(await findCallBySipId(platform.db, t.accountId, answered)).toEqual(a);
-    await endStaleCalls(platform, a0.started_ms + 2_000 + ceiling + 1_000);
+    expect(await endStaleCalls(platform, a0.started_ms + 2_000 + ceiling + 1_000)).toBe(0);
     expect(await eventsOf(t.accountId, "call.ended")).toHaveLength(2);
     expect((await findCallBySipId(platform.db, t.accountId, fresh))!.ended_ms).toBeNull();
   });
+
   test("the sweeper closes them on its own", async () => {
     const t = await seedTenant(platform);
     const short = await testPlatform();

@@ -33,7 +33,7 @@ export async function endStaleCalls(platform: Platform, now: number = Date.now()
     if (!stale.length) break;
     // As the edge's own end would: the record, CAC slots, and the users' live call state (agents
     // leave on_call).
-    await handleDialogs(
+    const refused = await handleDialogs(
       platform,
       stale.map((call) => ({
         type: "dialog" as const,
@@ -46,7 +46,8 @@ export async function endStaleCalls(platform: Platform, now: number = Date.now()
       {},
       { unbilled: true },
     );
-    closed += stale.length;
+    // A call of an account that is gone is refused (its record goes with the account).
+    closed += refused.filter((r) => r === null).length;
     if (stale.length < BATCH) break;
   }
   if (closed) platform.log.warn("calls closed without a reported end", { calls: closed, cause: LOST_END_CAUSE });

@@ -130,7 +130,7 @@ export function createEventBus(deps: { db: Db; live: LiveStore; log: Logger }): 
     const [rows, ...reads] = await Promise.all([inserting, ...planners.map((p) => (p.read ? p.read(tx, accountIds) : undefined))]);
     // Sorted by id, the events are in the order of `list`.
     const emitted = rows
-      .map((r) => toEvent({ account_id: r.account_id, id: Number(r.id), name: r.name, data: typeof r.data === "string" ? JSON.parse(r.data) : r.data, ts: Number(r.ts) }))
+      .map((r) => toEvent({ account_id: r.account_id, id: Number(r.id), name: r.name, data: r.data, ts: Number(r.ts) }))
       .sort((a, b) => a.id - b.id);
     for (const [i, planner] of planners.entries()) await planner.plan(tx, emitted, reads[i]);
     sink.push(...emitted);
