@@ -12,7 +12,7 @@
  * BENCH_SIP_DATABASE_URL (used as is; default: a scratch database on BENCH_PG_URL, default
  * postgres://postgres@127.0.0.1:5432/postgres, created and dropped), BENCH_REDIS_URL (default
  * redis://127.0.0.1:6379). Kamailio runs as root in the foreground; its log goes to a scratch file
- * (BENCH_SIP_KEEP_LOGS=1 keeps it). Parley runs with LOG_LEVEL=warn. BENCH_SIP_WORKERS overrides
+ * (BENCH_SIP_KEEP_LOGS=1 keeps it, and each sipp run's error log). Parley runs with LOG_LEVEL=warn. BENCH_SIP_WORKERS overrides
  * kamailio.cfg's SIP_WORKERS (32) async worker count. PARLEY_CPU_PROF=<dir> writes a CPU profile of Parley there.
  */
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync, existsSync, openSync, readSync, closeSync } from "node:fs";
@@ -172,7 +172,7 @@ async function runSippLoad(port: number, args: string[]): Promise<{ code: number
     stats = Object.fromEntries(head.map((h, i) => [h, last[i] ?? ""]));
   }
   const err = existsSync(join(dir, "err.log")) ? readFileSync(join(dir, "err.log"), "utf8") : "";
-  rmSync(dir, { recursive: true, force: true });
+  if (process.env.BENCH_SIP_KEEP_LOGS !== "1") rmSync(dir, { recursive: true, force: true });
   return { code: proc.exitCode, stats, stderr: stderr + err.slice(-2000) };
 }
 
