@@ -254,7 +254,8 @@ describe.skipIf(!RUN || !stores.databaseUrl)(`two Parley instances behind one Ka
 
   beforeAll(async () => {
     parley2 = await startParley(stores);
-    edge2 = await startKamailio({ controlPort: parley.controlPort, control2Port: parley2.controlPort, node: "edge-e2e-2" });
+    // The scale-out edge also spreads dialog events over four queues (each call's in one, in order).
+    edge2 = await startKamailio({ controlPort: parley.controlPort, control2Port: parley2.controlPort, node: "edge-e2e-2", defines: ["EVENT_SHARDS=4"] });
     // A user only this edge registers, so its one contact can only come from there.
     await addSipUser(parley, tenant, "2001");
   }, 180_000);
@@ -334,6 +335,98 @@ describe.skipIf(!RUN || !stores.databaseUrl)(`two Parley instances behind one Ka
     expect(retried).toBe(1);
   });
 });
+
+/**
+ * Overload at the edge: one SIP worker, at most two requests waiting for it, and a control plane that
+ * takes 1.5 s to answer. The INVITEs beyond those are refused at once with 503 + Retry-After instead
+ * of blocking a UDP receiver; once the queue drains, the next INVITE is taken again.
+ */
+describe.skipIf(!RUN)("overload at the edge", () => {
+  let slow: ReturnType<typeof Bun.serve>;
+  let edge: Kamailio;
+  let routed = 0;
+
+  beforeAll(async () => {
+    slow = Bun.serve({
+      port: 0,
+      hostname: "127.0.0.1",
+      async fetch(req) {
+        if (new URL(req.url).pathname === "/route") routed++;
+        await Bun.sleep(1500);
+        return new Response(JSON.stringify({ error: { code: "unavailable", message: "slow on purpose" } }), { status: 500 });
+      },
+    });
+    edge = await startKamailio({ controlPort: slow.port!, node: "edge-overload", defines: ['SIP_WORKERS="name=sip;workers=1"', "SIP_QUEUE_MAX=2"] });
+  }, 60_000);
+
+  afterAll(async () => {
+    await edge?.stop();
+    slow?.stop(true);
+  });
+
+  test("INVITEs beyond the waiting limit get 503 Service Unavailable with Retry-After at once; the edge takes calls again after", async () => {
+    const burst = await inviteBurst(edge.port, 6);
+    const refused = burst.filter((r) => / 503 Service Unavailable\r\n/.test(r.reply));
+    const taken = burst.filter((r) => / 503 Routing Unavailable\r\n/.test(r.reply));
+    // Two waiting, and a third if the worker picked up the first before the burst was through; the
+    // rest refused.
+    expect(taken.length).toBeGreaterThanOrEqual(2);
+    expect(taken.length).toBeLessThanOrEqual(3);
+    expect(taken.length + refused.length).toBe(6);
+    for (const r of refused) {
+      expect(r.reply).toMatch(/\r\nRetry-After: 5\r\n/i);
+      expect(r.ms).toBeLessThan(1000); // not held behind the slow control plane
+    }
+    expect(routed).toBe(taken.length);
+    expect(edge.log()).toMatch(/overload: 2 requests waiting for a SIP worker, INVITE refused with 503/);
+    // The count of waiting requests went back to zero: a lone INVITE is taken again.
+    const [again] = await inviteBurst(edge.port, 1);
+    expect(again!.reply).toMatch(/ 503 Routing Unavailable\r\n/);
+  }, 30_000);
+});
+
+/** Sends `n` INVITEs without credentials at once; each one's final reply and how long it took. */
+async function inviteBurst(port: number, n: number): Promise<Array<{ reply: string; ms: number }>> {
+  const finals = new Map<string, { reply: string; ms: number }>();
+  const sent = new Map<string, number>();
+  const sock = await Bun.udpSocket({
+    hostname: "127.0.0.1",
+    port: 0,
+    socket: {
+      data(_s, buf) {
+        const reply = Buffer.from(buf).toString();
+        const callId = /\r\nCall-ID: *([^\r]+)/i.exec(reply)?.[1];
+        if (callId && !/^SIP\/2\.0 1\d\d/.test(reply) && !finals.has(callId)) finals.set(callId, { reply, ms: performance.now() - sent.get(callId)! });
+      },
+      error() {},
+    },
+  });
+  try {
+    for (let i = 0; i < n; i++) {
+      const callId = `${crypto.randomUUID()}@overload`;
+      const msg = [
+        `INVITE sip:2000@127.0.0.1 SIP/2.0`,
+        `Via: SIP/2.0/UDP 127.0.0.1:${sock.port};branch=z9hG4bK${crypto.randomUUID().slice(0, 12)};rport`,
+        "Max-Forwards: 70",
+        `From: <sip:1000@127.0.0.1>;tag=ov${i}`,
+        "To: <sip:2000@127.0.0.1>",
+        `Call-ID: ${callId}`,
+        "CSeq: 1 INVITE",
+        `Contact: <sip:1000@127.0.0.1:${sock.port}>`,
+        "Content-Length: 0",
+        "",
+        "",
+      ].join("\r\n");
+      sent.set(callId, performance.now());
+      sock.send(msg, port, "127.0.0.1");
+    }
+    const deadline = Date.now() + 15_000;
+    while (finals.size < n && Date.now() < deadline) await Bun.sleep(50);
+    return [...sent.keys()].map((id) => finals.get(id) ?? { reply: "no final reply", ms: Infinity });
+  } finally {
+    sock.close();
+  }
+}
 
 /** REGISTER by hand: answer the challenge once, then send the very same Authorization again. */
 async function replayRegister(port: number, domain: string, user: string, password: string): Promise<{ first: number; replayed: number }> {
