@@ -8,7 +8,9 @@ import { newId } from "../ids/ids.ts";
 import type { Platform } from "../platform.ts";
 import type { CacSlot, RouteDecision, RouteReply, RouteRequest, TraceStep } from "../routing/route-types.ts";
 import { acquireSlots, releaseSlots } from "../cac/cac.service.ts";
-import { findCallBySipId, insertCall, insertTrace, type NewTraceStep } from "./calls.store.ts";
+import type { EventInput } from "../events/bus.ts";
+import { findCallBySipId, type NewTraceStep } from "./calls.store.ts";
+import { createAdmissionWriter, type AdmissionWriter } from "./admission-writer.ts";
 import { cacTtlMs } from "./cac-config.ts";
 
 /** How long a concurrent retransmission waits for the first one's record before answering 503. */
@@ -46,7 +48,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * Admits a call: when `decision.accountId` is set, takes `decision.slots` (CAC, all or nothing), writes
  * the call record (status routed, or rejected with the reject's SIP code, for the router's rejects
  * and CAC refusals alike) with its trace steps, and emits call.started for routed calls, all in one
- * transaction. Returns the reply to send. Idempotent per SIP Call-ID.
+ * transaction (shared with the calls admitted beside it: admission-writer.ts). Returns the reply to send. Idempotent per SIP Call-ID.
  * @example const reply = await admitCall(platform, await decideRoute(platform, req), req)
  */
 export async function admitCall(platform: Platform, decision: RouteDecision, req: RouteRequest): Promise<RouteReply> {
@@ -108,51 +110,62 @@ async function admitNew(platform: Platform, decision: RouteDecision, accountId: 
   if (!admitted) steps.push({ at: Date.now(), step: "reject", result: `${reply.rtjson.code ?? 0} ${reply.rtjson.reason ?? ""}`.trim() });
   const withCallId: RouteReply = { rtjson: { ...reply.rtjson, vars: { ...reply.rtjson.vars, call_id: id } } };
 
+  const call = {
+    account_id: accountId,
+    id,
+    sip_call_id: sipCallId,
+    direction: decision.direction,
+    from: decision.from,
+    to: decision.to,
+    user_id: decision.userId,
+    device_id: decision.deviceId,
+    number_id: decision.numberId,
+    trunk_id: decision.trunkId,
+    queue_id: decision.queueId,
+    flow_id: reply.rtjson.flow_id,
+    status: admitted ? ("routed" as const) : ("rejected" as const),
+    sip_code: admitted ? null : (reply.rtjson.code ?? null),
+    reject_reason: admitted ? null : (reply.rtjson.reason ?? null),
+    started_ms: startedMs,
+    ended_ms: admitted ? null : startedMs,
+    hangup_cause: admitted ? null : "CALL_REJECTED",
+    slots,
+    reply: withCallId,
+  };
+  const started: EventInput | null = admitted
+    ? {
+        accountId,
+        event: "call.started",
+        data: { callId: id, direction: decision.direction, from: decision.from, to: decision.to, number_id: decision.numberId, ts: startedMs },
+        ts: startedMs,
+      }
+    : null;
+  let inserted: boolean;
   try {
-    await platform.events.transaction(async (tx, emit) => {
-      // The three writes go out together (pipelined on the transaction's connection): none depends
-      // on another's result, and a duplicate Call-ID rolls all of them back.
-      const [inserted] = await Promise.all([
-        insertCall(tx, {
-          account_id: accountId,
-          id,
-          sip_call_id: sipCallId,
-          direction: decision.direction,
-          from: decision.from,
-          to: decision.to,
-          user_id: decision.userId,
-          device_id: decision.deviceId,
-          number_id: decision.numberId,
-          trunk_id: decision.trunkId,
-          queue_id: decision.queueId,
-          flow_id: reply.rtjson.flow_id,
-          status: admitted ? "routed" : "rejected",
-          sip_code: admitted ? null : (reply.rtjson.code ?? null),
-          reject_reason: admitted ? null : (reply.rtjson.reason ?? null),
-          started_ms: startedMs,
-          ended_ms: admitted ? null : startedMs,
-          hangup_cause: admitted ? null : "CALL_REJECTED",
-          slots,
-          reply: withCallId,
-        }),
-        insertTrace(tx, traceRows(accountId, id, steps)),
-        admitted
-          ? emit(accountId, "call.started", { callId: id, direction: decision.direction, from: decision.from, to: decision.to, number_id: decision.numberId, ts: startedMs }, startedMs)
-          : null,
-      ]);
-      if (!inserted) throw new DuplicateAdmission();
-    });
+    inserted = await writerOf(platform).write({ call, steps: traceRows(accountId, id, steps), started });
   } catch (error) {
     // Nothing was recorded: give the slots back so a failed write cannot leak them.
     await releaseSlots(platform.live, accountId, id, slots);
-    if (error instanceof DuplicateAdmission) {
-      const existing = await findCallBySipId(platform.db, accountId, sipCallId);
-      if (existing) return existing.reply;
-    }
     throw error;
+  }
+  if (!inserted) {
+    // Another instance recorded this Call-ID first (its claim had expired): its reply wins.
+    await releaseSlots(platform.live, accountId, id, slots);
+    const existing = await findCallBySipId(platform.db, accountId, sipCallId);
+    if (existing) return existing.reply;
+    throw new Error("the call's Call-ID is recorded but its record was not found");
   }
   return withCallId;
 }
 
-/** Another instance recorded this Call-ID first (its claim had expired): its reply wins. */
-class DuplicateAdmission extends Error {}
+const writers = new WeakMap<Platform, AdmissionWriter>();
+
+/** The platform's admission writer (admitted calls are written together under load). */
+function writerOf(platform: Platform): AdmissionWriter {
+  let writer = writers.get(platform);
+  if (!writer) {
+    writer = createAdmissionWriter(platform);
+    writers.set(platform, writer);
+  }
+  return writer;
+}

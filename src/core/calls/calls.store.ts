@@ -39,12 +39,15 @@ const CALL_COLUMNS = new Set(Object.values(getTableColumns(callRecords)).map((c)
 /** Column lists of call inserts, by the columns a row gives (the callers give a few fixed sets). */
 const callColumnLists = new Map<string, SQL>();
 
+/** The names of the fields `row` gives (undefined ones are left to their defaults), comma-separated. */
+const givenColumns = (row: Record<string, unknown>) => Object.keys(row).filter((k) => row[k] !== undefined).join(",");
+
 /** The quoted column list of the fields `row` gives (undefined ones left to their defaults). */
 function callColumnList(row: Record<string, unknown>): SQL {
-  const names = Object.keys(row).filter((k) => row[k] !== undefined);
-  const signature = names.join(",");
+  const signature = givenColumns(row);
   let list = callColumnLists.get(signature);
   if (!list) {
+    const names = signature.split(",");
     const unknown = names.find((n) => !CALL_COLUMNS.has(n));
     if (unknown !== undefined) throw new Error(`call_record has no column ${unknown}`);
     list = sql.raw(names.map((n) => `"${n}"`).join(", "));
@@ -55,19 +58,34 @@ function callColumnList(row: Record<string, unknown>): SQL {
 
 /**
  * Inserts a call unless the account already has one with its SIP Call-ID; true when inserted.
- * One of the statements every call pays for: a fixed text per set of columns given, with the row as
- * one JSON parameter (the query builder took about 35 µs of CPU to write this insert each time).
- * Columns the row does not give take their defaults.
+ * @example await insertCall(tx, { account_id, id, sip_call_id, … }) // false: a Call-ID seen before
  */
 export async function insertCall(db: DbOrTx, row: NewCallRecord): Promise<boolean> {
-  const columns = callColumnList(row);
-  const written = await rawRows<{ id: string }>(
+  return (await insertCalls(db, [row])).size === 1;
+}
+
+/** The key insertCalls reports an inserted call by. */
+export const sipKey = (accountId: string, sipCallId: string) => `${accountId}\u0000${sipCallId}`;
+
+/**
+ * Inserts calls, each unless its account already has one with its SIP Call-ID; returns the inserted
+ * ones by {@link sipKey}. One of the statements every call pays for: a fixed text per set of columns
+ * given (every row must give the same set; the query builder took about 35 µs of CPU to write one
+ * insert each time), with the rows as one JSON parameter, however many. Columns the rows do not
+ * give take their defaults.
+ */
+export async function insertCalls(db: DbOrTx, rows: NewCallRecord[]): Promise<Set<string>> {
+  if (!rows.length) return new Set();
+  const columns = callColumnList(rows[0]!);
+  const signature = givenColumns(rows[0]!);
+  if (rows.some((row) => givenColumns(row) !== signature)) throw new Error("insertCalls: every row must give the same columns");
+  const written = await rawRows<{ account_id: string; sip_call_id: string }>(
     db,
     sql`insert into call_record (${columns})
-        select ${columns} from jsonb_populate_record(null::call_record, ${JSON.stringify(row)}::jsonb)
-        on conflict (account_id, sip_call_id) do nothing returning id`,
+        select ${columns} from jsonb_populate_recordset(null::call_record, ${JSON.stringify(rows)}::jsonb)
+        on conflict (account_id, sip_call_id) do nothing returning account_id, sip_call_id`,
   );
-  return written.length === 1;
+  return new Set(written.map((r) => sipKey(r.account_id, r.sip_call_id)));
 }
 
 /**

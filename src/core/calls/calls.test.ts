@@ -13,6 +13,7 @@ import { nowSeconds } from "../db/columns.ts";
 import { acquireSlots, cacSnapshot, resetCac } from "../cac/cac.service.ts";
 import { insertRatePlan } from "../rates/rates.store.ts";
 import { admitCall } from "./admission.ts";
+import { createAdmissionWriter, type AdmissionRows } from "./admission-writer.ts";
 import { handleDialogEvent, handleDialogEvents } from "./dialog.ts";
 import { LOST_END_CAUSE, endStaleCalls, startStaleCallSweeper } from "./stale-calls.ts";
 import { trackDialog, userCallCount } from "../presence/presence.service.ts";
@@ -122,6 +123,75 @@ describe(`admission [${storeKind}]`, () => {
     expect(await cacSnapshot(platform.live, t.accountId)).toEqual([]);
     const none = await admitCall(platform, { ...decision(t.accountId), accountId: null }, routeRequest(sipCallId()));
     expect(none.rtjson.action).toBe("outbound");
+  });
+});
+
+describe(`admission writer [${storeKind}]`, () => {
+  /** One routed call's rows, as admission writes them. */
+  function admission(accountId: string, over: { sip_call_id?: string; direction?: string } = {}): AdmissionRows {
+    const id = newId("call");
+    const now = Date.now();
+    const direction = (over.direction ?? "outbound") as "outbound";
+    return {
+      call: {
+        account_id: accountId,
+        id,
+        sip_call_id: over.sip_call_id ?? sipCallId(),
+        direction,
+        from: "14155550123",
+        to: "442071234567",
+        status: "routed",
+        started_ms: now,
+        slots: [],
+        reply: { rtjson: { action: "outbound", account_id: accountId, flow_id: null, vars: { call_id: id } } },
+      },
+      steps: [
+        { account_id: accountId, call_id: id, at_ms: now, step: "classify", result: "outbound call from a device", data: null },
+        { account_id: accountId, call_id: id, at_ms: now, step: "outbound_route", result: "carrier", data: null },
+      ],
+      started: { accountId, event: "call.started", data: { callId: id, direction, from: "14155550123", to: "442071234567", number_id: null, ts: now }, ts: now },
+    };
+  }
+
+  test("calls admitted while a write is in flight go together in the next transaction, each with its trace and call.started", async () => {
+    const t = await seedTenant(platform);
+    const writer = createAdmissionWriter(platform, { writers: 1 });
+    const list = Array.from({ length: 10 }, () => admission(t.accountId));
+    expect(await Promise.all(list.map((rows) => writer.write(rows)))).toEqual(Array(10).fill(true));
+    // The first went alone at once; the nine that came while it was written, together.
+    expect(writer.batches).toBe(2);
+    for (const rows of list) {
+      expect(await findCallBySipId(platform.db, t.accountId, rows.call.sip_call_id)).toMatchObject({ id: rows.call.id, status: "routed" });
+      expect((await listTrace(platform.db, t.accountId, rows.call.id)).map((s) => s.step)).toEqual(["classify", "outbound_route"]);
+    }
+    const started = await eventsOf(t.accountId, "call.started");
+    expect(started.map((e) => (e.data as { callId: string }).callId).sort()).toEqual(list.map((rows) => rows.call.id).sort());
+  });
+
+  test("a Call-ID already recorded is answered false and the rest of its batch is written; a bad row fails alone", async () => {
+    const t = await seedTenant(platform);
+    const writer = createAdmissionWriter(platform, { writers: 1 });
+    const first = admission(t.accountId);
+    expect(await writer.write(first)).toBe(true);
+
+    // A batch with a taken Call-ID: rolled back and written again without it.
+    const taken = admission(t.accountId, { sip_call_id: first.call.sip_call_id });
+    const batch = [admission(t.accountId), taken, admission(t.accountId), admission(t.accountId)];
+    expect(await Promise.all(batch.map((rows) => writer.write(rows)))).toEqual([true, false, true, true]);
+    expect(await findCallBySipId(platform.db, t.accountId, first.call.sip_call_id)).toMatchObject({ id: first.call.id });
+    expect(await listTrace(platform.db, t.accountId, taken.call.id)).toEqual([]);
+
+    // A batch with a row the database refuses (a direction its check does not allow): only that one fails.
+    const bad = admission(t.accountId, { direction: "sideways" });
+    const mixed = [admission(t.accountId), admission(t.accountId), bad, admission(t.accountId)];
+    const outcomes = await Promise.allSettled(mixed.map((rows) => writer.write(rows)));
+    expect(outcomes.map((o) => o.status)).toEqual(["fulfilled", "fulfilled", "rejected", "fulfilled"]);
+    expect(await findCallBySipId(platform.db, t.accountId, bad.call.sip_call_id)).toBeNull();
+    for (const rows of [...batch.filter((r) => r !== taken), ...mixed.filter((r) => r !== bad)]) {
+      expect(await findCallBySipId(platform.db, t.accountId, rows.call.sip_call_id)).toMatchObject({ id: rows.call.id });
+    }
+    // One call.started per call written, none for the taken Call-ID or the refused row.
+    expect(await eventsOf(t.accountId, "call.started")).toHaveLength(1 + 3 + 3);
   });
 });
 
