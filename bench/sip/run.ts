@@ -13,7 +13,8 @@
  * postgres://postgres@127.0.0.1:5432/postgres, created and dropped), BENCH_REDIS_URL (default
  * redis://127.0.0.1:6379). Kamailio runs as root in the foreground; its log goes to a scratch file
  * (BENCH_SIP_KEEP_LOGS=1 keeps it, and each sipp run's error log). Parley runs with LOG_LEVEL=warn. BENCH_SIP_WORKERS overrides
- * kamailio.cfg's SIP_WORKERS (32) async worker count. PARLEY_CPU_PROF=<dir> writes a CPU profile of Parley there.
+ * kamailio.cfg's SIP_WORKERS (32) async worker count; BENCH_SIP_DEFINES adds kamailio.cfg defines to the
+ * Parley edge (space-separated, e.g. "EVENT_SHARDS=4 SIP_QUEUE_MAX=16"). PARLEY_CPU_PROF=<dir> writes a CPU profile of Parley there.
  */
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync, existsSync, openSync, readSync, closeSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -224,6 +225,7 @@ await runBench(async () => {
   children.add({ name: "sipp-uas", proc: uas.proc, stdout: uas.stdout, stderr: uas.stderr });
   const edge = await startEdge("edge-bench", parley.controlPort, [
     ...(process.env.BENCH_SIP_WORKERS ? [`SIP_WORKERS="name=sip;workers=${process.env.BENCH_SIP_WORKERS}"`] : []),
+    ...(process.env.BENCH_SIP_DEFINES ?? "").split(/\s+/).filter(Boolean),
   ]);
   const baseline = await startEdge("edge-static", parley.controlPort, ["STATIC_ROUTE", `STATIC_PASSWORD="${PASSWORD}"`, `STATIC_ROUTE_URI="sip:127.0.0.1:${uasPort}"`]);
 
