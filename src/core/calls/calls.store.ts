@@ -154,19 +154,38 @@ export async function findStaleCalls(
     .limit(limit);
 }
 
+/**
+ * The columns the dialog path reads and gets back from its updates: a call's keys and what its
+ * events, end and CAC slots need. Not the whole row: the query builder spends its time per column
+ * named, and the client parses every column it gets (the stored rtjson reply is the largest).
+ */
+const dialogColumns = {
+  account_id: callRecords.account_id,
+  id: callRecords.id,
+  sip_call_id: callRecords.sip_call_id,
+  direction: callRecords.direction,
+  to: callRecords.to,
+  started_ms: callRecords.started_ms,
+  answered: callRecords.answered,
+  answered_ms: callRecords.answered_ms,
+  ended_ms: callRecords.ended_ms,
+  billsec: callRecords.billsec,
+  queue_id: callRecords.queue_id,
+  agent_id: callRecords.agent_id,
+  slots: callRecords.slots,
+};
+
+/** A call as the dialog path sees it ({@link dialogColumns}). */
+export type DialogCall = Pick<CallRecordRow, keyof typeof dialogColumns>;
+
 /** The calls of these (account, SIP Call-ID) keys that exist, in one read. */
-export async function findCallsBySipIds(db: DbOrTx, keys: Array<{ account_id: string; sip_call_id: string }>): Promise<CallRecordRow[]> {
+export async function findCallsBySipIds(db: DbOrTx, keys: Array<{ account_id: string; sip_call_id: string }>): Promise<DialogCall[]> {
   if (!keys.length) return [];
-  if (keys.length === 1) {
-    const row = await findCallBySipId(db, keys[0]!.account_id, keys[0]!.sip_call_id);
-    return row ? [row] : [];
-  }
-  return db
-    .select()
-    .from(callRecords)
-    .where(
-      sql`(${callRecords.account_id}, ${callRecords.sip_call_id}) in (select k.account_id, k.sip_call_id from ${jsonRows(keys, "k", "account_id text, sip_call_id text")})`,
-    );
+  const where =
+    keys.length === 1
+      ? and(eq(callRecords.account_id, keys[0]!.account_id), eq(callRecords.sip_call_id, keys[0]!.sip_call_id))
+      : sql`(${callRecords.account_id}, ${callRecords.sip_call_id}) in (select k.account_id, k.sip_call_id from ${jsonRows(keys, "k", "account_id text, sip_call_id text")})`;
+  return db.select(dialogColumns).from(callRecords).where(where);
 }
 
 /** The rows of `v` (a jsonb_to_recordset) joined to their calls by key, while each call is live (not ended, not rejected). */
@@ -179,21 +198,21 @@ const liveCallOfRow = and(
 const recordset = (rows: unknown[], columns: string) => jsonRows(rows, "v", columns);
 
 /** markRinging for many calls: routed → ringing; returns the rows it changed. */
-export async function markRingingMany(db: DbOrTx, rows: Array<{ account_id: string; id: string; ringing_ms: number }>): Promise<CallRecordRow[]> {
+export async function markRingingMany(db: DbOrTx, rows: Array<{ account_id: string; id: string; ringing_ms: number }>): Promise<DialogCall[]> {
   if (!rows.length) return [];
   return db
     .update(callRecords)
     .set({ status: "ringing", ringing_ms: sql`v.ringing_ms` })
     .from(recordset(rows, "account_id text, id text, ringing_ms bigint"))
     .where(and(liveCallOfRow, eq(callRecords.status, "routed")))
-    .returning(getTableColumns(callRecords));
+    .returning(dialogColumns);
 }
 
 /** markAnswered for many calls: answered once, unless ended; returns the rows it changed. */
 export async function markAnsweredMany(
   db: DbOrTx,
   rows: Array<{ account_id: string; id: string; answered_ms: number; agent_id: string | null; legs: Array<Record<string, unknown>> | null }>,
-): Promise<CallRecordRow[]> {
+): Promise<DialogCall[]> {
   if (!rows.length) return [];
   return db
     .update(callRecords)
@@ -206,14 +225,14 @@ export async function markAnsweredMany(
     })
     .from(recordset(rows, "account_id text, id text, answered_ms bigint, agent_id text, legs jsonb"))
     .where(and(liveCallOfRow, eq(callRecords.answered, 0)))
-    .returning(getTableColumns(callRecords));
+    .returning(dialogColumns);
 }
 
 /** The live calls of these keys, locked until the transaction ends (in key order, so two batches cannot deadlock here). */
-export async function lockLiveCalls(db: DbOrTx, keys: Array<{ account_id: string; id: string }>): Promise<CallRecordRow[]> {
+export async function lockLiveCalls(db: DbOrTx, keys: Array<{ account_id: string; id: string }>): Promise<DialogCall[]> {
   if (!keys.length) return [];
   return db
-    .select()
+    .select(dialogColumns)
     .from(callRecords)
     .where(
       and(
@@ -232,7 +251,7 @@ export type EndPatch = Pick<CallRecordRow, "account_id" | "id" | "status" | "end
 };
 
 /** markEnded for many calls: each ended once; returns the rows it changed. */
-export async function markEndedMany(db: DbOrTx, rows: EndPatch[]): Promise<CallRecordRow[]> {
+export async function markEndedMany(db: DbOrTx, rows: EndPatch[]): Promise<DialogCall[]> {
   if (!rows.length) return [];
   return db
     .update(callRecords)
@@ -254,7 +273,7 @@ export async function markEndedMany(db: DbOrTx, rows: EndPatch[]): Promise<CallR
       ),
     )
     .where(liveCallOfRow)
-    .returning(getTableColumns(callRecords));
+    .returning(dialogColumns);
 }
 
 /** Filters of a call listing. Times in epoch ms, `until` exclusive. */

@@ -20,6 +20,7 @@ import {
   markAnsweredMany,
   markEndedMany,
   markRingingMany,
+  type DialogCall,
   type EndPatch,
   type NewTraceStep,
 } from "./calls.store.ts";
@@ -72,7 +73,7 @@ function agentOf(legs: Legs | undefined): string | null {
 /** One event of a round with the call it names. */
 interface Item {
   event: DialogEvent;
-  call: CallRecordRow;
+  call: DialogCall;
   at: number;
   legs: Legs | undefined;
 }
@@ -128,7 +129,7 @@ async function handleRound(platform: Platform, events: DialogEvent[], { unbilled
     findCallsBySipIds(platform.db, keyed.map((e) => ({ account_id: e.account_id!, sip_call_id: e.callId }))),
     defaultRatePlans(platform.db, planAccounts),
   ]);
-  const found = new Map<string, CallRecordRow>();
+  const found = new Map<string, DialogCall>();
   for (const call of calls) found.set(`${call.account_id}\u0000${call.sip_call_id}`, call);
   const items: Item[] = [];
   for (const event of events) {
@@ -149,7 +150,7 @@ async function handleRound(platform: Platform, events: DialogEvent[], { unbilled
   const { answered, ended } = await platform.events.transaction(async (tx, _emit, emitMany) => {
     const traces: NewTraceStep[] = [];
     const emits: EventInput[] = [];
-    const trace = (row: CallRecordRow, at: number, result: string, data?: Record<string, unknown>) =>
+    const trace = (row: DialogCall, at: number, result: string, data?: Record<string, unknown>) =>
       traces.push({ account_id: row.account_id, call_id: row.id, at_ms: at, step: "dialog", result, data: data ?? null });
     const byId = (list: Item[]) => new Map(list.map((i) => [`${i.call.account_id}\u0000${i.call.id}`, i]));
 
