@@ -146,8 +146,17 @@ export function createEventBus(deps: { db: Db; live: LiveStore; log: Logger }): 
         log.error("event listener failed", { error: String(error) });
       }
     }
+    // One message per account: the event, or the account's events of the transaction as an array
+    // (a batch of dialog events is one publish, not one per event).
+    const byAccount = new Map<string, PlatformEvent[]>();
     for (const e of batch) {
-      live.publish(eventChannel(e.account_id), JSON.stringify(e)).catch((error) => log.warn("event publish failed", { error: String(error) }));
+      const list = byAccount.get(e.account_id);
+      if (list) list.push(e);
+      else byAccount.set(e.account_id, [e]);
+    }
+    for (const [accountId, list] of byAccount) {
+      const message = JSON.stringify(list.length === 1 ? list[0] : list);
+      live.publish(eventChannel(accountId), message).catch((error) => log.warn("event publish failed", { error: String(error) }));
     }
   }
 
@@ -176,10 +185,19 @@ export function createEventBus(deps: { db: Db; live: LiveStore; log: Logger }): 
     },
     subscribe(accountId, handler) {
       return live.subscribe(eventChannel(accountId), (message) => {
+        let parsed: PlatformEvent | PlatformEvent[];
         try {
-          handler(JSON.parse(message) as PlatformEvent);
+          parsed = JSON.parse(message) as PlatformEvent | PlatformEvent[];
         } catch (error) {
           log.warn("bad event message", { error: String(error) });
+          return;
+        }
+        for (const event of Array.isArray(parsed) ? parsed : [parsed]) {
+          try {
+            handler(event);
+          } catch (error) {
+            log.warn("event handler failed", { error: String(error) });
+          }
         }
       });
     },

@@ -131,6 +131,10 @@ export async function applyAgentEvent(
  * began, back to the chosen state when the last one ended. Agents who never logged in are left alone.
  */
 export async function refreshAgentAfterCalls(deps: AgentDeps, accountId: string, userId: string, now: () => number = Date.now): Promise<void> {
+  // Most users in calls are not logged-in agents: one read settles it for them (their call counts,
+  // which the update reads with the state, are not needed).
+  const current = parseState(await deps.live.get(presenceKeys.agentState(accountId, userId)));
+  if (current === null || current.base === "logged_out") return;
   await updateAgent(deps, accountId, userId, (current, confirmed) => {
     if (current.base === "logged_out") return null;
     if (derive(current.base, confirmed) === current.state) return null;
