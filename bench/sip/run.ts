@@ -14,7 +14,8 @@
  * redis://127.0.0.1:6379). Kamailio runs as root in the foreground; its log goes to a scratch file
  * (BENCH_SIP_KEEP_LOGS=1 keeps it, and each sipp run's error log). Parley runs with LOG_LEVEL=warn. BENCH_SIP_WORKERS overrides
  * kamailio.cfg's SIP_WORKERS (32) async worker count; BENCH_SIP_DEFINES adds kamailio.cfg defines to the
- * Parley edge (space-separated, e.g. "EVENT_SHARDS=4 SIP_QUEUE_MAX=16"). PARLEY_CPU_PROF=<dir> writes a CPU profile of Parley there.
+ * Parley edge (space-separated, e.g. "EVENT_SHARDS=4 SIP_QUEUE_MAX=16"); BENCH_SIP_MM picks both edges' memory
+ * manager (default tlsf, as docs/edge-protocols.md runs it). PARLEY_CPU_PROF=<dir> writes a CPU profile of Parley there.
  */
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync, existsSync, openSync, readSync, closeSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -31,6 +32,8 @@ const HOLD_MS = 1000;
 const CALLEES = 20;
 const CALLER = "1001";
 const SCENARIO = join(import.meta.dir, "call.xml");
+/** Kamailio's allocator for both edges (docs/edge-protocols.md recommends tlsf; BENCH_SIP_MM=qm compares Debian's default). */
+const MEMORY_MANAGER = process.env.BENCH_SIP_MM || "tlsf";
 const scratch = mkdtempSync(join(tmpdir(), "parley-bench-sip-"));
 
 interface Edge {
@@ -44,7 +47,7 @@ async function startEdge(name: string, controlPort: number, defines: string[]): 
   const port = freePorts(1)[0]!;
   const logFile = join(scratch, `${name}.log`);
   const args = [
-    "-DD", "-E", "-m", "1024", "-M", "16", "-f", KAMAILIO_CFG,
+    "-DD", "-E", "-m", "1024", "-M", "16", "-x", MEMORY_MANAGER, "-X", MEMORY_MANAGER, "-f", KAMAILIO_CFG,
     "-A", `LISTEN=udp:127.0.0.1:${port}`,
     "-A", `CONTROL_CON="ctl=>http://127.0.0.1:${controlPort}"`,
     "-A", `NODE="${name}"`,

@@ -151,7 +151,7 @@ export interface Kamailio extends Proc {
 export async function startKamailio(options: { port?: number; controlPort: number; control2Port?: number; node?: string; defines?: string[]; children?: number }): Promise<Kamailio> {
   const port = options.port ?? freePorts(1)[0]!;
   const args = [
-    "kamailio", "-DD", "-E", "-m", "256", "-M", "16", "-f", KAMAILIO_CFG,
+    "kamailio", "-DD", "-E", "-m", "256", "-M", "16", "-x", "tlsf", "-X", "tlsf", "-f", KAMAILIO_CFG,
     "-A", `LISTEN=udp:127.0.0.1:${port}`,
     "-A", `CONTROL_CON="ctl=>http://127.0.0.1:${options.controlPort}"`,
     ...(options.control2Port ? ["-A", `CONTROL_CON2="ctl2=>http://127.0.0.1:${options.control2Port}"`] : []),
