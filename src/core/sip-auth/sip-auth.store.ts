@@ -23,6 +23,10 @@ export interface DigestIdentity {
 }
 
 function prepareLookup(db: Db) {
+  // The user's and account's statuses are read by key in subqueries, not joined: a generic plan of
+  // the four-way join, made with stale statistics, walked every user of the database before the
+  // one credential (133 µs per INVITE in bench:sip on a database of 1,000 users, 0.5 ms in EXPLAIN);
+  // this form is the credential, then three primary-key reads, whatever the statistics say.
   return db
     .select({
       account_id: devices.account_id,
@@ -32,13 +36,11 @@ function prepareLookup(db: Db) {
       ha1b: devices.ha1b,
       is_webrtc: devices.is_webrtc,
       device_status: devices.status,
-      user_status: appUsers.status,
-      account_status: accounts.status,
+      user_status: sql<string>`coalesce((select ${appUsers.status} from ${appUsers} where ${appUsers.account_id} = ${devices.account_id} and ${appUsers.id} = ${devices.user_id}), 'missing')`,
+      account_status: sql<string>`coalesce((select ${accounts.status} from ${accounts} where ${accounts.id} = ${devices.account_id}), 'missing')`,
     })
     .from(deviceCredentials)
     .innerJoin(devices, and(eq(devices.account_id, deviceCredentials.account_id), eq(devices.id, deviceCredentials.device_id)))
-    .innerJoin(appUsers, and(eq(appUsers.account_id, devices.account_id), eq(appUsers.id, devices.user_id)))
-    .innerJoin(accounts, eq(accounts.id, devices.account_id))
     .where(and(eq(deviceCredentials.realm, sql.placeholder("realm")), eq(deviceCredentials.auth_username, sql.placeholder("username"))))
     .limit(1)
     .prepare("sip_auth_identity");
