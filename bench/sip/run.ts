@@ -13,7 +13,7 @@
  * postgres://postgres@127.0.0.1:5432/postgres, created and dropped), BENCH_REDIS_URL (default
  * redis://127.0.0.1:6379). Kamailio runs as root in the foreground; its log goes to a scratch file
  * (BENCH_SIP_KEEP_LOGS=1 keeps it, and each sipp run's error log). Parley runs with LOG_LEVEL=warn. BENCH_SIP_WORKERS overrides
- * kamailio.cfg's SIP_WORKERS (32) async worker count; BENCH_SIP_DEFINES adds kamailio.cfg defines to the
+ * kamailio.cfg's SIP_WORKERS (64) async worker count; BENCH_SIP_DEFINES adds kamailio.cfg defines to the
  * Parley edge (space-separated, e.g. "EVENT_SHARDS=4 SIP_QUEUE_MAX=16"); BENCH_SIP_MM picks both edges' memory
  * manager (default tlsf, as docs/edge-protocols.md runs it). PARLEY_CPU_PROF=<dir> writes a CPU profile of Parley there.
  */
