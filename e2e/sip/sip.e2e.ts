@@ -106,6 +106,17 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
     expect(replay.replayed).toBe(401);
   });
 
+  test("a User-Agent that is not UTF-8 (cut inside a character) does not stop a REGISTER: it is sent without it", async () => {
+    // The edge's JSON encoder refuses a document with one such value; the edge drops the free text.
+    const cut = Buffer.concat([Buffer.from("Phone/1.0 caf"), Buffer.from([0xc3])]);
+    const r = await replayRegister(kamailio.port, tenant.domain, "1001", PASSWORD, cut);
+    expect(r.first).toBe(200);
+    expect(r.replayed).toBe(401);
+    expect(kamailio.log()).not.toMatch(/is not UTF-8: sent empty|REGISTER from \S+ refused: Contact or Call-ID is not UTF-8/);
+    const roster = await api("GET", `${parley.controlUrl}/presence/users?accountId=${tenant.accountId}`);
+    expect(roster.body.data.find((u: any) => u.extension === "1001")).toMatchObject({ registered: 1 });
+  });
+
   test("INVITE: 407, then authenticated to a registered device; call completes, BYE; CDR written, CAC back to zero", async () => {
     const before = (await calls()).length;
     const r = await invite("1001", "1002");
@@ -428,8 +439,11 @@ async function inviteBurst(port: number, n: number): Promise<Array<{ reply: stri
   }
 }
 
-/** REGISTER by hand: answer the challenge once, then send the very same Authorization again. */
-async function replayRegister(port: number, domain: string, user: string, password: string): Promise<{ first: number; replayed: number }> {
+/**
+ * REGISTER by hand: answer the challenge once, then send the very same Authorization again. With
+ * `userAgent`, every REGISTER carries those bytes as its User-Agent.
+ */
+async function replayRegister(port: number, domain: string, user: string, password: string, userAgent?: Buffer): Promise<{ first: number; replayed: number }> {
   const replies: string[] = [];
   let wake: () => void = () => {};
   const sock = await Bun.udpSocket({ hostname: "127.0.0.1", port: 0, socket: { data(_s, buf) { replies.push(Buffer.from(buf).toString()); wake(); }, error() {} } });
@@ -462,7 +476,10 @@ async function replayRegister(port: number, domain: string, user: string, passwo
       "",
       "",
     ].join("\r\n");
-    sock.send(msg, port, "127.0.0.1");
+    const head = userAgent ? Buffer.concat([Buffer.from("User-Agent: "), userAgent, Buffer.from("\r\n")]) : Buffer.alloc(0);
+    // The User-Agent goes right after the request line.
+    const eol = msg.indexOf("\r\n") + 2;
+    sock.send(Buffer.concat([Buffer.from(msg.slice(0, eol)), head, Buffer.from(msg.slice(eol))]), port, "127.0.0.1");
   };
   try {
     send(1);
