@@ -227,6 +227,21 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
     await api("DELETE", `${parley.controlUrl}/security/allow/127.0.0.2`);
   });
 
+  test("an INVITE whose display name is not UTF-8 is routed without it; one whose Call-ID is not gets 400", async () => {
+    const bad = Buffer.concat([Buffer.from("Caf"), Buffer.from([0xc3])]);
+    // To an extension nobody has: the router's own answer shows the INVITE reached it.
+    const named = await handInvite(kamailio.port, tenant.domain, "1001", PASSWORD, "7999", { displayName: bad });
+    expect(named.status).not.toBe(400);
+    await eventually(async () => expect(kamailio.log()).toMatch(new RegExp(`ctl /route rc=200 [^\n]* call=${escapeRe(named.callId)} [^\n]*auth=1`)));
+    // (A From or To URI with such bytes is refused earlier, by the edge's sanity checks.)
+    const tag = crypto.randomUUID();
+    const broken = await handInvite(kamailio.port, tenant.domain, "1001", PASSWORD, "7999", { callId: Buffer.concat([Buffer.from(tag), Buffer.from([0xff]), Buffer.from("@hand")]) });
+    expect(broken.status).toBe(400);
+    expect(kamailio.log()).not.toMatch(new RegExp(`ctl /route [^\n]*call=${tag}`));
+    // The edge's log reaches us through a pipe, possibly after its reply.
+    await eventually(async () => expect(kamailio.log()).toMatch(/INVITE from 127\.0\.0\.1 refused: From, To or Call-ID is not UTF-8/));
+  });
+
   // Last of this group: the restart empties in-process live state (PGlite + memory), registrations included.
   test("with the control plane down, a call's end waits at the edge and is recorded once it answers again", async () => {
     const before = new Set((await calls()).map((c) => c.id));
@@ -439,64 +454,132 @@ async function inviteBurst(port: number, n: number): Promise<Array<{ reply: stri
   }
 }
 
+/** A SIP client by hand over UDP: raw requests out, each request's final reply back. */
+async function handClient() {
+  const replies: string[] = [];
+  let wake: () => void = () => {};
+  const sock = await Bun.udpSocket({ hostname: "127.0.0.1", port: 0, socket: { data(_s, buf) { replies.push(Buffer.from(buf).toString()); wake(); }, error() {} } });
+  return {
+    port: sock.port,
+    send(message: Buffer, port: number) {
+      sock.send(message, port, "127.0.0.1");
+    },
+    /** The next final (non-1xx) reply. */
+    async next(): Promise<string> {
+      const deadline = Date.now() + 3000;
+      while (Date.now() < deadline) {
+        const final = replies.findIndex((r) => !/^SIP\/2\.0 1\d\d/.test(r));
+        if (final >= 0) return replies.splice(0, final + 1).at(-1)!;
+        await new Promise<void>((res) => {
+          wake = res;
+          setTimeout(res, 100);
+        });
+      }
+      throw new Error("no reply");
+    },
+    close: () => sock.close(),
+  };
+}
+
+/** A message from its lines; `raw` lines may hold any bytes (header values that are not UTF-8). */
+function sipMessage(lines: Array<string | Buffer>): Buffer {
+  return Buffer.concat([...lines.flatMap((l) => [typeof l === "string" ? Buffer.from(l) : l, Buffer.from("\r\n")]), Buffer.from("\r\n")]);
+}
+
+const md5 = (text: string) => createHash("md5").update(text).digest("hex");
+
+/** The Authorization value answering `challenge` (qop=auth) for `method` `uri`. */
+function digestAnswer(challenge: string, method: string, uri: string, user: string, realm: string, password: string): string {
+  const nonce = /nonce="([^"]+)"/.exec(challenge)![1]!;
+  const cnonce = crypto.randomUUID().slice(0, 8);
+  const nc = "00000001";
+  const response = md5(`${md5(`${user}:${realm}:${password}`)}:${nonce}:${nc}:${cnonce}:auth:${md5(`${method}:${uri}`)}`);
+  return `Digest username="${user}", realm="${realm}", nonce="${nonce}", uri="${uri}", response="${response}", algorithm=MD5, qop=auth, nc=${nc}, cnonce="${cnonce}"`;
+}
+
 /**
  * REGISTER by hand: answer the challenge once, then send the very same Authorization again. With
  * `userAgent`, every REGISTER carries those bytes as its User-Agent.
  */
 async function replayRegister(port: number, domain: string, user: string, password: string, userAgent?: Buffer): Promise<{ first: number; replayed: number }> {
-  const replies: string[] = [];
-  let wake: () => void = () => {};
-  const sock = await Bun.udpSocket({ hostname: "127.0.0.1", port: 0, socket: { data(_s, buf) { replies.push(Buffer.from(buf).toString()); wake(); }, error() {} } });
-  const next = async () => {
-    const deadline = Date.now() + 3000;
-    while (Date.now() < deadline) {
-      const final = replies.findIndex((r) => !/^SIP\/2\.0 1\d\d/.test(r));
-      if (final >= 0) return replies.splice(0, final + 1).at(-1)!;
-      await new Promise<void>((res) => {
-        wake = res;
-        setTimeout(res, 100);
-      });
-    }
-    throw new Error("no reply");
-  };
+  const client = await handClient();
   const callId = `${crypto.randomUUID()}@replay`;
-  const send = (cseq: number, auth?: string) => {
-    const msg = [
-      `REGISTER sip:${domain} SIP/2.0`,
-      `Via: SIP/2.0/UDP 127.0.0.1:${sock.port};branch=z9hG4bK${crypto.randomUUID().slice(0, 12)};rport`,
-      "Max-Forwards: 70",
-      `From: <sip:${user}@${domain}>;tag=rp1`,
-      `To: <sip:${user}@${domain}>`,
-      `Call-ID: ${callId}`,
-      `CSeq: ${cseq} REGISTER`,
-      `Contact: <sip:${user}@127.0.0.1:${sock.port}>`,
-      "Expires: 300",
-      ...(auth ? [`Authorization: ${auth}`] : []),
-      "Content-Length: 0",
-      "",
-      "",
-    ].join("\r\n");
-    const head = userAgent ? Buffer.concat([Buffer.from("User-Agent: "), userAgent, Buffer.from("\r\n")]) : Buffer.alloc(0);
-    // The User-Agent goes right after the request line.
-    const eol = msg.indexOf("\r\n") + 2;
-    sock.send(Buffer.concat([Buffer.from(msg.slice(0, eol)), head, Buffer.from(msg.slice(eol))]), port, "127.0.0.1");
-  };
+  const send = (cseq: number, auth?: string) =>
+    client.send(
+      sipMessage([
+        `REGISTER sip:${domain} SIP/2.0`,
+        ...(userAgent ? [Buffer.concat([Buffer.from("User-Agent: "), userAgent])] : []),
+        `Via: SIP/2.0/UDP 127.0.0.1:${client.port};branch=z9hG4bK${crypto.randomUUID().slice(0, 12)};rport`,
+        "Max-Forwards: 70",
+        `From: <sip:${user}@${domain}>;tag=rp1`,
+        `To: <sip:${user}@${domain}>`,
+        `Call-ID: ${callId}`,
+        `CSeq: ${cseq} REGISTER`,
+        `Contact: <sip:${user}@127.0.0.1:${client.port}>`,
+        "Expires: 300",
+        ...(auth ? [`Authorization: ${auth}`] : []),
+        "Content-Length: 0",
+      ]),
+      port,
+    );
   try {
     send(1);
-    const challenge = await next();
-    const nonce = /nonce="([^"]+)"/.exec(challenge)![1]!;
-    const md5 = (s: string) => createHash("md5").update(s).digest("hex");
-    const uri = `sip:${domain}`;
-    const cnonce = "0a4f113b";
-    const nc = "00000001";
-    const response = md5(`${md5(`${user}:${domain}:${password}`)}:${nonce}:${nc}:${cnonce}:auth:${md5(`REGISTER:${uri}`)}`);
-    const auth = `Digest username="${user}", realm="${domain}", nonce="${nonce}", uri="${uri}", response="${response}", algorithm=MD5, qop=auth, nc=${nc}, cnonce="${cnonce}"`;
+    const auth = digestAnswer(await client.next(), "REGISTER", `sip:${domain}`, user, domain, password);
     send(2, auth);
-    const first = Number((await next()).slice(8, 11));
+    const first = Number((await client.next()).slice(8, 11));
     send(3, auth);
-    const replayed = Number((await next()).slice(8, 11));
+    const replayed = Number((await client.next()).slice(8, 11));
     return { first, replayed };
   } finally {
-    sock.close();
+    client.close();
+  }
+}
+
+/**
+ * An INVITE by hand from `user` to `to`, answering the 407 with the digest; `fromUser`,
+ * `displayName` and `callId` may be any bytes. Returns the final reply to the authenticated INVITE and its Call-ID.
+ */
+async function handInvite(
+  port: number,
+  domain: string,
+  user: string,
+  password: string,
+  to: string,
+  from: { fromUser?: Buffer; displayName?: Buffer; callId?: Buffer } = {},
+): Promise<{ status: number; callId: string }> {
+  const client = await handClient();
+  const callId = from.callId ?? Buffer.from(`${crypto.randomUUID()}@hand`);
+  const uri = `sip:${to}@${domain}`;
+  const fromHeader = Buffer.concat([
+    Buffer.from("From: "),
+    ...(from.displayName ? [Buffer.from('"'), from.displayName, Buffer.from('" ')] : []),
+    Buffer.from("<sip:"),
+    from.fromUser ?? Buffer.from(user),
+    Buffer.from(`@${domain}>;tag=hi1`),
+  ]);
+  const send = (cseq: number, auth?: string) =>
+    client.send(
+      sipMessage([
+        `INVITE ${uri} SIP/2.0`,
+        `Via: SIP/2.0/UDP 127.0.0.1:${client.port};branch=z9hG4bK${crypto.randomUUID().slice(0, 12)};rport`,
+        "Max-Forwards: 70",
+        fromHeader,
+        `To: <${uri}>`,
+        Buffer.concat([Buffer.from("Call-ID: "), callId]),
+        `CSeq: ${cseq} INVITE`,
+        `Contact: <sip:${user}@127.0.0.1:${client.port}>`,
+        ...(auth ? [`Proxy-Authorization: ${auth}`] : []),
+        "Content-Length: 0",
+      ]),
+      port,
+    );
+  try {
+    send(1);
+    const challenge = await client.next();
+    if (!challenge.startsWith("SIP/2.0 407")) throw new Error(`expected 407, got ${challenge.slice(0, 40)}`);
+    send(2, digestAnswer(challenge, "INVITE", uri, user, domain, password));
+    return { status: Number((await client.next()).slice(8, 11)), callId: callId.toString() };
+  } finally {
+    client.close();
   }
 }

@@ -87,11 +87,16 @@ async function updateAgent(
   userId: string,
   change: (current: Omit<AgentLiveState, "since">, confirmedCalls: number) => Pick<AgentLiveState, "base" | "reason" | "queues"> | null,
   now: () => number,
+  /** The stored state as the caller just read it (the first attempt reads only the calls); a concurrent change still fails the compare-and-set. */
+  known?: string | null,
 ): Promise<AgentLiveState | null> {
   const key = presenceKeys.agentState(accountId, userId);
   for (let attempt = 0; attempt < 20; attempt++) {
     // One round trip: the state and the user's calls are read together.
-    const [raw, calls] = await Promise.all([deps.live.get(key), userCallStates(deps.live, accountId, userId)]);
+    const [raw, calls] = await Promise.all([
+      attempt === 0 && known !== undefined ? known : deps.live.get(key),
+      userCallStates(deps.live, accountId, userId),
+    ]);
     const current = parseState(raw) ?? { ...INITIAL, since: now() };
     const next = change(current, calls.confirmed);
     if (next === null) return parseState(raw);
@@ -133,13 +138,14 @@ export async function applyAgentEvent(
 export async function refreshAgentAfterCalls(deps: AgentDeps, accountId: string, userId: string, now: () => number = Date.now): Promise<void> {
   // Most users in calls are not logged-in agents: one read settles it for them (their call counts,
   // which the update reads with the state, are not needed).
-  const current = parseState(await deps.live.get(presenceKeys.agentState(accountId, userId)));
-  if (current === null || current.base === "logged_out") return;
+  const raw = await deps.live.get(presenceKeys.agentState(accountId, userId));
+  const stored = parseState(raw);
+  if (stored === null || stored.base === "logged_out") return;
   await updateAgent(deps, accountId, userId, (current, confirmed) => {
     if (current.base === "logged_out") return null;
     if (derive(current.base, confirmed) === current.state) return null;
     return { base: current.base, reason: current.reason, queues: current.queues };
-  }, now);
+  }, now, raw);
 }
 
 /**
