@@ -375,6 +375,39 @@ describe(`webhook delivery [${storeKind}]`, () => {
     expect(rows.filter((r) => r.status === "delivered" && r.attempts === 1)).toHaveLength(fired * 2);
   });
 
+  test("under a backlog, outcomes are gathered into few exchanges (gatherMs), each delivery made and recorded once", async () => {
+    const t = await seedTenant(platform);
+    const paths = [freshPath("gather-a"), freshPath("gather-b")];
+    for (const p of paths) await subscribe(t, p);
+    const fired = 200;
+    /** Plans `fired` events (2 deliveries each) before any worker runs, then delivers them all. */
+    async function drain(gatherMs: number, round: number) {
+      await platform.events.transaction(async (_tx, emit) => {
+        for (let i = 0; i < fired; i++) await emit(t.accountId, "test", { message: `backlog ${round}.${i}`, ts: Date.now(), webhook_id: null });
+      });
+      const worker = startDeliveryWorker(platform, { pollMs: 100, concurrency: 4, gatherMs });
+      try {
+        await settled(t.accountId, fired * 2 * round, 30_000);
+        return worker.stats();
+      } finally {
+        await worker.stop();
+      }
+    }
+    const eager = await drain(0, 1);
+    const gathered = await drain(250, 2);
+    for (const stats of [eager, gathered]) {
+      expect(stats.recorded).toBe(fired * 2);
+      expect(stats.claimed).toBe(fired * 2);
+    }
+    // Without gathering every few finished attempts make an exchange of their own.
+    expect(gathered.exchanges).toBeLessThan(eager.exchanges / 2);
+    for (const p of paths) {
+      const ids = receiver.at(p).map((r) => r.headers["webhook-id"]);
+      expect(ids).toHaveLength(fired * 2);
+      expect(new Set(ids).size).toBe(fired * 2);
+    }
+  });
+
   test("a slow endpoint does not hold up another subscription (per-subscription concurrency)", async () => {
     const t = await seedTenant(platform);
     const slow = freshPath("per-sub-slow");
