@@ -58,7 +58,8 @@ export async function acquireSlots(live: LiveStore, accountId: string, member: s
 
 /** Gives back `member`'s place in each slot. Safe to repeat, and for slots it does not hold. */
 export async function releaseSlots(live: LiveStore, accountId: string, member: string, slots: readonly CacSlot[]): Promise<void> {
-  for (const slot of slots) await live.zrem(slotKey(accountId, slot), member);
+  // Sent together: the live store pipelines them into one round trip.
+  await Promise.all(slots.map((slot) => live.zrem(slotKey(accountId, slot), member)));
 }
 
 /**
@@ -66,14 +67,13 @@ export async function releaseSlots(live: LiveStore, accountId: string, member: s
  * another `ttlMs`). Slots it no longer holds (released, or cleared by a reset) are not taken again.
  */
 export async function renewSlots(live: LiveStore, accountId: string, member: string, slots: readonly CacSlot[], ttlMs: number): Promise<void> {
-  for (const slot of slots) {
-    const key = slotKey(accountId, slot);
-    if ((await live.zscore(key, member)) === null) continue;
-    await live.zadd(key, [{ member, score: Date.now() + ttlMs }]);
-    await live.expire(key, ttlMs + 1000);
-  }
-  await live.expire(registryKey(accountId), ttlMs + 60_000);
-  await live.expire(limitsKey(accountId), ttlMs + 60_000);
+  if (!slots.length) return;
+  // One script for every slot, the bookkeeping's expiries beside it (pipelined into one round trip).
+  await Promise.all([
+    live.zrenewExpiring(slots.map((slot) => slotKey(accountId, slot)), member, ttlMs),
+    live.expire(registryKey(accountId), ttlMs + 60_000),
+    live.expire(limitsKey(accountId), ttlMs + 60_000),
+  ]);
 }
 
 /** One counter of a snapshot. */

@@ -575,6 +575,25 @@ export function runLiveStoreContract(name: string, make: () => Promise<LiveStore
         expect(await store.zliveMembers(key("zexp-missing"))).toEqual([]);
       });
 
+      test("zrenewExpiring renews a live member in the sets that hold it and joins none it left", async () => {
+        const [a, b, c] = [key("renew-a"), key("renew-b"), key("renew-c")];
+        await store.zaddExpiringWithin([{ key: a, limit: 5 }, { key: b, limit: 5 }], "call", SHORT_TTL_MS);
+        await store.zaddExpiringWithin([{ key: c, limit: 5 }], "short", SHORT_TTL_MS);
+        await store.zrem(b, "call");
+        expect(await store.zrenewExpiring([a, b, c, key("renew-missing")], "call", 10_000)).toBe(1);
+        expect(Math.abs(((await store.zscore(a, "call")) ?? 0) - (Date.now() + 10_000))).toBeLessThan(2_000);
+        expect(await store.zscore(b, "call")).toBeNull();
+        expect(await store.zscore(c, "call")).toBeNull();
+        expect(await store.ttl(key("renew-missing"))).toBe(-2);
+        // The set now lives as long as the renewed member; an expired member is not brought back.
+        await Bun.sleep(AFTER_SHORT_TTL_MS);
+        expect(await store.zliveMembers(a)).toEqual(["call"]);
+        expect(await store.ttl(a)).toBeGreaterThan(5_000);
+        expect(await store.zrenewExpiring([c], "short", 10_000)).toBe(0);
+        expect(await store.zliveMembers(c)).toEqual([]);
+        expect(await store.zrenewExpiring([], "call", 10_000)).toBe(0);
+      });
+
       test("zaddExpiringWithin takes every set or none, and reports the first that would overflow", async () => {
         const [a, b] = [key("within-a"), key("within-b")];
         expect(await store.zaddExpiringWithin([{ key: a, limit: 2 }, { key: b, limit: 1 }], "c1", 10_000)).toEqual({ ok: true });

@@ -136,6 +136,13 @@ export interface LiveStore {
    * @example await live.zaddExpiringWithin([{ key: userSlot, limit: 2 }, { key: accountSlot, limit: 30 }], "call_…", 14_400_000)
    */
   zaddExpiringWithin(sets: Array<{ key: string; limit: number }>, member: string, ttlMs: number): Promise<{ ok: true } | { ok: false; index: number; count: number }>;
+  /**
+   * Renews `member` in each `zaddExpiringWithin` set where it is still live: its deadline becomes
+   * now+ttlMs and the set lives at least that long. A set it left (released, expired, cleared) is not
+   * joined again. One atomic step; returns in how many sets it was renewed.
+   * @example await live.zrenewExpiring([userSlot, accountSlot], "call_…", 14_400_000)
+   */
+  zrenewExpiring(keys: string[], member: string, ttlMs: number): Promise<number>;
   /** Live (unexpired) members of a `zaddExpiringWithin` set, soonest-to-expire first. */
   zliveMembers(key: string): Promise<string[]>;
   /**

@@ -432,6 +432,21 @@ export function createMemoryLiveStore(): LiveStore {
       return { ok: true };
     },
 
+    async zrenewExpiring(keys, member, ttlMs) {
+      const ms = ttlArg(ttlMs);
+      const now = Date.now();
+      let renewed = 0;
+      for (const key of keys) {
+        const zset = readZset(key);
+        const score = zset?.value.get(member);
+        if (zset === undefined || score === undefined || score <= now) continue;
+        zset.value.set(member, now + ms);
+        zset.expiresAt = Math.max(zset.expiresAt ?? 0, now + ms);
+        renewed++;
+      }
+      return renewed;
+    },
+
     async zliveMembers(key) {
       const zset = readZset(key);
       if (zset === undefined) return [];

@@ -109,6 +109,19 @@ for _, key in ipairs(KEYS) do
 end
 return {0, 0}`),
 
+  // KEYS: the sets; ARGV: member, ttlMs. Returns how many sets held the member live.
+  zrenewExpiring: lua(`${NOW}local deadline = now + tonumber(ARGV[2])
+local n = 0
+for _, key in ipairs(KEYS) do
+  local score = redis.call('ZSCORE', key, ARGV[1])
+  if score and tonumber(score) > now then
+    redis.call('ZADD', key, deadline, ARGV[1])
+    if redis.call('PTTL', key) < tonumber(ARGV[2]) then redis.call('PEXPIRE', key, ARGV[2]) end
+    n = n + 1
+  end
+end
+return n`),
+
   zliveMembers: lua(`${NOW}redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 return redis.call('ZRANGE', KEYS[1], 0, -1)`),
 
@@ -427,6 +440,11 @@ export async function createRedisLiveStore(url: string): Promise<LiveStore> {
       if (!Array.isArray(reply)) throw unexpected("zaddExpiringWithin", reply);
       const index = integer(reply[0]);
       return index === 0 ? { ok: true } : { ok: false, index: index - 1, count: integer(reply[1]) };
+    },
+
+    async zrenewExpiring(keys, member, ttlMs) {
+      if (!keys.length) return 0;
+      return integer(await run(SCRIPTS.zrenewExpiring, keys, [member, ttlArg(ttlMs)]));
     },
 
     async zliveMembers(key) {
