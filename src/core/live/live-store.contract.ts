@@ -594,6 +594,32 @@ export function runLiveStoreContract(name: string, make: () => Promise<LiveStore
         expect(await store.zrenewExpiring([], "call", 10_000)).toBe(0);
       });
 
+      test("markDialog: first-seen kept through the states, never back to early, stale entries dropped, nothing after the end", async () => {
+        const [ended, users, u1, u2] = [key("dlg-ended"), key("dlg-users"), key("dlg-u1"), key("dlg-u2")];
+        const ttlMs = 60_000;
+        const now = Date.now();
+        const mark = (member: string, confirmed: boolean, at: number, keys = [u1, u2], ids = ["us_1", "us_2"]) =>
+          store.markDialog({ endedKey: ended, usersKey: users, userKeys: keys, users: ids, member, confirmed, now: at, ttlMs });
+        expect(await mark("old", true, now - ttlMs - 5_000, [u1], ["us_1"])).toBe(true);
+        expect(await mark("call", false, now)).toBe(true);
+        expect(await store.zscore(u1, "call")).toBe(-now);
+        expect((await store.smembers(users)).sort()).toEqual(["us_1", "us_2"]);
+        // The stale entry left u1 when "call" was written there.
+        expect(await store.zscore(u1, "old")).toBeNull();
+        expect(await mark("call", true, now + 1_000, [u1], ["us_1"])).toBe(true);
+        expect(await store.zscore(u1, "call")).toBe(now);
+        expect(await mark("call", false, now + 2_000)).toBe(true);
+        expect(await store.zscore(u1, "call")).toBe(now);
+        expect(await store.zscore(u2, "call")).toBe(-now);
+        for (const k of [users, u1, u2]) expect(await store.ttl(k)).toBeGreaterThan(ttlMs - 5_000);
+        await store.set(ended, "1", 10_000);
+        expect(await mark("late", true, now + 3_000)).toBe(false);
+        expect(await store.zscore(u1, "late")).toBeNull();
+        expect(await mark("late", true, now + 3_000, [], [])).toBe(false);
+        await store.del(ended);
+        expect(await mark("late", true, now + 3_000, [], [])).toBe(true);
+      });
+
       test("zaddExpiringWithin takes every set or none, and reports the first that would overflow", async () => {
         const [a, b] = [key("within-a"), key("within-b")];
         expect(await store.zaddExpiringWithin([{ key: a, limit: 2 }, { key: b, limit: 1 }], "c1", 10_000)).toEqual({ ok: true });

@@ -163,6 +163,18 @@ export interface LiveStore {
    */
   bindExpiring(input: BindingWrite): Promise<string[]>;
 
+  /**
+   * Marks users as in a dialog, in one atomic step (the dialog-presence primitive). When `endedKey`
+   * exists (the dialog was reported over) nothing is written and the result is false. Otherwise the
+   * users join the set `usersKey`, and in each user's sorted set (`userKeys`, one per user, same order)
+   * `member`'s score becomes its first-seen time (kept from an earlier mark, else `now`; at least 1),
+   * positive when `confirmed`, negative while early; a confirmed member is never set back to early
+   * (that user's set is then left as it is). Members first seen before `now - ttlMs` leave every set
+   * written, and every key written lives `ttlMs`.
+   * @example await live.markDialog({ endedKey, usersKey, userKeys: [k1, k2], users: ["us_1", "us_2"], member: "call-id", confirmed: false, now: Date.now(), ttlMs: 43_200_000 })
+   */
+  markDialog(input: DialogMark): Promise<boolean>;
+
   // ---- leases -----------------------------------------------------------------------------
   /** Takes the lease at `key` for `owner` when free (or already `owner`'s). True when held. */
   acquireLease(key: string, owner: string, ttlMs: number): Promise<boolean>;
@@ -182,6 +194,19 @@ export interface LiveStore {
   ping(): Promise<void>;
   /** Closes connections and timers. */
   close(): Promise<void>;
+}
+
+/** What `markDialog` writes. */
+export interface DialogMark {
+  endedKey: string;
+  usersKey: string;
+  userKeys: string[];
+  users: string[];
+  member: string;
+  confirmed: boolean;
+  /** Epoch ms. */
+  now: number;
+  ttlMs: number;
 }
 
 /**

@@ -447,6 +447,30 @@ export function createMemoryLiveStore(): LiveStore {
       return renewed;
     },
 
+    async markDialog(input) {
+      if (input.userKeys.length !== input.users.length) throw new RangeError("markDialog: one user key per user");
+      const ms = ttlArg(input.ttlMs);
+      if (lookup(input.endedKey) !== undefined) return false;
+      if (!input.users.length) return true;
+      const { member, confirmed, now } = input;
+      const stale = Math.max(1, now - ms) - 1;
+      const expiresAt = Date.now() + ms;
+      const users = readCollection(input.usersKey, "set", () => ({ kind: "set", value: new Set(), expiresAt: null }));
+      for (const user of input.users) users.value.add(user);
+      users.expiresAt = expiresAt;
+      for (const key of input.userKeys) {
+        const zset = readCollection(key, "zset", () => ({ kind: "zset", value: new Map(), expiresAt: null }));
+        const current = zset.value.get(member);
+        if (current !== undefined && current > 0 && !confirmed) continue;
+        const at = current === undefined ? Math.max(1, now) : Math.abs(current);
+        zset.value.set(member, confirmed ? at : -at);
+        for (const [m, score] of zset.value) if (score >= -stale && score <= stale) zset.value.delete(m);
+        dropIfEmpty(key, zset);
+        zset.expiresAt = expiresAt;
+      }
+      return true;
+    },
+
     async zliveMembers(key) {
       const zset = readZset(key);
       if (zset === undefined) return [];

@@ -122,6 +122,28 @@ for _, key in ipairs(KEYS) do
 end
 return n`),
 
+  // KEYS: the ended mark, the dialog's users set, then one sorted set per user. ARGV: member,
+  // confirmed (1/0), now, ttlMs, then the user ids. Scores are formatted as integers (Lua would print
+  // 14 significant digits).
+  markDialog: lua(`if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+local member = ARGV[1]
+local confirmed = ARGV[2] == '1'
+local now = tonumber(ARGV[3])
+local ttl = ARGV[4]
+local stale = string.format('%.0f', math.max(1, now - tonumber(ttl)) - 1)
+for i = 5, #ARGV do redis.call('SADD', KEYS[2], ARGV[i]) end
+redis.call('PEXPIRE', KEYS[2], ttl)
+for i = 3, #KEYS do
+  local current = redis.call('ZSCORE', KEYS[i], member)
+  if not (current and tonumber(current) > 0 and not confirmed) then
+    local at = current and math.abs(tonumber(current)) or math.max(1, now)
+    redis.call('ZADD', KEYS[i], string.format('%.0f', confirmed and at or -at), member)
+    redis.call('ZREMRANGEBYSCORE', KEYS[i], '-' .. stale, stale)
+    redis.call('PEXPIRE', KEYS[i], ttl)
+  end
+end
+return 1`),
+
   zliveMembers: lua(`${NOW}redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 return redis.call('ZRANGE', KEYS[1], 0, -1)`),
 
@@ -445,6 +467,13 @@ export async function createRedisLiveStore(url: string): Promise<LiveStore> {
     async zrenewExpiring(keys, member, ttlMs) {
       if (!keys.length) return 0;
       return integer(await run(SCRIPTS.zrenewExpiring, keys, [member, ttlArg(ttlMs)]));
+    },
+
+    async markDialog(input) {
+      if (input.userKeys.length !== input.users.length) throw new RangeError("markDialog: one user key per user");
+      if (!input.users.length) return (await send("GET", [input.endedKey])) === null;
+      const args = [input.member, input.confirmed ? "1" : "0", integerArg("now", input.now), ttlArg(input.ttlMs), ...input.users];
+      return flag(await run(SCRIPTS.markDialog, [input.endedKey, input.usersKey, ...input.userKeys], args));
     },
 
     async zliveMembers(key) {

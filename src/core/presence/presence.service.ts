@@ -97,33 +97,23 @@ export async function userCallCount(live: LiveStore, accountId: string, userId: 
 /**
  * Records that `userIds` are in dialog `callId` (early or confirmed). A confirmed dialog is never
  * downgraded by a late early event, and a dialog already reported terminated is not revived by a
- * late one (edge workers can reorder events). Two live-store round trips whatever the number of
- * users, the reads together and then the writes together; stale entries (a lost end) are dropped on
- * the way.
+ * late one (edge workers can reorder events). One live-store round trip whatever the number of
+ * users; stale entries (a lost end) are dropped on the way.
  */
 export async function trackDialog(live: LiveStore, accountId: string, callId: string, state: "early" | "confirmed", userIds: string[], now: number = Date.now()): Promise<void> {
   if (!userIds.length) return;
-  const [ended, ...scores] = await Promise.all([
-    live.get(presenceKeys.dialogEnded(accountId, callId)),
-    ...userIds.map((userId) => live.zscore(presenceKeys.userDialogs(accountId, userId), callId)),
-  ]);
-  if (ended) return;
-  const usersKey = presenceKeys.dialogUsers(accountId, callId);
-  const since = staleBefore(now);
-  const writes: Array<Promise<unknown>> = [live.sadd(usersKey, ...userIds), live.expire(usersKey, MAX_DIALOG_MS)];
-  userIds.forEach((userId, i) => {
-    const current = scores[i] ?? null;
-    if (current !== null && current > 0 && state === "early") return;
-    // The time first seen is kept through the states (the score's sign is the state).
-    const at = current === null ? Math.max(1, now) : Math.abs(current);
-    const key = presenceKeys.userDialogs(accountId, userId);
-    writes.push(
-      live.zadd(key, [{ member: callId, score: state === "confirmed" ? at : -at }]),
-      live.zremRangeByScore(key, -(since - 1), since - 1),
-      live.expire(key, MAX_DIALOG_MS),
-    );
+  // One atomic step (a script on Redis): the time first seen is kept through the states, the score's
+  // sign is the state.
+  await live.markDialog({
+    endedKey: presenceKeys.dialogEnded(accountId, callId),
+    usersKey: presenceKeys.dialogUsers(accountId, callId),
+    userKeys: userIds.map((userId) => presenceKeys.userDialogs(accountId, userId)),
+    users: userIds,
+    member: callId,
+    confirmed: state === "confirmed",
+    now,
+    ttlMs: MAX_DIALOG_MS,
   });
-  await Promise.all(writes);
 }
 
 /**
