@@ -12,6 +12,9 @@ import { createUser } from "../../core/users/users.service.ts";
 import { createDevice } from "../../core/devices/devices.service.ts";
 import { defaultRealm } from "../../core/devices/realm.ts";
 import { findCallBySipId } from "../../core/calls/calls.store.ts";
+import { authenticateDigestForRoute, digestAuthDeps } from "../../core/sip-auth/sip-auth.service.ts";
+import { loadDevice } from "../../core/routing/decide.store.ts";
+import { createExtension } from "../../core/extensions/extensions.service.ts";
 
 let platform: Platform;
 let server: { server: { port?: number } | null; stop(): Promise<unknown> | unknown };
@@ -75,7 +78,7 @@ describe(`POST /route [${storeKind}]`, () => {
       const cnonce = randomUUID().slice(0, 8);
       const ha1 = md5(`1001:${realm}:${password}`);
       const response = md5(`${ha1}:${nonce}:00000001:${cnonce}:auth:${md5(`INVITE:${uri}`)}`);
-      return { username: "1001", realm, nonce, uri, response, method: "INVITE", qop: "auth", nc: "00000001", cnonce, opaque: "", source_ip: "203.0.113.7" };
+      return { username: "1001", realm, nonce, uri, response, method: "INVITE", qop: "auth" as const, nc: "00000001", cnonce, opaque: "", source_ip: "203.0.113.7" };
     };
     const seed = async () => {
       const t = await seedTenant(platform);
@@ -97,6 +100,21 @@ describe(`POST /route [${storeKind}]`, () => {
       expect(r.body.rtjson).toMatchObject({ action: "reject", account_id: s.accountId });
       const record = await findCallBySipId(platform.db, s.accountId, callId);
       expect(record?.reply.rtjson.account_id).toBe(s.accountId);
+    });
+
+    test("the device context read with the credential is the one the router reads by itself", async () => {
+      const s = await seed();
+      await createExtension(platform.db, s.accountId, { digits: "300", dest_kind: "hangup" } as never);
+      for (const to of ["300", "1002", "1001", "999"]) {
+        const { result, device } = await authenticateDigestForRoute(digestAuthDeps(platform), digest(s.realm, "pw-1001-long"), to);
+        expect(result.device_id).toBe(s.deviceId);
+        expect(device, to).toEqual(await loadDevice(platform.db, s.accountId, s.deviceId, to));
+      }
+      const { device } = await authenticateDigestForRoute(digestAuthDeps(platform), digest(s.realm, "pw-1001-long"), "300");
+      expect(device.extension?.digits).toBe("300");
+      expect(device.caller?.id).toBe(s.userId);
+      // Not verified, not handed out.
+      await expect(authenticateDigestForRoute(digestAuthDeps(platform), digest(s.realm, "wrong-password"), "300")).rejects.toMatchObject({ code: "unauthorized" });
     });
 
     test("a wrong digest or a replay is 401 and nothing is recorded; a non-JSON or contradictory body is 400", async () => {

@@ -1,7 +1,8 @@
 /**
  * POST /route (the call routing decision): decide, then admit (CAC, call record, call.started).
  * With `auth` (the INVITE's parsed digest, as POST /auth takes it), the digest is verified first and
- * the call is routed as that device's: one round trip from the edge instead of /auth then /route.
+ * the call is routed as that device's: one round trip from the edge instead of /auth then /route, and
+ * one query for the credential and the device's routing context.
  */
 import { Elysia } from "elysia";
 import { Type as T } from "@sinclair/typebox";
@@ -11,7 +12,7 @@ import { RouteRequest, type RouteReply } from "../../core/routing/route-types.ts
 import { decideRoute, routeDeps } from "../../core/routing/decide.ts";
 import { admitCall } from "../../core/calls/admission.ts";
 import { SipAuthModel } from "../../core/sip-auth/sip-auth.model.ts";
-import { authenticateDigest, digestAuthDeps, type DigestAuthResult } from "../../core/sip-auth/sip-auth.service.ts";
+import { authenticateDigestForRoute, digestAuthDeps, type DigestAuthResult } from "../../core/sip-auth/sip-auth.service.ts";
 import { edgeBodyPreparer } from "../edge-body.ts";
 
 /** The contract's request plus the optional fields the router also reads. */
@@ -41,9 +42,11 @@ export function routeRoutes(platform: Platform) {
       if (!auth) return admitCall(platform, await decideRoute(deps, req), req);
       const named = (["account_id", "user_id", "device_id"] as const).filter((k) => req[k]);
       if (named.length) throw validationFailed(named.map((k) => ({ path: `/${k}`, message: "Not allowed with auth: the digest names the device." })));
-      const who = await authenticateDigest(authDeps, auth);
+      // The credential and the device's routing context in one query; the context is used only once
+      // the digest is verified.
+      const { result: who, device } = await authenticateDigestForRoute(authDeps, auth, req.to);
       const routed = { ...req, account_id: who.account_id, user_id: who.user_id, device_id: who.device_id };
-      return { ...(await admitCall(platform, await decideRoute(deps, routed), routed)), auth: who };
+      return { ...(await admitCall(platform, await decideRoute(deps, routed, { device }), routed)), auth: who };
     },
     {
       // Empty optional digest fields count as absent, as on /auth. In a form body `auth` is text, which

@@ -6,7 +6,7 @@
  * Statements are prepared once per database handle (a WeakMap), so PGlite and PostgreSQL each get
  * their own, and nothing is cached but the statement text: every call reads current rows.
  */
-import { sql, type SQL } from "drizzle-orm";
+import { sql, type SQL, type SQLWrapper } from "drizzle-orm";
 import type { DbOrTx } from "../db/db.ts";
 import type { EvaluatedRule } from "../schedules/schedule-eval.ts";
 import type { DestXform } from "./route-target.ts";
@@ -300,17 +300,24 @@ const didSql = sql`select json_build_object(
   from did_lookup l join number n on n.account_id = l.account_id and n.id = l.number_id join account a on a.id = n.account_id
   where l.e164 = ${p("e164")}`;
 
-const deviceSql = sql`select json_build_object(
-    'account', (select ${ACCOUNT} from account a where a.id = ${p("account")}),
+/**
+ * The device context (a `DeviceContext` as json) of device `device` of account `account`, calling
+ * `to`: expressions (placeholders, or an outer query's columns: the digest identity lookup reads it
+ * with the credential, so an authenticated INVITE costs one query).
+ */
+export const deviceContextSql = (account: SQLWrapper, device: SQLWrapper, to: SQLWrapper) => sql`json_build_object(
+    'account', (select ${ACCOUNT} from account a where a.id = ${account}),
     'device', (select json_build_object('id', d.id, 'user_id', d.user_id, 'status', d.status, 'realm', d.realm)
-      from device d where d.account_id = ${p("account")} and d.id = ${p("device")}),
+      from device d where d.account_id = ${account} and d.id = ${device}),
     'caller', (select ${USER_FIELDS("u")}) from device d join app_user u on u.account_id = d.account_id and u.id = d.user_id
-      where d.account_id = ${p("account")} and d.id = ${p("device")}),
-    'extension', ${extensionOf(sql`e.account_id = ${p("account")} and e.digits = ${p("to")}`)},
-    'user', ${userOf(sql`u.account_id = ${p("account")} and u.username = ${p("to")}`)},
+      where d.account_id = ${account} and d.id = ${device}),
+    'extension', ${extensionOf(sql`e.account_id = ${account} and e.digits = ${to}`)},
+    'user', ${userOf(sql`u.account_id = ${account} and u.username = ${to}`)},
     'outTransforms', ${list(sql`select json_agg(${TRANSFORM} ${TRANSFORM_ORDER}) from number_transform x
-      where x.account_id = ${p("account")} and x.direction in ('outbound_dst','outbound_cid')`)}
-  ) as ctx`;
+      where x.account_id = ${account} and x.direction in ('outbound_dst','outbound_cid')`)}
+  )`;
+
+const deviceSql = sql`select ${deviceContextSql(p("account"), p("device"), p("to"))} as ctx`;
 
 const targetSql = sql`select json_build_object(
     'extension', ${extensionOf(sql`e.account_id = ${p("account")} and e.id = ${p("id")}`)},

@@ -23,6 +23,7 @@ import {
   loadTarget,
   loadTrunkById,
   loadTrunksBySource,
+  type DeviceContext,
   type RouteAccount,
   type RouteAclRule,
   type RouteCallLimit,
@@ -93,9 +94,10 @@ const MAX_HOPS = 6;
 /**
  * Decides where a call goes. Never throws for a routing outcome: refusals are `reject` replies with
  * a SIP code and a trace step saying why.
+ * `known.device`: the calling device's context for this `to`, when already read (with the digest).
  * @example const decision = await decideRoute(routeDeps(platform), { callId: "a1", from: "1001", fromDomain: "acme.example", to: "2000", account_id: "acc_…", device_id: "dev_…" })
  */
-export async function decideRoute(deps: RouteDeps, req: RouteRequest): Promise<RouteDecision> {
+export async function decideRoute(deps: RouteDeps, req: RouteRequest, known: { device?: DeviceContext } = {}): Promise<RouteDecision> {
   const draft: DecisionDraft = {
     req,
     accountId: null,
@@ -112,7 +114,7 @@ export async function decideRoute(deps: RouteDeps, req: RouteRequest): Promise<R
     vars: {},
     now: deps.now?.() ?? new Date(),
   };
-  if (req.account_id && req.device_id) return fromDevice(deps, draft, req.account_id, req.device_id);
+  if (req.account_id && req.device_id) return fromDevice(deps, draft, req.account_id, req.device_id, known.device);
   const trunkId = extraField(req, "trunk_id");
   if (req.account_id && trunkId) {
     const trunk = await loadTrunkById(deps.db, req.account_id, trunkId);
@@ -498,8 +500,8 @@ function pickRoutes(
 
 // ---- device-originated: internal and outbound ------------------------------------------------
 
-async function fromDevice(deps: RouteDeps, draft: DecisionDraft, accountId: string, deviceId: string): Promise<RouteDecision> {
-  const ctx = await loadDevice(deps.db, accountId, deviceId, draft.req.to);
+async function fromDevice(deps: RouteDeps, draft: DecisionDraft, accountId: string, deviceId: string, known?: DeviceContext): Promise<RouteDecision> {
+  const ctx = known && known.device?.id === deviceId && known.account?.id === accountId ? known : await loadDevice(deps.db, accountId, deviceId, draft.req.to);
   draft.accountId = ctx.account ? accountId : null;
   const problem = !ctx.account
     ? "unknown account"

@@ -11,7 +11,8 @@ import type { Platform } from "../platform.ts";
 import { parseIp } from "../net/cidr.ts";
 import type { SipAuthModel } from "./sip-auth.model.ts";
 import { digestEquals, expectedResponse } from "./sip-digest.ts";
-import { findDigestIdentity } from "./sip-auth.store.ts";
+import { findDigestIdentity, findDigestIdentityWithContext, type DigestIdentity } from "./sip-auth.store.ts";
+import type { DeviceContext } from "../routing/decide.store.ts";
 
 /** Failed attempts of one address are counted in a window that restarts with every failure. */
 export const AUTH_FAIL_WINDOW_MS = 10 * 60_000;
@@ -71,7 +72,32 @@ const FORBIDDEN_MESSAGE = "This credential may not be used.";
  * @example await authenticateDigest(platform, { username: "1001", realm: "acme.example.com", nonce, uri, response, method: "REGISTER", qop: "auth", nc, cnonce })
  */
 export async function authenticateDigest(deps: DigestAuthDeps, input: SipAuthModel.Request, options: DigestAuthOptions = {}): Promise<DigestAuthResult> {
-  const { db, live, log } = deps;
+  return (await verifyDigest(deps, input, options, (realm, username) => findDigestIdentity(deps.db, realm, username))).result;
+}
+
+/**
+ * `authenticateDigest` for an INVITE that /route decides next: the device's routing context for a call
+ * to `to` is read with the credential (one query), and handed back once the digest is verified.
+ * @example const { result, device } = await authenticateDigestForRoute(deps, auth, "1002"); await decideRoute(routeDeps, { ...req, ...ids(result) }, { device })
+ */
+export async function authenticateDigestForRoute(
+  deps: DigestAuthDeps,
+  input: SipAuthModel.Request,
+  to: string,
+  options: DigestAuthOptions = {},
+): Promise<{ result: DigestAuthResult; device: DeviceContext }> {
+  const { result, identity } = await verifyDigest(deps, input, options, (realm, username) => findDigestIdentityWithContext(deps.db, realm, username, to));
+  return { result, device: identity.ctx };
+}
+
+/** The verification itself, with the identity read by `find`; answers with the verified identity too. */
+async function verifyDigest<I extends DigestIdentity>(
+  deps: DigestAuthDeps,
+  input: SipAuthModel.Request,
+  options: DigestAuthOptions,
+  find: (realm: string, authUsername: string) => Promise<I | null>,
+): Promise<{ result: DigestAuthResult; identity: I }> {
+  const { live, log } = deps;
   if (input.qop !== undefined) {
     const missing = [];
     if (input.nc === undefined) missing.push({ path: "/nc", message: "Required with qop." });
@@ -89,7 +115,7 @@ export async function authenticateDigest(deps: DigestAuthDeps, input: SipAuthMod
   const authUsername = withDomain ? input.username.slice(0, at) : input.username;
   const realm = input.realm.toLowerCase();
 
-  const identity = await findDigestIdentity(db, realm, authUsername);
+  const identity = await find(realm, authUsername);
   const stored = identity ? (withDomain ? identity.ha1b : identity.ha1) : DUMMY_HA1;
   const expected = expectedResponse(stored, {
     method: input.method,
@@ -127,11 +153,14 @@ export async function authenticateDigest(deps: DigestAuthDeps, input: SipAuthMod
     throw new AppError("forbidden", FORBIDDEN_MESSAGE);
   }
   return {
-    ok: true,
-    account_id: identity.account_id,
-    user_id: identity.user_id,
-    device_id: identity.device_id,
-    webrtc: identity.is_webrtc === 1 ? 1 : 0,
+    result: {
+      ok: true,
+      account_id: identity.account_id,
+      user_id: identity.user_id,
+      device_id: identity.device_id,
+      webrtc: identity.is_webrtc === 1 ? 1 : 0,
+    },
+    identity,
   };
 }
 

@@ -8,6 +8,7 @@ import type { Db } from "../db/db.ts";
 import { accounts } from "../accounts/accounts.schema.ts";
 import { deviceCredentials, devices } from "../devices/devices.schema.ts";
 import { appUsers } from "../users/users.schema.ts";
+import { deviceContextSql, type DeviceContext } from "../routing/decide.store.ts";
 
 /** Everything /auth needs to decide, in one row. */
 export interface DigestIdentity {
@@ -22,39 +23,67 @@ export interface DigestIdentity {
   account_status: string;
 }
 
-function prepareLookup(db: Db) {
-  // The user's and account's statuses are read by key in subqueries, not joined: a generic plan of
-  // the four-way join, made with stale statistics, walked every user of the database before the
-  // one credential (133 µs per INVITE in bench:sip on a database of 1,000 users, 0.5 ms in EXPLAIN);
-  // this form is the credential, then three primary-key reads, whatever the statistics say.
-  return db
-    .select({
-      account_id: devices.account_id,
-      device_id: devices.id,
-      user_id: devices.user_id,
-      ha1: devices.ha1,
-      ha1b: devices.ha1b,
-      is_webrtc: devices.is_webrtc,
-      device_status: devices.status,
-      user_status: sql<string>`coalesce((select ${appUsers.status} from ${appUsers} where ${appUsers.account_id} = ${devices.account_id} and ${appUsers.id} = ${devices.user_id}), 'missing')`,
-      account_status: sql<string>`coalesce((select ${accounts.status} from ${accounts} where ${accounts.id} = ${devices.account_id}), 'missing')`,
-    })
-    .from(deviceCredentials)
-    .innerJoin(devices, and(eq(devices.account_id, deviceCredentials.account_id), eq(devices.id, deviceCredentials.device_id)))
-    .where(and(eq(deviceCredentials.realm, sql.placeholder("realm")), eq(deviceCredentials.auth_username, sql.placeholder("username"))))
-    .limit(1)
-    .prepare("sip_auth_identity");
+// The user's and account's statuses are read by key in subqueries, not joined: a generic plan of
+// the four-way join, made with stale statistics, walked every user of the database before the one
+// credential (133 µs per INVITE in bench:sip on a database of 1,000 users, 0.5 ms in EXPLAIN); this
+// form is the credential, then three primary-key reads, whatever the statistics say.
+const identityFields = {
+  account_id: devices.account_id,
+  device_id: devices.id,
+  user_id: devices.user_id,
+  ha1: devices.ha1,
+  ha1b: devices.ha1b,
+  is_webrtc: devices.is_webrtc,
+  device_status: devices.status,
+  user_status: sql<string>`coalesce((select ${appUsers.status} from ${appUsers} where ${appUsers.account_id} = ${devices.account_id} and ${appUsers.id} = ${devices.user_id}), 'missing')`,
+  account_status: sql<string>`coalesce((select ${accounts.status} from ${accounts} where ${accounts.id} = ${devices.account_id}), 'missing')`,
+};
+
+function prepareLookups(db: Db) {
+  const credential = and(eq(deviceCredentials.realm, sql.placeholder("realm")), eq(deviceCredentials.auth_username, sql.placeholder("username")));
+  const device = and(eq(devices.account_id, deviceCredentials.account_id), eq(devices.id, deviceCredentials.device_id));
+  return {
+    identity: db.select(identityFields).from(deviceCredentials).innerJoin(devices, device).where(credential).limit(1).prepare("sip_auth_identity"),
+    // The same, with the device's routing context for a call to `to` (what /route reads next).
+    withContext: db
+      .select({ ...identityFields, ctx: deviceContextSql(sql`${devices.account_id}`, sql`${devices.id}`, sql.placeholder("to")) })
+      .from(deviceCredentials)
+      .innerJoin(devices, device)
+      .where(credential)
+      .limit(1)
+      .prepare("sip_auth_identity_route"),
+  };
 }
 
-const prepared = new WeakMap<Db, ReturnType<typeof prepareLookup>>();
+const prepared = new WeakMap<Db, ReturnType<typeof prepareLookups>>();
+
+function lookups(db: Db): ReturnType<typeof prepareLookups> {
+  let statements = prepared.get(db);
+  if (!statements) {
+    statements = prepareLookups(db);
+    prepared.set(db, statements);
+  }
+  return statements;
+}
 
 /** The device, user and account of a digest identity, or null when no device has it. */
 export async function findDigestIdentity(db: Db, realm: string, authUsername: string): Promise<DigestIdentity | null> {
-  let statement = prepared.get(db);
-  if (!statement) {
-    statement = prepareLookup(db);
-    prepared.set(db, statement);
-  }
-  const [row] = await statement.execute({ realm, username: authUsername });
+  const [row] = await lookups(db).identity.execute({ realm, username: authUsername });
   return row ?? null;
+}
+
+/**
+ * The same, with the device's routing context for a call to `to` (`loadDevice`'s answer) in the one
+ * round trip. The context is read before the digest is verified: use it only once it is.
+ */
+export async function findDigestIdentityWithContext(
+  db: Db,
+  realm: string,
+  authUsername: string,
+  to: string,
+): Promise<(DigestIdentity & { ctx: DeviceContext }) | null> {
+  const [row] = await lookups(db).withContext.execute({ realm, username: authUsername, to });
+  if (!row) return null;
+  const ctx = (typeof row.ctx === "string" ? JSON.parse(row.ctx) : row.ctx) as DeviceContext;
+  return { ...row, ctx };
 }
