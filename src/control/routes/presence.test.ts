@@ -161,6 +161,44 @@ describe(`agents and dialogs [${storeKind}]`, () => {
     expect((await agentEvents(t.accountId)).every((e) => e.user_id === agent.userId)).toBe(true);
   });
 
+  test("an agent reached through its device goes on_call; the calls of a user who is no agent read no agent state", async () => {
+    const t = await seedTenant(platform);
+    const agent = await seedUser(t.accountId, { agent: true });
+    const plain = await seedUser(t.accountId);
+    expect((await client.post("/presence/event", { type: "agent", account_id: t.accountId, user_id: agent.userId, event: "login" })).status).toBe(200);
+    const live = platform.live;
+    const original = live.get;
+    const agentReads: string[] = [];
+    live.get = (k: string) => {
+      if (k.includes(":agent:")) agentReads.push(k);
+      return original.call(live, k);
+    };
+    try {
+      const dialog = (callId: string, state: string, legs: unknown[]) => client.post("/presence/event", { type: "dialog", callId, state, account_id: t.accountId, legs });
+      const toAgent = randomUUID();
+      const toPlain = randomUUID();
+      for (const state of ["early", "confirmed"]) {
+        expect((await dialog(toAgent, state, [{ role: "callee", device_id: agent.deviceId }])).status).toBe(200);
+        expect((await dialog(toPlain, state, [{ role: "caller", user_id: plain.userId }, { role: "callee", device_id: plain.deviceId }])).status).toBe(200);
+      }
+      const during = await client.get(`/presence/users?accountId=${t.accountId}`);
+      expect(during.body.data.find((u: { id: string }) => u.id === agent.userId)).toMatchObject({ on_call: 1, agent_state: "on_call" });
+      expect(during.body.data.find((u: { id: string }) => u.id === plain.userId)).toMatchObject({ on_call: 1, agent_state: null });
+      expect((await dialog(toAgent, "terminated", [{ role: "callee", device_id: agent.deviceId }])).status).toBe(200);
+      expect((await dialog(toPlain, "terminated", [{ role: "caller", user_id: plain.userId }, { role: "callee", device_id: plain.deviceId }])).status).toBe(200);
+      expect(await userCallCount(platform.live, t.accountId, plain.userId)).toBe(0);
+      expect(agentReads.some((k) => k.endsWith(agent.userId))).toBe(true);
+      expect(agentReads.filter((k) => k.endsWith(plain.userId))).toEqual([]);
+    } finally {
+      live.get = original;
+    }
+    expect((await agentEvents(t.accountId)).map((e) => [e.previous_state, e.state])).toEqual([
+      ["logged_out", "ready"],
+      ["ready", "on_call"],
+      ["on_call", "ready"],
+    ]);
+  });
+
   test("agent events: 404 unknown user or queue, 400 for a non-agent or a misplaced field", async () => {
     const t = await seedTenant(platform);
     const other = await seedTenant(platform);

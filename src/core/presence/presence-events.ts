@@ -108,11 +108,15 @@ export async function handleDialogs(
   const refusals = events.map((e) => (e.account_id !== undefined && !accounts.has(e.account_id) ? notFound("account") : null));
   const accepted = events.filter((_, i) => refusals[i] === null);
   const keyed = accepted.filter((e): e is Keyed => e.account_id !== undefined);
+  /** Users read above that are not agents: their calls change no agent state (no live read for them). */
+  const notAgents = new Set<string>();
+  for (const [k, u] of known) if (u.is_agent !== 1) notAgents.add(k);
+  for (const [k, o] of owners) if (o.is_agent === 0) notAgents.add(key(k.slice(0, k.indexOf("\u0000")), o.user_id));
   const usersOf = (e: Keyed) => {
     const users = new Set<string>();
     for (const leg of e.legs ?? []) {
       const ref = legRef(leg);
-      const user = !ref ? undefined : ref.user ? (known.has(key(e.account_id, ref.id)) ? ref.id : undefined) : owners.get(key(e.account_id, ref.id));
+      const user = !ref ? undefined : ref.user ? (known.has(key(e.account_id, ref.id)) ? ref.id : undefined) : owners.get(key(e.account_id, ref.id))?.user_id;
       if (user) users.add(user);
     }
     return [...users];
@@ -137,7 +141,8 @@ export async function handleDialogs(
         let touched = users;
         if (event.state === "terminated") touched = await endDialog(platform.live, event.account_id, event.callId, users);
         else await trackDialog(platform.live, event.account_id, event.callId, event.state, users, now());
-        await Promise.all(touched.map((userId) => refreshAgentAfterCalls(deps, event.account_id, userId, now)));
+        const agents = touched.filter((userId) => !notAgents.has(key(event.account_id, userId)));
+        await Promise.all(agents.map((userId) => refreshAgentAfterCalls(deps, event.account_id, userId, now)));
       }
     }),
   ]);

@@ -71,27 +71,29 @@ export async function existingAccountIds(db: DbOrTx, ids: string[]): Promise<Set
   return new Set(rows.map((r) => r.id));
 }
 
-/** Which of these (account, user) pairs exist, in one read; as `account\u0000user` keys. */
-export async function existingUserKeys(db: DbOrTx, keys: Array<{ account_id: string; id: string }>): Promise<Set<string>> {
-  if (!keys.length) return new Set();
+/** Which of these (account, user) pairs exist, and whether each is an agent, in one read; keyed `account\u0000user`. */
+export async function existingUserKeys(db: DbOrTx, keys: Array<{ account_id: string; id: string }>): Promise<Map<string, { is_agent: number }>> {
+  if (!keys.length) return new Map();
+  const columns = { account_id: appUsers.account_id, id: appUsers.id, is_agent: appUsers.is_agent };
   const rows =
     keys.length === 1
-      ? await db.select({ account_id: appUsers.account_id, id: appUsers.id }).from(appUsers).where(and(eq(appUsers.account_id, keys[0]!.account_id), eq(appUsers.id, keys[0]!.id)))
+      ? await db.select(columns).from(appUsers).where(and(eq(appUsers.account_id, keys[0]!.account_id), eq(appUsers.id, keys[0]!.id)))
       : await db
-          .select({ account_id: appUsers.account_id, id: appUsers.id })
+          .select(columns)
           .from(appUsers)
           .where(sql`(${appUsers.account_id}, ${appUsers.id}) in (select k.account_id, k.id from ${jsonRows(keys, "k", "account_id text, id text")})`);
-  return new Set(rows.map((r) => `${r.account_id}\u0000${r.id}`));
+  return new Map(rows.map((r) => [`${r.account_id}\u0000${r.id}`, { is_agent: r.is_agent }]));
 }
 
-/** Owners of these (account, device) pairs (legs that carry only a device id), in one read; keyed `account\u0000device`. */
-export async function deviceOwners(db: DbOrTx, keys: Array<{ account_id: string; id: string }>): Promise<Map<string, string>> {
+/** Owners of these (account, device) pairs (legs that carry only a device id) and whether each is an agent, in one read; keyed `account\u0000device`. */
+export async function deviceOwners(db: DbOrTx, keys: Array<{ account_id: string; id: string }>): Promise<Map<string, { user_id: string; is_agent: number | null }>> {
   if (!keys.length) return new Map();
   const rows = await db
-    .select({ account_id: devices.account_id, id: devices.id, user_id: devices.user_id })
+    .select({ account_id: devices.account_id, id: devices.id, user_id: devices.user_id, is_agent: appUsers.is_agent })
     .from(devices)
+    .leftJoin(appUsers, and(eq(appUsers.account_id, devices.account_id), eq(appUsers.id, devices.user_id)))
     .where(sql`(${devices.account_id}, ${devices.id}) in (select k.account_id, k.id from ${jsonRows(keys, "k", "account_id text, id text")})`);
-  return new Map(rows.map((r) => [`${r.account_id}\u0000${r.id}`, r.user_id]));
+  return new Map(rows.map((r) => [`${r.account_id}\u0000${r.id}`, { user_id: r.user_id, is_agent: r.is_agent }]));
 }
 
 /** The roster's users, by extension. */
