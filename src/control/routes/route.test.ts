@@ -8,7 +8,9 @@ import { routeFixture } from "../../core/routing/decide.fixture.ts";
 import type { Json } from "../../../test/support/http.ts";
 import { createHash, randomUUID } from "node:crypto";
 import { seedTenant } from "../../../test/support/platform.ts";
-import { createUser } from "../../core/users/users.service.ts";
+import { createUser, updateUser } from "../../core/users/users.service.ts";
+import { accounts } from "../../core/accounts/accounts.schema.ts";
+import { eq } from "drizzle-orm";
 import { createDevice } from "../../core/devices/devices.service.ts";
 import { defaultRealm } from "../../core/devices/realm.ts";
 import { findCallBySipId } from "../../core/calls/calls.store.ts";
@@ -113,6 +115,16 @@ describe(`POST /route [${storeKind}]`, () => {
       const { device } = await authenticateDigestForRoute(digestAuthDeps(platform), digest(s.realm, "pw-1001-long"), "300");
       expect(device.extension?.digits).toBe("300");
       expect(device.caller?.id).toBe(s.userId);
+      // The statuses come from the context here: a disabled user or a suspended account is refused.
+      await updateUser(platform.db, s.accountId, s.userId, { status: "disabled" });
+      expect((await call(digest(s.realm, "pw-1001-long"))).status).toBe(403);
+      await updateUser(platform.db, s.accountId, s.userId, { status: "active" });
+      expect((await call(digest(s.realm, "pw-1001-long"))).status).toBe(200);
+      await platform.db.update(accounts).set({ status: "suspended" }).where(eq(accounts.id, s.accountId));
+      const suspended = await call(digest(s.realm, "pw-1001-long"));
+      expect(suspended.status).toBe(403);
+      expect(suspended.body).toMatchObject({ ok: false, error: "forbidden" });
+      await platform.db.update(accounts).set({ status: "active" }).where(eq(accounts.id, s.accountId));
       // Not verified, not handed out.
       await expect(authenticateDigestForRoute(digestAuthDeps(platform), digest(s.realm, "wrong-password"), "300")).rejects.toMatchObject({ code: "unauthorized" });
     });

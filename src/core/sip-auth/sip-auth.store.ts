@@ -27,7 +27,7 @@ export interface DigestIdentity {
 // the four-way join, made with stale statistics, walked every user of the database before the one
 // credential (133 µs per INVITE in bench:sip on a database of 1,000 users, 0.5 ms in EXPLAIN); this
 // form is the credential, then three primary-key reads, whatever the statistics say.
-const identityFields = {
+const deviceFields = {
   account_id: devices.account_id,
   device_id: devices.id,
   user_id: devices.user_id,
@@ -35,6 +35,9 @@ const identityFields = {
   ha1b: devices.ha1b,
   is_webrtc: devices.is_webrtc,
   device_status: devices.status,
+};
+const identityFields = {
+  ...deviceFields,
   user_status: sql<string>`coalesce((select ${appUsers.status} from ${appUsers} where ${appUsers.account_id} = ${devices.account_id} and ${appUsers.id} = ${devices.user_id}), 'missing')`,
   account_status: sql<string>`coalesce((select ${accounts.status} from ${accounts} where ${accounts.id} = ${devices.account_id}), 'missing')`,
 };
@@ -44,9 +47,10 @@ function prepareLookups(db: Db) {
   const device = and(eq(devices.account_id, deviceCredentials.account_id), eq(devices.id, deviceCredentials.device_id));
   return {
     identity: db.select(identityFields).from(deviceCredentials).innerJoin(devices, device).where(credential).limit(1).prepare("sip_auth_identity"),
-    // The same, with the device's routing context for a call to `to` (what /route reads next).
+    // The device with its routing context for a call to `to` (what /route reads next), which holds the
+    // user's and the account's statuses too (its caller and account).
     withContext: db
-      .select({ ...identityFields, ctx: deviceContextSql(sql`${devices.account_id}`, sql`${devices.id}`, sql.placeholder("to")) })
+      .select({ ...deviceFields, ctx: deviceContextSql(sql`${devices.account_id}`, sql`${devices.id}`, sql.placeholder("to")) })
       .from(deviceCredentials)
       .innerJoin(devices, device)
       .where(credential)
@@ -85,5 +89,5 @@ export async function findDigestIdentityWithContext(
   const [row] = await lookups(db).withContext.execute({ realm, username: authUsername, to });
   if (!row) return null;
   const ctx = (typeof row.ctx === "string" ? JSON.parse(row.ctx) : row.ctx) as DeviceContext;
-  return { ...row, ctx };
+  return { ...row, user_status: ctx.caller?.status ?? "missing", account_status: ctx.account?.status ?? "missing", ctx };
 }
