@@ -106,7 +106,7 @@ describe(`POST /route [${storeKind}]`, () => {
 
     test("the device context read with the credential is the one the router reads by itself", async () => {
       const s = await seed();
-      await createExtension(platform.db, s.accountId, { digits: "300", dest_kind: "hangup" } as never);
+      await createExtension(platform.db, s.accountId, { digits: "300", dest_kind: "hangup" });
       for (const to of ["300", "1002", "1001", "999"]) {
         const { result, device } = await authenticateDigestForRoute(digestAuthDeps(platform), digest(s.realm, "pw-1001-long"), to);
         expect(result.device_id).toBe(s.deviceId);

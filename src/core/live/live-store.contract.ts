@@ -618,6 +618,10 @@ export function runLiveStoreContract(name: string, make: () => Promise<LiveStore
         expect(await mark("late", true, now + 3_000, [], [])).toBe(false);
         await store.del(ended);
         expect(await mark("late", true, now + 3_000, [], [])).toBe(true);
+        // Bad arguments are refused before anything is written.
+        await expect(mark("bad", true, now + 0.5)).rejects.toThrow(RangeError);
+        await expect(mark("bad", true, now, [u1], ["us_1", "us_2"])).rejects.toThrow(RangeError);
+        expect(await store.zscore(u1, "bad")).toBeNull();
       });
 
       test("zaddExpiringWithin takes every set or none, and reports the first that would overflow", async () => {

@@ -449,6 +449,7 @@ export function createMemoryLiveStore(): LiveStore {
 
     async markDialog(input) {
       if (input.userKeys.length !== input.users.length) throw new RangeError("markDialog: one user key per user");
+      integerArg("now", input.now);
       const ms = ttlArg(input.ttlMs);
       if (lookup(input.endedKey) !== undefined) return false;
       if (!input.users.length) return true;
