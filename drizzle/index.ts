@@ -7,6 +7,7 @@ import m3 from "./0003_calls_events.sql" with { type: "text" };
 import m4 from "./0004_calls_events.sql" with { type: "text" };
 import m5 from "./0005_webhook_due.sql" with { type: "text" };
 import m6 from "./0006_call_record_hot.sql" with { type: "text" };
+import m7 from "./0007_statistics.sql" with { type: "text" };
 
 /** Every migration, in order. */
 export const migrations: Migration[] = [
@@ -17,4 +18,5 @@ export const migrations: Migration[] = [
   { tag: "0004_calls_events", sql: m4 },
   { tag: "0005_webhook_due", sql: m5 },
   { tag: "0006_call_record_hot", sql: m6 },
+  { tag: "0007_statistics", sql: m7 },
 ];

@@ -11,7 +11,7 @@ import type { LiveStore } from "../core/live/live-store.ts";
 import { createPublicApp } from "../public/app.ts";
 import { identityRoutes } from "../public/routes/identity.ts";
 import { eventRoutes } from "../public/routes/events.ts";
-import { keyWithScopes, seedTenant, storeKind, testPlatform, type Tenant } from "../../test/support/platform.ts";
+import { keyWithScopes, seedTenant, storeKind, testPlatform } from "../../test/support/platform.ts";
 import { call } from "../../test/support/http.ts";
 import { createRealtimeApp, type RealtimeOptions } from "./app.ts";
 import { EventHub } from "./event-hub.ts";

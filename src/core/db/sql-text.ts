@@ -27,3 +27,15 @@ export function jsonRows(rows: unknown[], alias: string, columns: string): SQL {
   const bound = 2 ** Math.ceil(Math.log2(Math.max(1, rows.length)));
   return sql`(select * from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as ${sql.raw(alias)}(${sql.raw(columns)}) limit ${sql.raw(String(bound))}) ${sql.raw(alias)}`;
 }
+
+// ── Values of rows read with rawRows (fixed-text statements), as the drivers give them: PostgreSQL
+// (postgres.js) gives a bigint as text, PGlite as a number; jsonb comes parsed or as text.
+
+/** A numeric column's value as a number. */
+export const rawNumber = (value: unknown): number => (typeof value === "number" ? value : Number(value));
+
+/** A nullable numeric column's value as a number or null. */
+export const rawNumberOrNull = (value: unknown): number | null => (value === null || value === undefined ? null : rawNumber(value));
+
+/** A json/jsonb column's value, parsed. */
+export const rawJson = <T>(value: unknown): T => (typeof value === "string" ? JSON.parse(value) : value) as T;

@@ -5,7 +5,7 @@ import { conflict, isUniqueViolation, notFound, validationFailed, type ErrorDeta
 import { newId } from "../ids/ids.ts";
 import { decodeCursor, toPage } from "../pagination/pagination.ts";
 import { normalizeE164 } from "../validation/fields.ts";
-import { assertNotInUse, type ReferencedKind } from "../routing/references.ts";
+import { assertNotInUse } from "../routing/references.ts";
 import type { NumberModel } from "./numbers.model.ts";
 import type { NewNumberRow, NumberRow } from "./numbers.schema.ts";
 import { deleteNumberRow, findNumber, insertNumber, listNumberRows, updateNumberRow } from "./numbers.store.ts";

@@ -3,10 +3,8 @@
  * schedule, and the closed / holiday destinations that only a schedule can trigger. One merge rule
  * for PATCH and one check for every write, so both resources answer the same way.
  */
-import { sql } from "drizzle-orm";
 import type { Static } from "@sinclair/typebox";
 import type { DbOrTx } from "../db/db.ts";
-import { rawRows } from "../db/migrate.ts";
 import { AppError, validationFailed, type ErrorDetail } from "../errors/app-error.ts";
 import { checkRouteTargets, type DestXform } from "../routing/route-target.ts";
 import { rowExists } from "../db/row-exists.ts";

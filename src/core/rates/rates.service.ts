@@ -3,33 +3,50 @@
  * the plan's lines for the call's direction wins; answered seconds are rounded up to the line's
  * initial period and increments (60/60 bills whole minutes, 1/1 whole seconds).
  */
-import { and, eq, inArray } from "drizzle-orm";
+import { sql } from "drizzle-orm";
 import type { DbOrTx } from "../db/db.ts";
+import { rawRows } from "../db/migrate.ts";
+import { rawJson, rawNumber } from "../db/sql-text.ts";
 import type { CallDirection } from "../routing/route-types.ts";
-import { ratePlans, type RateLine, type RatePlanRow } from "./rates.schema.ts";
+import type { RateLine, RatePlanRow } from "./rates.schema.ts";
+
+/** A rate_plan row as rawRows gives it. */
+function ratePlanRow(r: Record<string, unknown>): RatePlanRow {
+  return {
+    account_id: r.account_id as string,
+    id: r.id as string,
+    name: r.name as string,
+    currency: r.currency as string,
+    is_default: rawNumber(r.is_default),
+    rates: rawJson<RateLine[]>(r.rates),
+    created_at: rawNumber(r.created_at),
+    updated_at: rawNumber(r.updated_at),
+  };
+}
+
+/**
+ * The default plans of these accounts (their is_default plan; accounts without one are absent), in
+ * one read. Read for every batch of ending calls, so a fixed text: the query builder took ~18 µs of
+ * CPU to write it each time.
+ */
+async function readDefaultPlans(db: DbOrTx, accountIds: string[]): Promise<RatePlanRow[]> {
+  const byAccount = accountIds.length === 1 ? sql`account_id = ${accountIds[0]!}` : sql`account_id = any(${sql.param(accountIds)}::text[])`;
+  const rows = await rawRows<Record<string, unknown>>(
+    db,
+    sql`select account_id, id, name, currency, is_default, rates, created_at, updated_at from rate_plan where ${byAccount} and is_default = 1`,
+  );
+  return rows.map(ratePlanRow);
+}
 
 /** The plan that prices the account's calls (its is_default plan), or null when it has none. */
 export async function defaultRatePlan(db: DbOrTx, accountId: string): Promise<RatePlanRow | null> {
-  const [row] = await db
-    .select()
-    .from(ratePlans)
-    .where(and(eq(ratePlans.account_id, accountId), eq(ratePlans.is_default, 1)))
-    .limit(1);
-  return row ?? null;
+  return (await readDefaultPlans(db, [accountId]))[0] ?? null;
 }
 
 /** The default plans of several accounts, in one read (accounts without one are absent). */
 export async function defaultRatePlans(db: DbOrTx, accountIds: string[]): Promise<Map<string, RatePlanRow>> {
   if (!accountIds.length) return new Map();
-  if (accountIds.length === 1) {
-    const plan = await defaultRatePlan(db, accountIds[0]!);
-    return new Map(plan ? [[accountIds[0]!, plan]] : []);
-  }
-  const rows = await db
-    .select()
-    .from(ratePlans)
-    .where(and(inArray(ratePlans.account_id, accountIds), eq(ratePlans.is_default, 1)));
-  return new Map(rows.map((r) => [r.account_id, r]));
+  return new Map((await readDefaultPlans(db, accountIds)).map((r) => [r.account_id, r]));
 }
 
 /** Seconds billed for `billsec` answered seconds under `initial/increment` (0 stays 0). */

@@ -8,6 +8,7 @@
  */
 import { sql, type SQL, type SQLWrapper } from "drizzle-orm";
 import type { DbOrTx } from "../db/db.ts";
+import { rawJson } from "../db/sql-text.ts";
 import type { EvaluatedRule } from "../schedules/schedule-eval.ts";
 import type { DestXform } from "./route-target.ts";
 import type { Static } from "@sinclair/typebox";
@@ -383,7 +384,7 @@ function statements(db: DbOrTx) {
 function first<T>(rows: Array<{ ctx: unknown }>): T | null {
   const value = rows[0]?.ctx;
   if (value === undefined || value === null) return null;
-  return (typeof value === "string" ? JSON.parse(value) : value) as T;
+  return rawJson<T>(value);
 }
 
 /**

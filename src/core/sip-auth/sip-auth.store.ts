@@ -5,6 +5,7 @@
  */
 import { and, eq, sql } from "drizzle-orm";
 import type { Db } from "../db/db.ts";
+import { rawJson } from "../db/sql-text.ts";
 import { accounts } from "../accounts/accounts.schema.ts";
 import { deviceCredentials, devices } from "../devices/devices.schema.ts";
 import { appUsers } from "../users/users.schema.ts";
@@ -88,6 +89,6 @@ export async function findDigestIdentityWithContext(
 ): Promise<(DigestIdentity & { ctx: DeviceContext }) | null> {
   const [row] = await lookups(db).withContext.execute({ realm, username: authUsername, to });
   if (!row) return null;
-  const ctx = (typeof row.ctx === "string" ? JSON.parse(row.ctx) : row.ctx) as DeviceContext;
+  const ctx = rawJson<DeviceContext>(row.ctx);
   return { ...row, user_status: ctx.caller?.status ?? "missing", account_status: ctx.account?.status ?? "missing", ctx };
 }

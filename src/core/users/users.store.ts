@@ -1,7 +1,6 @@
 /** Queries on users. The only file of this capability that touches drizzle. */
-import { and, asc, eq, gt, ilike, or, sql, type SQL } from "drizzle-orm";
+import { and, asc, eq, gt, ilike, or, type SQL } from "drizzle-orm";
 import type { DbOrTx } from "../db/db.ts";
-import { rawRows } from "../db/migrate.ts";
 import { appUsers, type NewUserRow, type UserRow } from "./users.schema.ts";
 import { likePrefix } from "../db/sql-text.ts";
 

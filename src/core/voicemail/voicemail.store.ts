@@ -1,7 +1,6 @@
 /** Queries on voicemail boxes. The only file of this capability that touches drizzle. */
-import { and, asc, eq, gt, ilike, sql, type SQL } from "drizzle-orm";
+import { and, asc, eq, gt, ilike, type SQL } from "drizzle-orm";
 import type { DbOrTx } from "../db/db.ts";
-import { rawRows } from "../db/migrate.ts";
 import { voicemails, type VoicemailRow } from "./voicemail.schema.ts";
 import { likePrefix } from "../db/sql-text.ts";
 

@@ -1,20 +1,21 @@
 /** Queries on webhook deliveries: planning, claiming, recording attempts, the log, retention. */
-import { and, desc, eq, inArray, lt, sql, type SQL } from "drizzle-orm";
+import { and, desc, eq, lt, sql, type SQL } from "drizzle-orm";
 import type { Database, Db, DbOrTx } from "../db/db.ts";
 import { rawRows } from "../db/migrate.ts";
+import { rawJson } from "../db/sql-text.ts";
 import { webhookDeliveries, type WebhookDeliveryRow } from "./delivery.schema.ts";
-import { webhookSubscriptions } from "./webhooks.schema.ts";
 
 export type NewDeliveryRow = typeof webhookDeliveries.$inferInsert;
 
-/** The active subscriptions of `accountIds` with the events each receives (one read for a set of events). */
+/**
+ * The active subscriptions of `accountIds` with the events each receives (one read for a set of
+ * events). Read by every emitting transaction, so a fixed text: the query builder took ~18 µs of CPU
+ * to write it each time.
+ */
 export async function activeSubscriptions(tx: DbOrTx, accountIds: string[]): Promise<Array<{ account_id: string; id: string; events: string[] }>> {
   if (!accountIds.length) return [];
-  const byAccount = accountIds.length === 1 ? eq(webhookSubscriptions.account_id, accountIds[0]!) : inArray(webhookSubscriptions.account_id, accountIds);
-  return tx
-    .select({ account_id: webhookSubscriptions.account_id, id: webhookSubscriptions.id, events: webhookSubscriptions.events })
-    .from(webhookSubscriptions)
-    .where(and(byAccount, eq(webhookSubscriptions.status, "active")));
+  const byAccount = accountIds.length === 1 ? sql`account_id = ${accountIds[0]!}` : sql`account_id = any(${sql.param(accountIds)}::text[])`;
+  return rawRows(tx, sql`select account_id, id, events from webhook_subscription where ${byAccount} and status = 'active'`);
 }
 
 /**
@@ -174,19 +175,18 @@ export async function exchangeDeliveries(database: Pick<Database, "db" | "queue"
         await tx.execute(sql`select set_config('enable_bitmapscan', 'off', true), set_config('enable_seqscan', 'off', true)`);
         return rawRows<Row>(tx, statement);
       });
-  const parsed = <T>(value: unknown): T => (typeof value === "string" ? JSON.parse(value) : value) as T;
-  const lost = new Set(parsed<string[]>(row?.lost ?? "[]"));
+  const lost = new Set(rawJson<string[]>(row?.lost ?? "[]"));
   const recorded = new Set<string>();
   for (const r of records) if (!lost.has(r.id)) recorded.add(r.id);
   const events = new Map<string, ClaimedDelivery["event"]>();
-  for (const [accountId, id, name, data, ts] of parsed<Array<[string, number, string, unknown, number]>>(row?.events ?? "[]")) {
+  for (const [accountId, id, name, data, ts] of rawJson<Array<[string, number, string, unknown, number]>>(row?.events ?? "[]")) {
     events.set(`${accountId}\u0000${id}`, { name, data, ts: Number(ts) });
   }
   const subs = new Map<string, ClaimedDelivery["subscription"]>();
-  for (const [accountId, id, url, secretRef, status] of parsed<Array<[string, string, string, string | null, string]>>(row?.subs ?? "[]")) {
+  for (const [accountId, id, url, secretRef, status] of rawJson<Array<[string, string, string, string | null, string]>>(row?.subs ?? "[]")) {
     subs.set(`${accountId}\u0000${id}`, { url, secret_ref: secretRef, status: status ?? "active" });
   }
-  const claimed = parsed<Array<[string, string, string, number, number]>>(row?.claimed ?? "[]").map(
+  const claimed = rawJson<Array<[string, string, string, number, number]>>(row?.claimed ?? "[]").map(
     ([accountId, id, webhookId, attempts, eventId]): ClaimedDelivery => ({
       account_id: accountId,
       id,

@@ -7,7 +7,7 @@ import { rawRows } from "../../core/db/migrate.ts";
 import { createPublicApp } from "../app.ts";
 import { identityRoutes } from "./identity.ts";
 import { conferenceRoutes } from "./conferences.ts";
-import { keyWithScopes, seedTenant, sharedStores, storeKind, testPlatform, type Tenant } from "../../../test/support/platform.ts";
+import { keyWithScopes, seedTenant, storeKind, testPlatform, type Tenant } from "../../../test/support/platform.ts";
 import { call, type CallOptions, type Json } from "../../../test/support/http.ts";
 
 let platform: Platform;

@@ -7,7 +7,7 @@ import { createPublicApp } from "../app.ts";
 import { identityRoutes } from "./identity.ts";
 import { userRoutes } from "./users.ts";
 import { deviceRoutes } from "./devices.ts";
-import { keyWithScopes, seedTenant, sharedStores, storeKind, testPlatform, type Tenant } from "../../../test/support/platform.ts";
+import { keyWithScopes, seedTenant, storeKind, testPlatform, type Tenant } from "../../../test/support/platform.ts";
 import { call, type Json } from "../../../test/support/http.ts";
 import { rawRows } from "../../core/db/migrate.ts";
 import { newId } from "../../core/ids/ids.ts";

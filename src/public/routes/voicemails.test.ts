@@ -8,7 +8,7 @@ import { verifyVoicemailPin } from "../../core/voicemail/voicemail.service.ts";
 import { createPublicApp } from "../app.ts";
 import { identityRoutes } from "./identity.ts";
 import { voicemailRoutes } from "./voicemails.ts";
-import { keyWithScopes, seedTenant, sharedStores, storeKind, testPlatform, type Tenant } from "../../../test/support/platform.ts";
+import { keyWithScopes, seedTenant, storeKind, testPlatform, type Tenant } from "../../../test/support/platform.ts";
 import { call, type CallOptions, type Json } from "../../../test/support/http.ts";
 
 let platform: Platform;
