@@ -1,6 +1,6 @@
 /** Queries on call records and their traces. The only file of this capability that touches drizzle. */
 import { and, asc, desc, eq, getTableColumns, gte, isNull, lt, ne, sql, type SQL, type SQLWrapper } from "drizzle-orm";
-import { jsonRows, rawJson, rawNumber, rawNumberOrNull } from "../db/sql-text.ts";
+import { columnList, columnReader, jsonRows } from "../db/sql-text.ts";
 import { resultRows, type DbOrTx } from "../db/db.ts";
 import { rawRows } from "../db/migrate.ts";
 import { callRecords, callTraces, type CallRecordRow, type CallTraceRow } from "./calls.schema.ts";
@@ -181,33 +181,11 @@ export type DialogCall = Pick<CallRecordRow, keyof typeof dialogColumns>;
 // ── The dialog path's statements, written as fixed text. They run for every batch of edge events,
 // and the query builder took 18–35 µs of CPU to write each one (an update naming thirteen returned
 // columns the most); a fixed text costs under 1 µs. The rows come back as the driver gives them and
-// are read by dialogCall.
+// are read through the columns' own mappings (columnReader).
 
-/** {@link dialogColumns} of call_record `c`, as a select or returning list. */
-const DIALOG_LIST = sql.raw(
-  Object.values(dialogColumns)
-    .map((c) => `c."${c.name}"`)
-    .join(", "),
-);
-
-/** A row of {@link DIALOG_LIST} as the driver gives it (bigints may be text, jsonb text or parsed). */
-function dialogCall(r: Record<string, unknown>): DialogCall {
-  return {
-    account_id: r.account_id as string,
-    id: r.id as string,
-    sip_call_id: r.sip_call_id as string,
-    direction: r.direction as string,
-    to: r.to as string,
-    started_ms: rawNumber(r.started_ms),
-    answered: rawNumber(r.answered),
-    answered_ms: rawNumberOrNull(r.answered_ms),
-    ended_ms: rawNumberOrNull(r.ended_ms),
-    billsec: rawNumber(r.billsec),
-    queue_id: (r.queue_id ?? null) as string | null,
-    agent_id: (r.agent_id ?? null) as string | null,
-    slots: rawJson<DialogCall["slots"]>(r.slots),
-  };
-}
+/** {@link dialogColumns} of call_record `c`, as a select or returning list, and the reader of its rows. */
+const DIALOG_LIST = columnList(dialogColumns, "c");
+const dialogCall = columnReader<DialogCall>(dialogColumns);
 
 const dialogRows = async (db: DbOrTx, query: SQL): Promise<DialogCall[]> => (await rawRows<Record<string, unknown>>(db, query)).map(dialogCall);
 

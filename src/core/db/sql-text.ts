@@ -1,5 +1,5 @@
 /** Text helpers for queries, shared by every store. */
-import { sql, type SQL } from "drizzle-orm";
+import { sql, type Column, type SQL } from "drizzle-orm";
 
 /**
  * A LIKE / ILIKE pattern matching values that start with `prefix`, taken literally: `%`, `_` and `\`
@@ -39,3 +39,34 @@ export const rawNumberOrNull = (value: unknown): number | null => (value === nul
 
 /** A json/jsonb column's value, parsed. */
 export const rawJson = <T>(value: unknown): T => (typeof value === "string" ? JSON.parse(value) : value) as T;
+
+/**
+ * `columns` (the query builder's select fields, by their database names) as the select or returning
+ * list of a fixed-text statement on table alias `alias`; read its rows with {@link columnReader}.
+ * @example sql`select ${columnList(dialogColumns, "c")} from call_record c where …`
+ */
+export function columnList(columns: Record<string, Column>, alias: string): SQL {
+  return sql.raw(
+    Object.values(columns)
+      .map((c) => `${alias}."${c.name}"`)
+      .join(", "),
+  );
+}
+
+/**
+ * Reads a raw row of a {@link columnList} statement as the query builder would: each field by its
+ * column's database name, through that column's own driver-value mapping (a bigint in number mode
+ * from text, jsonb parsed), null kept.
+ * @example const toCall = columnReader<DialogCall>(dialogColumns); (await rawRows(db, query)).map(toCall)
+ */
+export function columnReader<R>(columns: Record<string, Column>): (raw: Record<string, unknown>) => R {
+  const fields = Object.entries(columns);
+  return (raw) => {
+    const row: Record<string, unknown> = {};
+    for (const [key, column] of fields) {
+      const value = raw[column.name];
+      row[key] = value === null || value === undefined ? null : column.mapFromDriverValue(value);
+    }
+    return row as R;
+  };
+}

@@ -621,6 +621,8 @@ export function runLiveStoreContract(name: string, make: () => Promise<LiveStore
         // Bad arguments are refused before anything is written.
         await expect(mark("bad", true, now + 0.5)).rejects.toThrow(RangeError);
         await expect(mark("bad", true, now, [u1], ["us_1", "us_2"])).rejects.toThrow(RangeError);
+        await expect(mark("bad", true, now + 0.5, [], [])).rejects.toThrow(RangeError);
+        await expect(store.markDialog({ endedKey: ended, usersKey: users, userKeys: [], users: [], member: "bad", confirmed: true, now, ttlMs: -1 })).rejects.toThrow(RangeError);
         expect(await store.zscore(u1, "bad")).toBeNull();
       });
 

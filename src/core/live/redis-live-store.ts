@@ -471,8 +471,11 @@ export async function createRedisLiveStore(url: string): Promise<LiveStore> {
 
     async markDialog(input) {
       if (input.userKeys.length !== input.users.length) throw new RangeError("markDialog: one user key per user");
+      // Checked before anything is sent, with users or without (as the in-process store does).
+      const now = integerArg("now", input.now);
+      const ttl = ttlArg(input.ttlMs);
       if (!input.users.length) return (await send("GET", [input.endedKey])) === null;
-      const args = [input.member, input.confirmed ? "1" : "0", integerArg("now", input.now), ttlArg(input.ttlMs), ...input.users];
+      const args = [input.member, input.confirmed ? "1" : "0", now, ttl, ...input.users];
       return flag(await run(SCRIPTS.markDialog, [input.endedKey, input.usersKey, ...input.userKeys], args));
     },
 

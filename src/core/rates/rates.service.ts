@@ -3,26 +3,16 @@
  * the plan's lines for the call's direction wins; answered seconds are rounded up to the line's
  * initial period and increments (60/60 bills whole minutes, 1/1 whole seconds).
  */
-import { sql } from "drizzle-orm";
+import { getTableColumns, sql } from "drizzle-orm";
 import type { DbOrTx } from "../db/db.ts";
 import { rawRows } from "../db/migrate.ts";
-import { rawJson, rawNumber } from "../db/sql-text.ts";
+import { columnList, columnReader } from "../db/sql-text.ts";
 import type { CallDirection } from "../routing/route-types.ts";
-import type { RateLine, RatePlanRow } from "./rates.schema.ts";
+import { ratePlans, type RateLine, type RatePlanRow } from "./rates.schema.ts";
 
-/** A rate_plan row as rawRows gives it. */
-function ratePlanRow(r: Record<string, unknown>): RatePlanRow {
-  return {
-    account_id: r.account_id as string,
-    id: r.id as string,
-    name: r.name as string,
-    currency: r.currency as string,
-    is_default: rawNumber(r.is_default),
-    rates: rawJson<RateLine[]>(r.rates),
-    created_at: rawNumber(r.created_at),
-    updated_at: rawNumber(r.updated_at),
-  };
-}
+const RATE_PLAN_COLUMNS = getTableColumns(ratePlans);
+const RATE_PLAN_LIST = columnList(RATE_PLAN_COLUMNS, "p");
+const ratePlanRow = columnReader<RatePlanRow>(RATE_PLAN_COLUMNS);
 
 /**
  * The default plans of these accounts (their is_default plan; accounts without one are absent), in
@@ -30,10 +20,10 @@ function ratePlanRow(r: Record<string, unknown>): RatePlanRow {
  * CPU to write it each time.
  */
 async function readDefaultPlans(db: DbOrTx, accountIds: string[]): Promise<RatePlanRow[]> {
-  const byAccount = accountIds.length === 1 ? sql`account_id = ${accountIds[0]!}` : sql`account_id = any(${sql.param(accountIds)}::text[])`;
+  const byAccount = accountIds.length === 1 ? sql`p.account_id = ${accountIds[0]!}` : sql`p.account_id = any(${sql.param(accountIds)}::text[])`;
   const rows = await rawRows<Record<string, unknown>>(
     db,
-    sql`select account_id, id, name, currency, is_default, rates, created_at, updated_at from rate_plan where ${byAccount} and is_default = 1`,
+    sql`select ${RATE_PLAN_LIST} from rate_plan p where ${byAccount} and p.is_default = 1`,
   );
   return rows.map(ratePlanRow);
 }
