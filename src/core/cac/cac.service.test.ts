@@ -1,7 +1,7 @@
-/** CAC acquisition: all or none, and nothing left taken when a step fails. */
+/** CAC acquisition: all or none, recorded for snapshots in the same step, and nothing held when it fails. */
 import { describe, expect, test } from "bun:test";
 import { createMemoryLiveStore } from "../live/memory-live-store.ts";
-import type { LiveStore } from "../live/live-store.ts";
+import { accountKey } from "../live/live-store.ts";
 import type { CacSlot } from "../routing/route-types.ts";
 import { acquireSlots, cacSnapshot } from "./cac.service.ts";
 
@@ -26,14 +26,25 @@ describe("acquireSlots", () => {
     await live.close();
   });
 
-  test("a failed bookkeeping write gives back the slots it took, and the error surfaces", async () => {
-    const store = createMemoryLiveStore();
-    const failing = new Proxy(store, {
-      get: (target, prop) => (prop === "expire" ? () => Promise.reject(new Error("live store down")) : Reflect.get(target, prop)),
-    }) as LiveStore;
-    await expect(acquireSlots(failing, "acc_cac", "call_1", slots(1), TTL)).rejects.toThrow("live store down");
+  test("a snapshot shows each slot with the limit last asked for, a refused call's too", async () => {
+    const live = createMemoryLiveStore();
+    expect(await acquireSlots(live, "acc_cac", "call_1", slots(2), TTL)).toEqual({ ok: true });
+    expect(await acquireSlots(live, "acc_cac", "call_2", slots(2), TTL)).toEqual({ ok: true });
+    // The user's ceiling was lowered to 1 while two calls last: the snapshot says why the next is refused.
+    expect(await acquireSlots(live, "acc_cac", "call_3", slots(1), TTL)).toEqual({ ok: false, refused: slots(1)[1]!, active: 2 });
+    const user = (await cacSnapshot(live, "acc_cac")).find((c) => c.level === "user");
+    expect(user).toEqual({ level: "user", id: "us_cac", limit: 1, active: 2, call_ids: ["call_1", "call_2"] });
+    await live.close();
+  });
+
+  test("when the slots' index cannot be written, the error surfaces and nothing is held", async () => {
+    const live = createMemoryLiveStore();
+    const index = accountKey("acc_cac", "cac", "slots");
+    await live.set(index, "not a set");
+    await expect(acquireSlots(live, "acc_cac", "call_1", slots(1), TTL)).rejects.toThrow(/WRONGTYPE/);
+    await live.del(index);
     // Nothing is held: the next call gets the user's only slot.
-    expect(await acquireSlots(store, "acc_cac", "call_2", slots(1), TTL)).toEqual({ ok: true });
-    await store.close();
+    expect(await acquireSlots(live, "acc_cac", "call_2", slots(1), TTL)).toEqual({ ok: true });
+    await live.close();
   });
 });

@@ -24,6 +24,9 @@ const registryKey = (accountId: string) => accountKey(accountId, "cac", "slots")
 /** The last limit each slot was taken with (what the snapshot shows). */
 const limitsKey = (accountId: string) => accountKey(accountId, "cac", "limits");
 
+/** The account's slot index (names and last limits), kept a minute longer than any member it can list. */
+const indexOf = (accountId: string, ttlMs: number) => ({ namesKey: registryKey(accountId), valuesKey: limitsKey(accountId), ttlMs: ttlMs + 60_000 });
+
 /** Outcome of `acquireSlots`. */
 export type Acquired = { ok: true } | { ok: false; refused: CacSlot; active: number };
 
@@ -34,25 +37,15 @@ export type Acquired = { ok: true } | { ok: false; refused: CacSlot; active: num
  */
 export async function acquireSlots(live: LiveStore, accountId: string, member: string, slots: readonly CacSlot[], ttlMs: number): Promise<Acquired> {
   if (!slots.length) return { ok: true };
-  // The bookkeeping (which slots exist and their last limits, for snapshots and resets) goes out
-  // with the take, not before it: the live store pipelines concurrent commands into one round trip.
-  // Issued before the take and in this order (each call sends before it awaits), so the expiries
-  // follow the writes; the keys outlive every member that could still be counted.
-  const bookkeeping = Promise.all([
-    live.sadd(registryKey(accountId), ...slots.map(slotName)),
-    live.hset(limitsKey(accountId), Object.fromEntries(slots.map((s) => [slotName(s), String(s.limit)]))),
-    live.expire(registryKey(accountId), ttlMs + 60_000),
-    live.expire(limitsKey(accountId), ttlMs + 60_000),
-  ]);
-  const take = live.zaddExpiringWithin(slots.map((slot) => ({ key: slotKey(accountId, slot), limit: slot.limit })), member, ttlMs);
-  const [booked, taken] = await Promise.allSettled([bookkeeping, take]);
-  if (taken.status === "rejected") throw taken.reason;
-  const got = taken.value;
-  if (booked.status === "rejected") {
-    // Slots a snapshot or reset could not find must not stay taken.
-    if (got.ok) await releaseSlots(live, accountId, member, slots);
-    throw booked.reason;
-  }
+  // The take records its slots (which exist, and their last limits, for snapshots and resets) in
+  // the same atomic step, so a slot taken is always findable; the index outlives every member that
+  // could still be counted.
+  const got = await live.zaddExpiringWithin(
+    slots.map((slot) => ({ key: slotKey(accountId, slot), limit: slot.limit })),
+    member,
+    ttlMs,
+    { ...indexOf(accountId, ttlMs), entries: slots.map((slot) => ({ name: slotName(slot), value: String(slot.limit) })) },
+  );
   return got.ok ? { ok: true } : { ok: false, refused: slots[got.index]!, active: got.count };
 }
 
@@ -68,12 +61,13 @@ export async function releaseSlots(live: LiveStore, accountId: string, member: s
  */
 export async function renewSlots(live: LiveStore, accountId: string, member: string, slots: readonly CacSlot[], ttlMs: number): Promise<void> {
   if (!slots.length) return;
-  // One script for every slot, the bookkeeping's expiries beside it (pipelined into one round trip).
-  await Promise.all([
-    live.zrenewExpiring(slots.map((slot) => slotKey(accountId, slot)), member, ttlMs),
-    live.expire(registryKey(accountId), ttlMs + 60_000),
-    live.expire(limitsKey(accountId), ttlMs + 60_000),
-  ]);
+  // One atomic step for every slot, the index's expiry with it.
+  await live.zrenewExpiring(
+    slots.map((slot) => slotKey(accountId, slot)),
+    member,
+    ttlMs,
+    indexOf(accountId, ttlMs),
+  );
 }
 
 /** One counter of a snapshot. */

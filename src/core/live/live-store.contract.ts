@@ -644,6 +644,66 @@ export function runLiveStoreContract(name: string, make: () => Promise<LiveStore
         expect(await store.zaddExpiringWithin([], "c6", 10_000)).toEqual({ ok: true });
       });
 
+      test("zaddExpiringWithin with an index records its sets there in the same step, taken or refused", async () => {
+        const [a, b, names, values] = [key("idx-a"), key("idx-b"), key("idx-names"), key("idx-values")];
+        const index = (entries: Array<[string, string]>, ttlMs = 30_000) => ({
+          namesKey: names,
+          valuesKey: values,
+          entries: entries.map(([name, value]) => ({ name, value })),
+          ttlMs,
+        });
+        const both = [{ key: a, limit: 2 }, { key: b, limit: 1 }];
+        expect(await store.zaddExpiringWithin(both, "c1", 10_000, index([["a", "2"], ["b", "1"]]))).toEqual({ ok: true });
+        expect((await store.smembers(names)).sort()).toEqual(["a", "b"]);
+        expect(await store.hgetall(values)).toEqual({ a: "2", b: "1" });
+        for (const k of [names, values]) {
+          expect(await store.ttl(k)).toBeGreaterThan(20_000);
+          expect(await store.ttl(k)).toBeLessThanOrEqual(30_000);
+        }
+        // Refused (b is full): no set changes; the index has the limits this take asked for (what an
+        // operator who lowered one sees).
+        expect(await store.zaddExpiringWithin(both, "c2", 10_000, index([["a", "7"], ["b2", "9"]]))).toEqual({ ok: false, index: 1, count: 1 });
+        expect(await store.zliveMembers(a)).toEqual(["c1"]);
+        expect((await store.smembers(names)).sort()).toEqual(["a", "b", "b2"]);
+        expect(await store.hgetall(values)).toEqual({ a: "7", b: "1", b2: "9" });
+        expect(await store.ttl(key("idx-b2"))).toBe(-2);
+        expect(await store.zaddExpiringWithin([{ key: a, limit: 3 }], "c3", 10_000, index([["a", "3"]]))).toEqual({ ok: true });
+        expect(await store.hgetall(values)).toEqual({ a: "3", b: "1", b2: "9" });
+        // One entry per set, checked before anything is sent.
+        await expect(store.zaddExpiringWithin(both, "c4", 10_000, index([["a", "2"]]))).rejects.toThrow(RangeError);
+        await expect(store.zaddExpiringWithin(both, "c4", 10_000, index([["a", "2"], ["b", "1"]], 0))).rejects.toThrow(RangeError);
+        expect(await store.zliveMembers(a)).toEqual(["c1", "c3"]);
+      });
+
+      test("zaddExpiringWithin fails with nothing taken or recorded when a key of its index holds another type", async () => {
+        for (const wrong of ["names", "values"] as const) {
+          const [k, names, values] = [key(`idx-wrong-${wrong}`), key(`idx-wrong-${wrong}-names`), key(`idx-wrong-${wrong}-values`)];
+          await store.set(wrong === "names" ? names : values, "not a collection");
+          const take = store.zaddExpiringWithin([{ key: k, limit: 5 }], "c1", 10_000, { namesKey: names, valuesKey: values, entries: [{ name: "k", value: "5" }], ttlMs: 30_000 });
+          await expect(take).rejects.toThrow(/WRONGTYPE/);
+          expect(await store.zliveMembers(k)).toEqual([]);
+          expect(await store.ttl(k)).toBe(-2);
+          expect(await store.ttl(wrong === "names" ? values : names)).toBe(-2);
+        }
+      });
+
+      test("zrenewExpiring with an index gives the index's keys its TTL, whether or not a set was renewed", async () => {
+        const [a, names, values] = [key("idx-renew-a"), key("idx-renew-names"), key("idx-renew-values")];
+        const index = { namesKey: names, valuesKey: values, ttlMs: 5_000 };
+        await store.zaddExpiringWithin([{ key: a, limit: 5 }], "call", 10_000, { ...index, entries: [{ name: "a", value: "5" }] });
+        expect(await store.ttl(names)).toBeLessThanOrEqual(5_000);
+        expect(await store.zrenewExpiring([a], "call", 60_000, { ...index, ttlMs: 40_000 })).toBe(1);
+        expect(await store.zrenewExpiring([a], "gone", 60_000, { ...index, ttlMs: 50_000 })).toBe(0);
+        for (const k of [names, values]) expect(await store.ttl(k)).toBeGreaterThan(40_000);
+        expect(await store.ttl(a)).toBeGreaterThan(50_000);
+        // Index keys that are not there stay absent.
+        const absent = { namesKey: key("idx-renew-none-n"), valuesKey: key("idx-renew-none-v"), ttlMs: 40_000 };
+        expect(await store.zrenewExpiring([a], "call", 60_000, absent)).toBe(1);
+        expect(await store.ttl(absent.namesKey)).toBe(-2);
+        expect(await store.ttl(absent.valuesKey)).toBe(-2);
+        await expect(store.zrenewExpiring([a], "call", 60_000, { ...index, ttlMs: -1 })).rejects.toThrow(RangeError);
+      });
+
       test("zaddExpiringWithin drops expired members first and gives the sets their members' lifetime", async () => {
         const k = key("within-exp");
         await store.zaddExpiringWithin([{ key: k, limit: 1 }], "short", SHORT_TTL_MS);

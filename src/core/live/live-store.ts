@@ -132,17 +132,25 @@ export interface LiveStore {
    * `limit`; else no set changes and the first set that would overflow is reported with its live count
    * without the member. A set the member is already in is renewed, and counts it once. Each set lives as
    * long as its longest-lived member, so an abandoned one cleans itself up. The CAC primitive (one
-   * round trip per admission, and no partial take to undo).
+   * round trip per admission, and no partial take to undo). With `index`, the take also records each
+   * set in it in the same step, taken or refused (its values are the latest asked); a wrong-type index
+   * key fails the take before any set changes.
    * @example await live.zaddExpiringWithin([{ key: userSlot, limit: 2 }, { key: accountSlot, limit: 30 }], "call_…", 14_400_000)
    */
-  zaddExpiringWithin(sets: Array<{ key: string; limit: number }>, member: string, ttlMs: number): Promise<{ ok: true } | { ok: false; index: number; count: number }>;
+  zaddExpiringWithin(
+    sets: Array<{ key: string; limit: number }>,
+    member: string,
+    ttlMs: number,
+    index?: ExpiringSetIndex,
+  ): Promise<{ ok: true } | { ok: false; index: number; count: number }>;
   /**
    * Renews `member` in each `zaddExpiringWithin` set where it is still live: its deadline becomes
    * now+ttlMs and the set lives at least that long. A set it left (released, expired, cleared) is not
-   * joined again. One atomic step; returns in how many sets it was renewed.
+   * joined again. With `index`, the index's keys get its TTL too (whatever was renewed). One atomic
+   * step; returns in how many sets it was renewed.
    * @example await live.zrenewExpiring([userSlot, accountSlot], "call_…", 14_400_000)
    */
-  zrenewExpiring(keys: string[], member: string, ttlMs: number): Promise<number>;
+  zrenewExpiring(keys: string[], member: string, ttlMs: number, index?: Omit<ExpiringSetIndex, "entries">): Promise<number>;
   /** Live (unexpired) members of a `zaddExpiringWithin` set, soonest-to-expire first. */
   zliveMembers(key: string): Promise<string[]>;
   /**
@@ -194,6 +202,19 @@ export interface LiveStore {
   ping(): Promise<void>;
   /** Closes connections and timers. */
   close(): Promise<void>;
+}
+
+/**
+ * Where `zaddExpiringWithin` records the sets a member took, so listings and resets can find them: a
+ * set of names and a hash of name → value (e.g. the limit each was taken with), both living `ttlMs`
+ * from the take (or renewal). Its keys must share the sets' hash tag (Redis Cluster).
+ */
+export interface ExpiringSetIndex {
+  namesKey: string;
+  valuesKey: string;
+  /** One per set, in the order of the sets. */
+  entries: Array<{ name: string; value: string }>;
+  ttlMs: number;
 }
 
 /** What `markDialog` writes. */

@@ -411,18 +411,42 @@ export function createMemoryLiveStore(): LiveStore {
       return evicted;
     },
 
-    async zaddExpiringWithin(sets, member, ttlMs) {
+    async zaddExpiringWithin(sets, member, ttlMs, setIndex) {
       const ms = ttlArg(ttlMs);
+      const keep = setIndex === undefined ? 0 : ttlArg(setIndex.ttlMs);
+      if (setIndex !== undefined && setIndex.entries.length !== sets.length) throw new RangeError("zaddExpiringWithin: one index entry per set");
       const now = Date.now();
       const zsets = sets.map(({ key }) => readCollection(key, "zset", () => ({ kind: "zset", value: new Map(), expiresAt: null })));
+      let refused: { ok: false; index: number; count: number } | null = null;
       for (let i = 0; i < sets.length; i++) {
         const zset = zsets[i]!;
         pruneZset(zset, now);
         const count = zset.value.size + (zset.value.has(member) ? 0 : 1);
         if (count > sets[i]!.limit) {
-          for (let j = 0; j < sets.length; j++) dropIfEmpty(sets[j]!.key, zsets[j]!);
-          return { ok: false, index: i, count: count - 1 };
+          refused = { ok: false, index: i, count: count - 1 };
+          break;
         }
+      }
+      if (setIndex !== undefined && sets.length) {
+        // The index's types first, as the script does: a wrong-type key fails the take before any set changes.
+        try {
+          read(setIndex.namesKey, "set");
+          read(setIndex.valuesKey, "hash");
+        } catch (error) {
+          for (let j = 0; j < sets.length; j++) dropIfEmpty(sets[j]!.key, zsets[j]!);
+          throw error;
+        }
+        const names = readCollection(setIndex.namesKey, "set", () => ({ kind: "set", value: new Set(), expiresAt: null }));
+        const values = readCollection(setIndex.valuesKey, "hash", () => ({ kind: "hash", value: new Map(), expiresAt: null }));
+        for (const { name, value } of setIndex.entries) {
+          names.value.add(name);
+          values.value.set(name, value);
+        }
+        names.expiresAt = values.expiresAt = now + keep;
+      }
+      if (refused !== null) {
+        for (let j = 0; j < sets.length; j++) dropIfEmpty(sets[j]!.key, zsets[j]!);
+        return refused;
       }
       for (const zset of zsets) {
         zset.value.set(member, now + ms);
@@ -432,8 +456,9 @@ export function createMemoryLiveStore(): LiveStore {
       return { ok: true };
     },
 
-    async zrenewExpiring(keys, member, ttlMs) {
+    async zrenewExpiring(keys, member, ttlMs, setIndex) {
       const ms = ttlArg(ttlMs);
+      const keep = setIndex === undefined ? 0 : ttlArg(setIndex.ttlMs);
       const now = Date.now();
       let renewed = 0;
       for (const key of keys) {
@@ -443,6 +468,13 @@ export function createMemoryLiveStore(): LiveStore {
         zset.value.set(member, now + ms);
         zset.expiresAt = Math.max(zset.expiresAt ?? 0, now + ms);
         renewed++;
+      }
+      if (setIndex !== undefined) {
+        // Like PEXPIRE on each: a key that is not there stays absent.
+        for (const key of [setIndex.namesKey, setIndex.valuesKey]) {
+          const entry = lookup(key);
+          if (entry !== undefined) entry.expiresAt = now + keep;
+        }
       }
       return renewed;
     },

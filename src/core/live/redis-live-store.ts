@@ -90,18 +90,44 @@ if ttl < 0 then
 end
 return {n, ttl}`),
 
-  // KEYS: the sets; ARGV: member, ttlMs, then one limit per key. Returns {0, 0} when taken, else
-  // {index (1-based), live count without the member} of the first set that would overflow. Each
-  // key's own TTL follows its longest-lived member.
+  // KEYS: the n sets, then (with an index) its names set and values hash. ARGV: member, ttlMs, n,
+  // one limit per set, then (with an index) its ttlMs, n names and n values. Returns {0, 0} when
+  // taken, else {index (1-based), live count without the member} of the first set that would
+  // overflow. Each set's own TTL follows its longest-lived member. The index is written, taken or
+  // refused, before the sets, its types checked first (a script's writes are not undone by a later
+  // error).
   zaddExpiringWithin: lua(`${NOW}local member = ARGV[1]
-for i, key in ipairs(KEYS) do
+local n = tonumber(ARGV[3])
+local refused = nil
+for i = 1, n do
+  local key = KEYS[i]
   redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
   local count = redis.call('ZCARD', key)
   if not redis.call('ZSCORE', key, member) then count = count + 1 end
-  if count > tonumber(ARGV[i + 2]) then return {i, count - 1} end
+  if count > tonumber(ARGV[i + 3]) then
+    refused = {i, count - 1}
+    break
+  end
 end
+if #KEYS > n then
+  local names, values, at = KEYS[n + 1], KEYS[n + 2], n + 4
+  for _, check in ipairs({{names, 'set'}, {values, 'hash'}}) do
+    local kind = redis.call('TYPE', check[1])['ok']
+    if kind ~= 'none' and kind ~= check[2] then
+      return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value')
+    end
+  end
+  for i = 1, n do
+    redis.call('SADD', names, ARGV[at + i])
+    redis.call('HSET', values, ARGV[at + i], ARGV[at + n + i])
+  end
+  redis.call('PEXPIRE', names, ARGV[at])
+  redis.call('PEXPIRE', values, ARGV[at])
+end
+if refused then return refused end
 local deadline = now + tonumber(ARGV[2])
-for _, key in ipairs(KEYS) do
+for i = 1, n do
+  local key = KEYS[i]
   redis.call('ZADD', key, deadline, member)
   local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
   local left = math.ceil(tonumber(last[2]) - now)
@@ -109,18 +135,25 @@ for _, key in ipairs(KEYS) do
 end
 return {0, 0}`),
 
-  // KEYS: the sets; ARGV: member, ttlMs. Returns how many sets held the member live.
+  // KEYS: the n sets, then (with an index) its two keys; ARGV: member, ttlMs, n, then (with an index)
+  // its ttlMs. Returns how many sets held the member live.
   zrenewExpiring: lua(`${NOW}local deadline = now + tonumber(ARGV[2])
-local n = 0
-for _, key in ipairs(KEYS) do
+local n = tonumber(ARGV[3])
+local renewed = 0
+for i = 1, n do
+  local key = KEYS[i]
   local score = redis.call('ZSCORE', key, ARGV[1])
   if score and tonumber(score) > now then
     redis.call('ZADD', key, deadline, ARGV[1])
     if redis.call('PTTL', key) < tonumber(ARGV[2]) then redis.call('PEXPIRE', key, ARGV[2]) end
-    n = n + 1
+    renewed = renewed + 1
   end
 end
-return n`),
+if #KEYS > n then
+  redis.call('PEXPIRE', KEYS[n + 1], ARGV[4])
+  redis.call('PEXPIRE', KEYS[n + 2], ARGV[4])
+end
+return renewed`),
 
   // KEYS: the ended mark, the dialog's users set, then one sorted set per user. ARGV: member,
   // confirmed (1/0), now, ttlMs, then the user ids. Scores are formatted as integers (Lua would print
@@ -455,18 +488,27 @@ export async function createRedisLiveStore(url: string): Promise<LiveStore> {
       return reply.map(String);
     },
 
-    async zaddExpiringWithin(sets, member, ttlMs) {
-      if (!sets.length) return { ok: true };
+    async zaddExpiringWithin(sets, member, ttlMs, setIndex) {
+      // Every argument is checked before anything is sent, sets or none (as the in-process store does).
+      const ttl = ttlArg(ttlMs);
+      if (setIndex !== undefined && setIndex.entries.length !== sets.length) throw new RangeError("zaddExpiringWithin: one index entry per set");
+      const indexKeys = setIndex === undefined ? [] : [setIndex.namesKey, setIndex.valuesKey];
+      const indexArgs =
+        setIndex === undefined ? [] : [ttlArg(setIndex.ttlMs), ...setIndex.entries.map((e) => e.name), ...setIndex.entries.map((e) => e.value)];
       const limits = sets.map((s) => integerArg("limit", s.limit));
-      const reply = await run(SCRIPTS.zaddExpiringWithin, sets.map((s) => s.key), [member, ttlArg(ttlMs), ...limits]);
+      if (!sets.length) return { ok: true };
+      const keys = [...sets.map((s) => s.key), ...indexKeys];
+      const reply = await run(SCRIPTS.zaddExpiringWithin, keys, [member, ttl, String(sets.length), ...limits, ...indexArgs]);
       if (!Array.isArray(reply)) throw unexpected("zaddExpiringWithin", reply);
       const index = integer(reply[0]);
       return index === 0 ? { ok: true } : { ok: false, index: index - 1, count: integer(reply[1]) };
     },
 
-    async zrenewExpiring(keys, member, ttlMs) {
-      if (!keys.length) return 0;
-      return integer(await run(SCRIPTS.zrenewExpiring, keys, [member, ttlArg(ttlMs)]));
+    async zrenewExpiring(keys, member, ttlMs, setIndex) {
+      const ttl = ttlArg(ttlMs);
+      if (setIndex === undefined) return keys.length ? integer(await run(SCRIPTS.zrenewExpiring, keys, [member, ttl, String(keys.length)])) : 0;
+      const keep = ttlArg(setIndex.ttlMs);
+      return integer(await run(SCRIPTS.zrenewExpiring, [...keys, setIndex.namesKey, setIndex.valuesKey], [member, ttl, String(keys.length), keep]));
     },
 
     async markDialog(input) {
