@@ -4,6 +4,7 @@
  */
 import { t } from "elysia";
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "../core/pagination/pagination.ts";
+import { MAX_EPOCH_SEC } from "../core/validation/fields.ts";
 
 export const PageQuery = t.Object(
   {
@@ -12,6 +13,12 @@ export const PageQuery = t.Object(
   },
   { additionalProperties: false },
 );
+
+/** For routes that take no query parameters: any is a 400 naming it, as on every route that takes some. */
+export const NoQuery = t.Object({}, { additionalProperties: false });
+
+/** An instant in epoch seconds in a query string, 0 to the end of year 9999 (fields.ts's EpochSec, coerced). */
+export const EpochSecQuery = (description: string) => t.Integer({ minimum: 0, maximum: MAX_EPOCH_SEC, description });
 
 /** A 0/1 filter in a query string (compared as text: a query value is text until a route reads it). */
 export const FlagQuery = (description: string) => t.Union([t.Literal("0"), t.Literal("1")], { description });

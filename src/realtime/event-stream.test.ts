@@ -176,6 +176,12 @@ describe(`realtime stream: tickets [${storeKind}]`, () => {
     const bad = await call(api, "POST", "/v1/events/ticket", { key: t.key, body: { kind: "everything" } });
     expect(bad.status).toBe(400);
     expect(bad.body.error).toBe("validation_failed");
+    // A body that does not parse, is not an object or names an unknown field mints nothing.
+    for (const body of ["{", "null", '"x"', "[]", '{"kinds":"events"}']) {
+      const r = await call(api, "POST", "/v1/events/ticket", { key: t.key, body });
+      expect(r.status, body).toBe(400);
+      expect(r.body.error).toBe("validation_failed");
+    }
   });
 });
 

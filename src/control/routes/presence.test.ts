@@ -255,23 +255,38 @@ describe(`POST /presence/events (the edge's batches) [${storeKind}]`, () => {
     expect(await userCallCount(platform.live, t.accountId, users[0]!.userId)).toBe(0);
   });
 
-  test("one malformed event: 400 naming it by position, and none of the batch is handled", async () => {
+  test("a malformed event is refused alone, named by position with its problems; the others are handled", async () => {
     const t = await seedTenant(platform);
     const u = await seedUser(t.accountId);
     const callId = randomUUID();
     const good = { type: "dialog", callId, state: "confirmed", account_id: t.accountId, legs: [{ role: "callee", user_id: u.userId }] };
-    const r = await client.post("/presence/events", { events: [good, { type: "dialog", callId, state: "ringing" }] });
-    expect(r.status).toBe(400);
-    expect(r.body.error).toBe("validation_failed");
-    expect(r.body.details.map((d: { path: string }) => d.path)).toEqual(["/events/1/state"]);
+    // An unknown type is not an event at all: the batch is refused whole, and nothing is handled.
     const unknownType = await client.post("/presence/events", { events: [good, { type: "fax" }] });
     expect(unknownType.status).toBe(400);
     expect(unknownType.body.details.map((d: { path: string }) => d.path)).toContain("/events/1/type");
     expect(await userCallCount(platform.live, t.accountId, u.userId)).toBe(0);
+    const malformed = [
+      { type: "dialog", callId: randomUUID(), state: "ringing", account_id: t.accountId },
+      { type: "dialog", callId: randomUUID(), state: "early", account_id: t.accountId, ts: 1e20 },
+      { type: "register", account_id: t.accountId, device_id: "dev_x", contact: "sip:a b@c", expires: 60 },
+    ];
+    const r = await client.post("/presence/events", { events: [malformed[0], good, malformed[1], malformed[2]] });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body.handled).toBe(1);
+    expect(r.body.refused.map((x: { index: number; error: string }) => [x.index, x.error])).toEqual([
+      [0, "validation_failed"],
+      [2, "validation_failed"],
+      [3, "validation_failed"],
+    ]);
+    expect(r.body.refused[0].message).toContain("/events/0/state");
+    expect(r.body.refused[1].message).toContain("/events/2/ts");
+    expect(r.body.refused[2].message).toContain("/events/3/contact");
+    expect(await userCallCount(platform.live, t.accountId, u.userId)).toBe(1);
     for (const body of [{ events: [] }, {}, { events: good }, { events: Array.from({ length: PresenceModel.MAX_BATCH + 1 }, () => good) }, { events: [good], extra: 1 }]) {
       expect((await client.post("/presence/events", body)).status).toBe(400);
     }
-    expect(await userCallCount(platform.live, t.accountId, u.userId)).toBe(0);
+    // Still the one call: none of the refused bodies handled anything.
+    expect(await userCallCount(platform.live, t.accountId, u.userId)).toBe(1);
   });
 
   test("an event refused on its own (unknown account, agent event out of turn) is listed; the others are handled", async () => {

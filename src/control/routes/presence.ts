@@ -58,21 +58,23 @@ async function handle(platform: Platform, event: AnyEvent): Promise<void> {
 }
 
 /**
- * A batch: every event checked first (one bad event: 400 and none handled), then handled. Dialog
- * events go as one set (handleDialogs: each call's events in order, the calls together, the database
- * work shared by the set); register and agent events each in their order, alongside. An event
- * refused on its own (a 4xx: an unknown account, user or queue) is reported in `refused` and the
- * rest go on, as each would have alone; anything else fails the batch (5xx), and the edge sends it
- * again: dialog and register events are idempotent, so the ones already handled change nothing.
+ * A batch: every event is checked first, and one that is malformed is refused alone (listed with
+ * its problems; the edge would only send it again as it is, and the others must not be lost with
+ * it); then the rest are handled. Dialog events go as one set (handleDialogs: each call's events in
+ * order, the calls together, the database work shared by the set); register and agent events each
+ * in their order, alongside. An event refused on its own (a 4xx: an unknown account, user or queue)
+ * is reported in `refused` and the rest go on, as each would have alone; anything else fails the
+ * batch (5xx), and the edge sends it again: dialog and register events are idempotent, so the ones
+ * already handled change nothing.
  */
 async function handleBatch(platform: Platform, events: AnyEvent[]): Promise<PresenceModel.BatchReply["refused"]> {
-  const details = events.flatMap((event, i) => problems(event.type, event, `/events/${i}`));
-  if (details.length) throw validationFailed(details);
   const refused: PresenceModel.BatchReply["refused"] = [];
   const refuse = (index: number, error: AppError) => refused.push({ index, error: error.code, message: error.message });
   const dialogs: number[] = [];
   const others = new Map<string, number[]>();
   events.forEach((event, index) => {
+    const details = problems(event.type, event, `/events/${index}`);
+    if (details.length) return void refuse(index, validationFailed(details, `Not a valid ${event.type} event: ${details.slice(0, 5).map((d) => `${d.path} ${d.message}`).join("; ")}`));
     if (event.type === "dialog") return void dialogs.push(index);
     const sequence = others.get(event.type);
     if (sequence) sequence.push(index);
@@ -143,7 +145,7 @@ export function presenceRoutes(platform: Platform) {
         detail: {
           summary: "Report SIP lifecycle events in a batch",
           description:
-            "The edge's event queue: up to 500 register, dialog or agent bodies, oldest first, JSON only. Every event is checked before any is handled (one bad event: 400, nothing handled); each call's events are handled in order. An event refused on its own (unknown account, user or queue) is listed in refused and the others are handled.",
+            "The edge's event queue: up to 500 register, dialog or agent bodies, oldest first, JSON only. Every event is checked before any is handled; each call's events are handled in order. An event refused on its own (malformed: validation_failed; unknown account, user or queue) is listed in refused and the others are handled.",
         },
       },
     )

@@ -9,6 +9,7 @@ import { SecurityModel } from "../../core/security/security.model.ts";
 import { addToAllowlist, listAllowlist, parseReport, removeFromAllowlist, reportBans, searchBans, type ReportOptions } from "../../core/security/security.service.ts";
 import { DataReply, OkReply, errorReplies } from "../../http/reply-models.ts";
 import { apiModels } from "../../http/api-models.ts";
+import { NoQuery } from "../../http/page-query.ts";
 import { authFailures } from "../../core/sip-auth/sip-auth.service.ts";
 
 const tags = ["Edge security"];
@@ -44,7 +45,8 @@ export function securityRoutes(platform: Platform, options: Pick<ReportOptions, 
       detail: { tags, summary: "List and search bans", description: "Most recently seen first. q is an address prefix." },
     })
     .get("/allow", async () => ({ ok: true as const, data: await listAllowlist(db) }), {
-      response: { 200: T.Object({ ok: T.Literal(true), data: T.Array(SecurityModel.Allow) }), ...errorReplies(403) },
+      query: NoQuery,
+      response: { 200: T.Object({ ok: T.Literal(true), data: T.Array(SecurityModel.Allow) }), ...errorReplies(400, 403) },
       detail: { tags, summary: "The allowlist" },
     })
     .post(

@@ -1,8 +1,8 @@
 /** TypeBox models of call records, traces, usage, balance, the live snapshot and CAC counters. */
 import { Type as T, type Static } from "@sinclair/typebox";
 import { t } from "elysia";
-import { Flag, Nullable } from "../validation/fields.ts";
-import { PageQuery } from "../../http/page-query.ts";
+import { EpochSec, Flag, Nullable } from "../validation/fields.ts";
+import { EpochSecQuery, PageQuery } from "../../http/page-query.ts";
 
 const Direction = T.Union([T.Literal("inbound"), T.Literal("outbound"), T.Literal("internal")]);
 /** Every status a call record can have. */
@@ -26,7 +26,6 @@ const Status = T.Union(
       "routed (admitted, not yet ringing), ringing, answered (up now), then one final status: completed (answered and ended), busy, no_answer, canceled, failed; rejected (refused at routing or by CAC).",
   },
 );
-const EpochSec = (description: string) => T.Integer({ minimum: 0, description });
 
 export namespace CallModel {
   export const CacLevel = T.Union([
@@ -76,8 +75,8 @@ export namespace CallModel {
   export const ListQuery = t.Object(
     {
       ...PageQuery.properties,
-      since: t.Optional(t.Integer({ minimum: 0, description: "Epoch seconds; calls started at or after. Default 0." })),
-      until: t.Optional(t.Integer({ minimum: 0, description: "Epoch seconds; calls started before. Default: no end." })),
+      since: t.Optional(EpochSecQuery("Epoch seconds; calls started at or after. Default 0.")),
+      until: t.Optional(EpochSecQuery("Epoch seconds; calls started before. Default: no end.")),
       direction: t.Optional(t.Union([t.Literal("inbound"), t.Literal("outbound"), t.Literal("internal")])),
       user_id: t.Optional(t.String({ maxLength: 64 })),
       number_id: t.Optional(t.String({ maxLength: 64 })),
@@ -114,8 +113,8 @@ export namespace CallModel {
 
   export const UsageQuery = t.Object(
     {
-      since: t.Optional(t.Integer({ minimum: 0, description: "Epoch seconds; default the start of this month in the account's timezone." })),
-      until: t.Optional(t.Integer({ minimum: 0, description: "Epoch seconds (exclusive); default now." })),
+      since: t.Optional(EpochSecQuery("Epoch seconds; default the start of this month in the account's timezone.")),
+      until: t.Optional(EpochSecQuery("Epoch seconds (exclusive); default now.")),
       daily: t.Optional(t.Union([t.Literal("0"), t.Literal("1")], { description: "1 adds a series per calendar day in the account's timezone." })),
     },
     { additionalProperties: false },

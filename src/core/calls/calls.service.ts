@@ -65,7 +65,7 @@ function encodeCallCursor(row: CallRecordRow): string {
 function decodeCallCursor(cursor: string | undefined): CallKey | null {
   if (!cursor) return null;
   const match = /^k1:(\d{1,16}):(call_[0-9A-Z]{26})$/.exec(Buffer.from(cursor, "base64url").toString());
-  if (!match) throw validationFailed([{ path: "/cursor", message: "Not a cursor this API issued." }]);
+  if (!match) throw validationFailed([{ path: "/query/cursor", message: "Not a cursor this API issued." }]);
   return { startedMs: Number(match[1]), id: match[2]! };
 }
 

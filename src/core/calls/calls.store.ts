@@ -329,12 +329,15 @@ function csvText(column: SQLWrapper): SQL {
 const secs = (column: SQLWrapper) => sql`coalesce((${column} / 1000)::text, '')`;
 const plain = (column: SQLWrapper) => sql`coalesce(${column}::text, '')`;
 
+/** Seconds from routing to the end, null while the call is up (GREATEST alone would skip the null and say 0). */
+const durationSec = sql`case when ${callRecords.ended_ms} is null then null else greatest(0, round((${callRecords.ended_ms} - ${callRecords.started_ms}) / 1000.0))::bigint end`;
+
 /** The CSV line of a call, built by the database: the columns of CSV_COLUMNS, in order. */
 const csvLineSql = sql<string>`concat_ws(',',
   ${plain(callRecords.id)}, ${csvText(callRecords.sip_call_id)}, ${plain(callRecords.direction)},
   ${csvText(callRecords.from)}, ${csvText(callRecords.to)}, ${plain(callRecords.status)}, ${plain(callRecords.answered)},
   ${secs(callRecords.started_ms)}, ${secs(callRecords.answered_ms)}, ${secs(callRecords.ended_ms)}, ${plain(callRecords.billsec)},
-  coalesce(greatest(0, round((${callRecords.ended_ms} - ${callRecords.started_ms}) / 1000.0))::bigint::text, ''),
+  coalesce(${durationSec}::text, ''),
   ${csvText(callRecords.hangup_cause)}, ${plain(callRecords.sip_code)}, ${plain(callRecords.cost_micro)}, ${csvText(callRecords.currency)},
   ${plain(callRecords.user_id)}, ${plain(callRecords.device_id)}, ${plain(callRecords.number_id)}, ${plain(callRecords.trunk_id)},
   ${plain(callRecords.queue_id)}, ${plain(callRecords.agent_id)})`;
@@ -347,7 +350,7 @@ export function csvExportQuery(accountId: string, filter: CallFilter): SQL {
   return sql`select ${callRecords.id}, ${guarded(callRecords.sip_call_id)}, ${callRecords.direction},
       ${guarded(callRecords.from)}, ${guarded(callRecords.to)}, ${callRecords.status}, ${callRecords.answered},
       ${callRecords.started_ms} / 1000, ${callRecords.answered_ms} / 1000, ${callRecords.ended_ms} / 1000, ${callRecords.billsec},
-      greatest(0, round((${callRecords.ended_ms} - ${callRecords.started_ms}) / 1000.0))::bigint,
+      ${durationSec},
       ${guarded(callRecords.hangup_cause)}, ${callRecords.sip_code}, ${callRecords.cost_micro}, ${guarded(callRecords.currency)},
       ${callRecords.user_id}, ${callRecords.device_id}, ${callRecords.number_id}, ${callRecords.trunk_id},
       ${callRecords.queue_id}, ${callRecords.agent_id}

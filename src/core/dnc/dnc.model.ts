@@ -1,7 +1,7 @@
 /** TypeBox models of the do-not-call list. */
 import { Type as T, type Static } from "@sinclair/typebox";
 import { t } from "elysia";
-import { Flag, Nullable } from "../validation/fields.ts";
+import { Flag, MAX_EPOCH_SEC, Nullable } from "../validation/fields.ts";
 import { PageQuery } from "../../http/page-query.ts";
 
 /** Most numbers one add or remove request takes. */
@@ -48,7 +48,7 @@ export namespace DncModel {
     {
       numbers: Numbers,
       reason: T.Optional(Nullable(T.String({ minLength: 1, maxLength: 200 }))),
-      expires_at: T.Optional(Nullable(T.Integer({ minimum: 1, description: "Epoch seconds in the future; null or absent = never expires." }))),
+      expires_at: T.Optional(Nullable(T.Integer({ minimum: 1, maximum: MAX_EPOCH_SEC, description: "Epoch seconds in the future; null or absent = never expires." }))),
       source: T.Optional(Source),
     },
     { additionalProperties: false },

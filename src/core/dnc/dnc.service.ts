@@ -28,7 +28,7 @@ function decodeDncCursor(cursor: string | undefined): string | null {
   if (!cursor) return null;
   const text = Buffer.from(cursor, "base64url").toString();
   if (!text.startsWith("d1:") || !E164_SHAPE.test(text.slice(3))) {
-    throw validationFailed([{ path: "/cursor", message: "Not a cursor this API issued." }]);
+    throw validationFailed([{ path: "/query/cursor", message: "Not a cursor this API issued." }]);
   }
   return text.slice(3);
 }

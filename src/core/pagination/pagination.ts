@@ -18,7 +18,7 @@ export function decodeCursor(cursor: string | undefined): string | null {
   if (!cursor) return null;
   const text = Buffer.from(cursor, "base64url").toString();
   if (!text.startsWith("c1:") || !/^[a-z]+_[0-9A-Z]{26}$/.test(text.slice(3))) {
-    throw validationFailed([{ path: "/cursor", message: "Not a cursor this API issued." }]);
+    throw validationFailed([{ path: "/query/cursor", message: "Not a cursor this API issued." }]);
   }
   return text.slice(3);
 }

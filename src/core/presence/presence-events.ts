@@ -176,8 +176,25 @@ export async function handleAgent(platform: Platform, input: PresenceModel.Agent
  */
 export async function presenceRoster(platform: Platform, accountId: string, clock: PresenceClock = {}): Promise<{ data: PresenceModel.RosterUser[]; tiles: PresenceModel.Roster["tiles"] }> {
   if (!(await accountExists(platform.db, accountId))) throw notFound("account");
+  return rosterOf(platform, accountId, {}, clock);
+}
+
+/**
+ * The account's agents as the roster shows them (agent state, since, pause reason, calls,
+ * registration): the agents of GET /v1/live. One live read per agent only.
+ */
+export async function liveAgents(platform: Platform, accountId: string, clock: PresenceClock = {}): Promise<PresenceModel.RosterUser[]> {
+  return (await rosterOf(platform, accountId, { agentsOnly: true }, clock)).data;
+}
+
+async function rosterOf(
+  platform: Platform,
+  accountId: string,
+  options: { agentsOnly?: boolean },
+  clock: PresenceClock,
+): Promise<{ data: PresenceModel.RosterUser[]; tiles: PresenceModel.Roster["tiles"] }> {
   const now = clock.now?.() ?? Date.now();
-  const [users, registrations] = await Promise.all([listRosterUsers(platform.db, accountId), accountRegistrations(platform.live, accountId, now)]);
+  const [users, registrations] = await Promise.all([listRosterUsers(platform.db, accountId, options), accountRegistrations(platform.live, accountId, now)]);
   const live = await Promise.all(
     users.map(async (u) => {
       const [calls, agent] = await Promise.all([userCallStates(platform.live, accountId, u.id, now), u.is_agent === 1 ? agentLiveState(platform.live, accountId, u.id) : null]);

@@ -96,11 +96,11 @@ export async function deviceOwners(db: DbOrTx, keys: Array<{ account_id: string;
   return new Map(rows.map((r) => [`${r.account_id}\u0000${r.id}`, { user_id: r.user_id, is_agent: rawNumberOrNull(r.is_agent) }]));
 }
 
-/** The roster's users, by extension. */
-export async function listRosterUsers(db: DbOrTx, accountId: string) {
+/** The roster's users (or its agents only), by extension. */
+export async function listRosterUsers(db: DbOrTx, accountId: string, options: { agentsOnly?: boolean } = {}) {
   return db
     .select({ id: appUsers.id, name: appUsers.display_name, extension: appUsers.username, user_status: appUsers.status, is_agent: appUsers.is_agent })
     .from(appUsers)
-    .where(eq(appUsers.account_id, accountId))
+    .where(options.agentsOnly ? and(eq(appUsers.account_id, accountId), eq(appUsers.is_agent, 1)) : eq(appUsers.account_id, accountId))
     .orderBy(asc(appUsers.username), asc(appUsers.id));
 }

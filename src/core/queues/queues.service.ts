@@ -212,6 +212,14 @@ export async function listQueues(db: DbOrTx, accountId: string, options: ListQue
   return page.next_cursor ? { data, next_cursor: page.next_cursor } : { data };
 }
 
+/** Most queue configs GET /v1/live lists (oldest first); a larger account pages GET /v1/queues. */
+export const MAX_LIVE_QUEUES = 1000;
+
+/** Every queue's config (oldest first, at most MAX_LIVE_QUEUES): the queues of GET /v1/live. */
+export async function listQueueConfigs(db: DbOrTx, accountId: string): Promise<QueueModel.Queue[]> {
+  return (await listQueueRows(db, accountId, {}, null, MAX_LIVE_QUEUES)).map(toQueue);
+}
+
 /**
  * Applies the sent fields, then checks the queue as a whole. Sending a slot's kind as null or hangup
  * without its id clears the id too, so a slot can be emptied with one field.

@@ -4,6 +4,7 @@
  * endpoints. Field names follow DESIGN.md section 4 (camelCase request fields of the edge).
  */
 import { Type as T, type Static } from "@sinclair/typebox";
+import { EpochMs } from "../validation/fields.ts";
 
 /** POST /route: form or JSON, same names (DESIGN.md section 4). */
 export const RouteRequest = T.Object(
@@ -112,7 +113,7 @@ export const DialogEvent = T.Object(
           {
             leg_id: T.Optional(T.String({ maxLength: 255 })),
             role: T.Optional(T.Union([T.Literal("caller"), T.Literal("callee")])),
-            uri: T.Optional(T.String({ maxLength: 255 })),
+            uri: T.Optional(T.String({ maxLength: 1024, description: "As long as a registered Contact may be (push-notification parameters make some long)." })),
             device_id: T.Optional(T.String({ maxLength: 64 })),
             user_id: T.Optional(T.String({ maxLength: 64 })),
             state: T.Optional(T.String({ maxLength: 32 })),
@@ -123,7 +124,7 @@ export const DialogEvent = T.Object(
       ),
     ),
     /** When it happened at the edge, epoch ms (default: when we received it). */
-    ts: T.Optional(T.Integer({ minimum: 0 })),
+    ts: T.Optional(EpochMs("When it happened at the edge, epoch ms (default: when we received it).")),
   },
   { additionalProperties: true },
 );

@@ -1,7 +1,7 @@
 /** TypeBox models of the edge's ban reports and the allowlist (control host, /security/*). */
 import { Type as T, type Static } from "@sinclair/typebox";
 import { t } from "elysia";
-import { Flag, Nullable } from "../validation/fields.ts";
+import { EpochSec, Flag, Nullable } from "../validation/fields.ts";
 import { MAX_PAGE_SIZE } from "../pagination/pagination.ts";
 
 /** Most bans one snapshot may carry (a node's ban table is bounded by its htable size). */
@@ -19,8 +19,8 @@ export namespace SecurityModel {
       ip: T.String({ minLength: 2, maxLength: 64, description: "The banned address (IPv4 or IPv6)." }),
       reason: T.Optional(Nullable(T.String({ maxLength: 64, description: "Why: pike (flood), auth (failed digests), …" }))),
       hits: T.Optional(T.Integer({ minimum: 0, maximum: 2_000_000_000, description: "Requests or failures the node counted." })),
-      banned_at: T.Optional(T.Integer({ minimum: 0, description: "Epoch seconds when the node banned it." })),
-      expires_at: T.Optional(Nullable(T.Integer({ minimum: 0, description: "Epoch seconds when the node's ban ends." }))),
+      banned_at: T.Optional(EpochSec("Epoch seconds when the node banned it.")),
+      expires_at: T.Optional(Nullable(EpochSec("Epoch seconds when the node's ban ends."))),
     },
     { additionalProperties: false },
   );
@@ -34,7 +34,7 @@ export namespace SecurityModel {
         maxItems: MAX_REPORT_BANS,
         description: "Every address the node bans now. A form body sends this as JSON text. An address missing from a snapshot is no longer banned by that node.",
       }),
-      ts: T.Optional(T.Integer({ minimum: 0, description: "Epoch seconds of the snapshot at the node (informative)." })),
+      ts: T.Optional(EpochSec("Epoch seconds of the snapshot at the node (informative).")),
     },
     { additionalProperties: false },
   );

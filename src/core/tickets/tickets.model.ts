@@ -19,8 +19,6 @@ export namespace TicketModel {
     },
   );
   export type Mint = Static<typeof Mint>;
-  /** The body may be absent altogether. */
-  export const OptionalMint = T.Optional(Mint);
 
   export const Minted = T.Object(
     {

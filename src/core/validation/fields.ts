@@ -15,6 +15,16 @@ export const Flag = (description?: string) =>
 /** A whole number ≥ 0 (limits, ceilings, seconds). */
 export const NonNegative = (options: { maximum?: number; description?: string } = {}) => T.Integer({ minimum: 0, ...options });
 
+/** The latest instant a timestamp field takes, 9999-12-31T23:59:59Z: anything later is a mistake, and in ms would overflow the database's bigint. */
+export const MAX_EPOCH_SEC = 253_402_300_799;
+export const MAX_EPOCH_MS = MAX_EPOCH_SEC * 1000 + 999;
+
+/** An instant in epoch seconds (query or body), from 0 to {@link MAX_EPOCH_SEC}. */
+export const EpochSec = (description: string) => T.Integer({ minimum: 0, maximum: MAX_EPOCH_SEC, description });
+
+/** An instant in epoch milliseconds, from 0 to {@link MAX_EPOCH_MS}. */
+export const EpochMs = (description: string) => T.Integer({ minimum: 0, maximum: MAX_EPOCH_MS, description });
+
 /** A whole number ≥ 1. */
 export const Positive = (options: { maximum?: number; description?: string } = {}) => T.Integer({ minimum: 1, ...options });
 

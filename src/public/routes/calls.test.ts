@@ -15,6 +15,9 @@ import { decision, routeRequest, sipCallId } from "../../core/calls/calls.fixtur
 import { insertRatePlan } from "../../core/rates/rates.store.ts";
 import { updateAccount } from "../../core/accounts/accounts.store.ts";
 import { CSV_PAGE } from "../../core/calls/calls.service.ts";
+import { createUser } from "../../core/users/users.service.ts";
+import { createQueue } from "../../core/queues/queues.service.ts";
+import { handleAgent } from "../../core/presence/presence-events.ts";
 
 let platform: Platform;
 let app: ReturnType<typeof createPublicApp>;
@@ -113,7 +116,7 @@ describe(`GET /v1/calls [${storeKind}]`, () => {
     const t = await seedTenant(platform);
     const other = await seedTenant(platform);
     const [row] = await seedCalls(other.accountId, 1, 1_700_000_000);
-    for (const q of ["cursor=abc", "since=10&until=5", "limit=501", "direction=sideways", "format=xml", "bogus=1"]) {
+    for (const q of ["cursor=abc", "since=10&until=5", "limit=501", "direction=sideways", "format=xml", "bogus=1", "until=1e20", "since=253402300800", "until=99999999999999999999"]) {
       const r = await call(app, "GET", `/v1/calls?${q}`, { key: t.key });
       expect(r.status, q).toBe(400);
       expect(r.body.error).toBe("validation_failed");
@@ -135,7 +138,7 @@ describe(`GET /v1/calls?format=csv [${storeKind}]`, () => {
     const t = await seedTenant(platform);
     const n = CSV_PAGE + 7; // more than one page
     const rows = await seedCalls(t.accountId, n, 1_710_000_000, (i) =>
-      i === 0 ? { from: '=HYPERLINK("http://evil.test","x")', to: "+14155550100" } : i === 1 ? { from: 'Smith, "Bob"\nJr', to: "@SUM(A1)" } : i === 2 ? { from: "-2+3" } : i === 3 ? { to: "", hangup_cause: null } : {},
+      i === 0 ? { from: '=HYPERLINK("http://evil.test","x")', to: "+14155550100" } : i === 1 ? { from: 'Smith, "Bob"\nJr', to: "@SUM(A1)" } : i === 2 ? { from: "-2+3" } : i === 3 ? { to: "", hangup_cause: null } : i === 4 ? { status: "answered", ended_ms: null, billsec: 0 } : {},
     );
     const r = await app.handle(new Request("http://localhost/v1/calls?format=csv&since=1710000000", { headers: { "x-api-key": t.key } }));
     expect(r.status).toBe(200);
@@ -157,6 +160,11 @@ describe(`GET /v1/calls?format=csv [${storeKind}]`, () => {
     const line3 = text.split("\r\n").find((l) => l.startsWith(`${rows[3]!.id},`))!;
     expect(line3.split(",")[4]).toBe('""');
     expect(line3.split(",")[12]).toBe("");
+    // A call still up has no end and no duration yet (empty cells, as null in JSON), an ended one its seconds.
+    const up = byId.get(rows[4]!.id)!;
+    const columns = table[0]!;
+    expect([up[columns.indexOf("ended_at")], up[columns.indexOf("duration_sec")]]).toEqual(["", ""]);
+    expect(byId.get(rows[5]!.id)![columns.indexOf("duration_sec")]).toBe("62");
     // Every row has every column.
     expect(table.every((line) => line.length === table[0]!.length)).toBe(true);
   });
@@ -192,6 +200,12 @@ describe(`usage, balance, live, CAC reset [${storeKind}]`, () => {
     const plain = await call(app, "GET", `/v1/usage?since=${since}&until=${until}`, { key: t.key });
     expect(plain.body.data.daily).toBeUndefined();
     expect((await call(app, "GET", `/v1/usage?since=${until}&until=${since}`, { key: t.key })).status).toBe(400);
+    // Past the year 9999 is a mistake, refused before the database sees it.
+    for (const q of ["until=1e20", "since=0&until=99999999999999999999&daily=1"]) {
+      const far = await call(app, "GET", `/v1/usage?${q}`, { key: t.key });
+      expect(far.status, q).toBe(400);
+      expect(far.body.error).toBe("validation_failed");
+    }
     const cdrOnly = await keyWithScopes(platform, t.accountId, ["cdr"]);
     expect((await call(app, "GET", "/v1/usage", { key: cdrOnly })).status).toBe(403);
   });
@@ -206,6 +220,35 @@ describe(`usage, balance, live, CAC reset [${storeKind}]`, () => {
     await seedCalls(t.accountId, 1, none.body.data.month_start - 3600, () => ({ cost_micro: 99_999 }));
     const r = await call(app, "GET", "/v1/balance", { key: t.key });
     expect(r.body.data).toMatchObject({ status: "active", rate_plan: { id: planId, name: "Retail", currency: "EUR" }, currency: "EUR", month_to_date_spend_micro: 7500, month_to_date_calls: 3 });
+  });
+
+  test("GET /v1/live lists the account's agents (state, pause reason) and queue configs, never another account's", async () => {
+    const t = await seedTenant(platform);
+    const other = await seedTenant(platform);
+    const agent = await createUser(platform.db, t.accountId, { username: "301", display_name: "Ada", is_agent: 1 });
+    await createUser(platform.db, t.accountId, { username: "302", display_name: "Not an agent" });
+    const idle = await createUser(platform.db, t.accountId, { username: "303", display_name: "Bo", is_agent: 1 });
+    await createUser(platform.db, other.accountId, { username: "301", display_name: "Theirs", is_agent: 1 });
+    const sales = await createQueue(platform.db, t.accountId, { name: "Sales" });
+    await createQueue(platform.db, other.accountId, { name: "Theirs" });
+    await handleAgent(platform, { type: "agent", account_id: t.accountId, user_id: agent.id, event: "login", queues: [sales.id] });
+    await handleAgent(platform, { type: "agent", account_id: t.accountId, user_id: agent.id, event: "pause", reason: "lunch" });
+    const r = await call(app, "GET", "/v1/live", { key: t.key });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body.data.agents.map((a: Json) => [a.id, a.agent_state, a.reason])).toEqual([
+      [agent.id, "paused", "lunch"],
+      [idle.id, "logged_out", null],
+    ]);
+    expect(r.body.data.agents[0].since).toEqual(expect.any(Number));
+    expect(r.body.data.queues.map((q: Json) => [q.id, q.name])).toEqual([[sales.id, "Sales"]]);
+    expect(r.body.data.queues[0]).toMatchObject({ strategy: sales.strategy, max_wait_sec: sales.max_wait_sec });
+    expect(r.body.data).toMatchObject({ active_calls: 0, calls: [], cac: [] });
+    // No query parameters here: one is a 400 naming it, as on the lists.
+    for (const path of ["/v1/live?foo=1", "/v1/live/interactions?foo=1", "/v1/balance?foo=1", "/v1/calls/call_x?foo=1", "/v1/calls/call_x/trace?foo=1"]) {
+      const bad = await call(app, "GET", path, { key: t.key });
+      expect(bad.status, path).toBe(400);
+      expect(bad.body.details).toEqual([{ path: "/query/foo", message: expect.any(String) }]);
+    }
   });
 
   test("live snapshot, interactions and POST /v1/cac/reset", async () => {
@@ -227,6 +270,13 @@ describe(`usage, balance, live, CAC reset [${storeKind}]`, () => {
 
     const noKey = await call(app, "POST", "/v1/cac/reset");
     expect(noKey.status).toBe(401);
+    // It takes no fields: one naming an account, or any other body, is refused and resets nothing.
+    for (const body of [{ accountId: other.accountId }, { account_id: t.accountId }, "[1,2]", "{", '"x"']) {
+      const refused = await call(app, "POST", "/v1/cac/reset", { key: t.key, body });
+      expect(refused.status, JSON.stringify(body)).toBe(400);
+      expect(refused.body.error).toBe("validation_failed");
+    }
+    expect((await call(app, "GET", "/v1/live", { key: t.key })).body.data.cac).toHaveLength(1);
     const reset = await call(app, "POST", "/v1/cac/reset", { key: t.key, headers: { "idempotency-key": `r-${cid}` } });
     expect(reset.status).toBe(200);
     expect(reset.body.data).toEqual({ counters: 1, calls: 1 });

@@ -8,6 +8,8 @@ import { DEFAULT_PAGE_SIZE } from "../../core/pagination/pagination.ts";
 import { apiModels } from "../../http/api-models.ts";
 import { DataReply, ListReply, errorReplies } from "../../http/reply-models.ts";
 import { apiAccess } from "../plugins/api-access.ts";
+import { NoQuery } from "../../http/page-query.ts";
+import { optionalBody } from "../../http/optional-body.ts";
 
 const IdParams = T.Object({ id: T.String({ maxLength: 64, description: "call_… id." }) });
 
@@ -52,7 +54,8 @@ export function callRoutes(platform: Platform) {
     .get("/v1/calls/:id", async ({ principal, params }) => ({ ok: true as const, data: await getCall(platform.db, principal.accountId, params.id) }), {
       scope: "cdr",
       params: IdParams,
-      response: { 200: DataReply(CallModel.Call), ...errorReplies(401, 403, 404, 429) },
+      query: NoQuery,
+      response: { 200: DataReply(CallModel.Call), ...errorReplies(400, 401, 403, 404, 429) },
       detail: { tags, summary: "One call record" },
     })
     .get(
@@ -61,14 +64,17 @@ export function callRoutes(platform: Platform) {
       {
         scope: "cdr",
         params: IdParams,
-        response: { 200: DataReply(CallModel.Trace), ...errorReplies(401, 403, 404, 429) },
+        query: NoQuery,
+        response: { 200: DataReply(CallModel.Trace), ...errorReplies(400, 401, 403, 404, 429) },
         detail: { tags, summary: "A call's execution trace", description: "Ordered steps: routing decisions (classify, number, schedule, …, cac, reject), then dialog events and flow steps." },
       },
     )
     .post("/v1/cac/reset", async ({ principal }) => ({ ok: true as const, data: await resetAccountCac(platform.db, platform.live, principal.accountId) }), {
       scope: "cdr",
       idempotent: true,
-      response: { 200: DataReply(CallModel.ResetResult), ...errorReplies(401, 403, 409, 422, 429) },
+      // No fields: the account is the credential's (a body naming another is refused, not ignored).
+      ...optionalBody(T.Object({}, { additionalProperties: false })),
+      response: { 200: DataReply(CallModel.ResetResult), ...errorReplies(400, 401, 403, 409, 422, 429) },
       detail: {
         tags,
         summary: "Clear this account's concurrency counters",

@@ -395,7 +395,7 @@ describe(`/v1/devices errors [${storeKind}]`, () => {
       ["?transport=sctp", "/query/transport"],
       ["?status=gone", "/query/status"],
       ["?is_webrtc=2", "/query/is_webrtc"],
-      ["?cursor=garbage", "/cursor"],
+      ["?cursor=garbage", "/query/cursor"],
       ["?user=1", "/query/user"],
     ] as const) {
       const r = await call(app, "GET", `/v1/devices${query}`, { key: t.key });

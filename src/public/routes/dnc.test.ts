@@ -169,7 +169,7 @@ describe(`/v1/dnc errors [${storeKind}]`, () => {
       ["q=abc", "/query/q"],
       ["include_expired=yes", "/query/include_expired"],
       ["source=robot", "/query/source"],
-      ["cursor=garbage", "/cursor"],
+      ["cursor=garbage", "/query/cursor"],
     ]) {
       const r = await call(app, "GET", `/v1/dnc?${query}`, { key: t.key });
       expect(r.status, query).toBe(400);

@@ -9,6 +9,7 @@ import { apiModels } from "../../http/api-models.ts";
 import { DataReply, ListReply, errorReplies } from "../../http/reply-models.ts";
 import { STREAM_PATH } from "../../realtime/stream-protocol.ts";
 import { apiAccess } from "../plugins/api-access.ts";
+import { optionalBody } from "../../http/optional-body.ts";
 
 /** The WebSocket URL of the stream on the realtime host (REALTIME_URL, or HOST:PORT_REALTIME). */
 function streamUrl(platform: Platform, ticket: string): string {
@@ -26,15 +27,14 @@ export function eventRoutes(platform: Platform) {
       "/v1/events/ticket",
       async ({ principal, body }) => {
         // Scope "any" on the route: the ticket needs events OR wallboard, which one macro scope cannot say.
-        const kind = ticketKindFor(principal.scopes, body?.kind);
+        const kind = ticketKindFor(principal.scopes, body.kind);
         const minted = await mintTicket(platform.live, { accountId: principal.accountId, kind, scopes: principal.scopes });
         return { ok: true as const, data: { ticket: minted.ticket, kind, expires_in: minted.expiresIn, url: streamUrl(platform, minted.ticket) } };
       },
       {
         scope: "any",
         idempotent: true,
-        parse: "json",
-        body: TicketModel.OptionalMint,
+        ...optionalBody(TicketModel.Mint),
         response: { 200: DataReply(TicketModel.Minted), ...errorReplies(400, 401, 403, 409, 413, 415, 422, 429) },
         detail: {
           tags: ["Events"],

@@ -361,7 +361,7 @@ describe(`/v1/media errors [${storeKind}]`, () => {
       expect(r.body.error).toBe("validation_failed");
       expect((r.body.details as Json[]).map((d) => d.path), query).toContain(path);
     }
-    for (const [query, path] of [["kind=jingle", "/query/kind"], ["format=ogg", "/query/format"], ["limit=abc", "/query/limit"], ["sort=name", "/query/sort"], ["cursor=nope", "/cursor"]]) {
+    for (const [query, path] of [["kind=jingle", "/query/kind"], ["format=ogg", "/query/format"], ["limit=abc", "/query/limit"], ["sort=name", "/query/sort"], ["cursor=nope", "/query/cursor"]]) {
       const r = await call(app, "GET", `/v1/media?${query}`, { key: t.key });
       expect(r.status, query!).toBe(400);
       expect((r.body.details as Json[]).map((d) => d.path), query!).toContain(path!);

@@ -22,7 +22,7 @@ import {
 import { DEFAULT_KPI_WINDOW_SEC } from "../../core/queues/queue-kpis.ts";
 import { validationFailed } from "../../core/errors/app-error.ts";
 import { DEFAULT_PAGE_SIZE } from "../../core/pagination/pagination.ts";
-import { PageQuery } from "../../http/page-query.ts";
+import { EpochSecQuery, PageQuery } from "../../http/page-query.ts";
 import { apiModels } from "../../http/api-models.ts";
 import { DataReply, ListReply, OkReply, errorReplies } from "../../http/reply-models.ts";
 import { apiAccess } from "../plugins/api-access.ts";
@@ -32,7 +32,7 @@ const QueueListQuery = t.Object(
     ...PageQuery.properties,
     q: t.Optional(t.String({ minLength: 1, maxLength: 200, description: "Only queues whose name starts with this (case-insensitive)." })),
     user_id: t.Optional(t.String({ pattern: "^us_[0-9A-HJKMNP-TV-Z]{26}$", description: "Only queues this user (us_…) is a member of." })),
-    since: t.Optional(t.Integer({ minimum: 0, description: `Start of the KPI window, epoch seconds; default ${DEFAULT_KPI_WINDOW_SEC / 3600} hours ago.` })),
+    since: t.Optional(EpochSecQuery(`Start of the KPI window, epoch seconds; default ${DEFAULT_KPI_WINDOW_SEC / 3600} hours ago.`)),
   },
   { additionalProperties: false },
 );

@@ -1,13 +1,28 @@
-/** GET /v1/usage, GET /v1/balance, GET /v1/live, GET /v1/live/interactions. */
+/** GET /v1/usage, GET /v1/balance, GET /v1/live (calls, CAC, agents, queues), GET /v1/live/interactions. */
 import { Elysia } from "elysia";
 import { Type as T } from "@sinclair/typebox";
 import type { Platform } from "../../core/platform.ts";
 import { CallModel } from "../../core/calls/calls.model.ts";
 import { activeCalls, getBalance, getUsage, liveSnapshot } from "../../core/calls/calls.service.ts";
 import { cacTtlMs } from "../../core/calls/cac-config.ts";
+import { liveAgents } from "../../core/presence/presence-events.ts";
+import { PresenceModel } from "../../core/presence/presence.model.ts";
+import { listQueueConfigs, MAX_LIVE_QUEUES } from "../../core/queues/queues.service.ts";
+import { QueueModel } from "../../core/queues/queues.model.ts";
 import { apiModels } from "../../http/api-models.ts";
 import { DataReply, errorReplies } from "../../http/reply-models.ts";
 import { apiAccess } from "../plugins/api-access.ts";
+import { NoQuery } from "../../http/page-query.ts";
+
+/** GET /v1/live: the call snapshot (also GET /cac's) with the agents and the queue configs. */
+const LiveView = T.Object(
+  {
+    ...CallModel.Live.properties,
+    agents: T.Array(PresenceModel.RosterUser, { description: "The account's agents (is_agent 1), by extension." }),
+    queues: T.Array(QueueModel.Queue, { description: "Queue configs, oldest first." }),
+  },
+  { additionalProperties: false },
+);
 
 export function usageRoutes(platform: Platform) {
   return new Elysia({ name: "routes-usage", normalize: false })
@@ -25,20 +40,38 @@ export function usageRoutes(platform: Platform) {
     })
     .get("/v1/balance", async ({ principal }) => ({ ok: true as const, data: await getBalance(platform.db, principal.accountId) }), {
       scope: "usage",
-      response: { 200: DataReply(CallModel.Balance), ...errorReplies(401, 403, 429) },
+      query: NoQuery,
+      response: { 200: DataReply(CallModel.Balance), ...errorReplies(400, 401, 403, 429) },
       detail: { tags: ["Usage"], summary: "Financial statement: status, rate plan, month-to-date spend" },
     })
-    .get("/v1/live", async ({ principal }) => ({ ok: true as const, data: await liveSnapshot(platform.db, platform.live, principal.accountId, cacTtlMs(platform)) }), {
-      scope: "cdr",
-      response: { 200: DataReply(CallModel.Live), ...errorReplies(401, 403, 429) },
-      detail: { tags: ["Calls"], summary: "Active calls and concurrency counters now" },
-    })
+    .get(
+      "/v1/live",
+      async ({ principal }) => {
+        const [snapshot, agents, queues] = await Promise.all([
+          liveSnapshot(platform.db, platform.live, principal.accountId, cacTtlMs(platform)),
+          liveAgents(platform, principal.accountId),
+          listQueueConfigs(platform.db, principal.accountId),
+        ]);
+        return { ok: true as const, data: { ...snapshot, agents, queues } };
+      },
+      {
+        scope: "cdr",
+        query: NoQuery,
+        response: { 200: DataReply(LiveView), ...errorReplies(400, 401, 403, 429) },
+        detail: {
+          tags: ["Calls"],
+          summary: "Live snapshot: agents, calls in progress, concurrency counters, queue configs",
+          description: `Agents as the presence roster shows them (state, since, pause reason, calls); queues oldest first, at most ${MAX_LIVE_QUEUES}.`,
+        },
+      },
+    )
     .get(
       "/v1/live/interactions",
       async ({ principal }) => ({ ok: true as const, data: await activeCalls(platform.db, principal.accountId, cacTtlMs(platform)) }),
       {
         scope: "reports",
-        response: { 200: DataReply(T.Array(CallModel.ActiveCall)), ...errorReplies(401, 403, 429) },
+        query: NoQuery,
+        response: { 200: DataReply(T.Array(CallModel.ActiveCall)), ...errorReplies(400, 401, 403, 429) },
         detail: { tags: ["Reports"], summary: "Calls up now (polled alternative to the wallboard socket)", description: "Oldest first, at most 500." },
       },
     );

@@ -359,7 +359,7 @@ describe(`/v1/users errors [${storeKind}]`, () => {
       ["?is_agent=yes", "/query/is_agent"],
       ["?limit=0", null],
       ["?limit=501", null],
-      ["?cursor=garbage", "/cursor"],
+      ["?cursor=garbage", "/query/cursor"],
       ["?q=", "/query/q"],
       ["?other=1", "/query/other"],
     ] as const) {

@@ -330,6 +330,17 @@ describe(`/v1/webhooks/test and /v1/webhooks/deliveries [${storeKind}]`, () => {
     expect(empty.body.data.deliveries).toBe(1);
   });
 
+  test("POST /test with a body that does not parse, is not an object or has unknown fields: 400, and no event fires", async () => {
+    const t = await seedTenant(dev);
+    await hook(t, "/strict");
+    for (const body of ["{", "null", '"x"', "[]", '{"foo":1}', '{"webhook_id":7}']) {
+      const r = await call(devApp, "POST", "/v1/webhooks/test", { key: t.key, body });
+      expect(r.status, body).toBe(400);
+      expect(r.body.error).toBe("validation_failed");
+    }
+    expect(await log(t)).toHaveLength(0);
+  });
+
   test("an Idempotency-Key replay of POST /test fires no second event", async () => {
     const t = await seedTenant(dev);
     await hook(t, "/idem");

@@ -14,6 +14,8 @@ import { DEFAULT_PAGE_SIZE } from "../../core/pagination/pagination.ts";
 import { apiModels } from "../../http/api-models.ts";
 import { DataReply, ListReply, OkReply, errorReplies } from "../../http/reply-models.ts";
 import { apiAccess } from "../plugins/api-access.ts";
+import { NoQuery } from "../../http/page-query.ts";
+import { optionalBody } from "../../http/optional-body.ts";
 
 const IdParams = T.Object({ id: T.String({ maxLength: 64, description: "wh_… id." }) });
 
@@ -88,7 +90,8 @@ export function webhookRoutes(platform: Platform) {
     )
     .get("/events", () => ({ ok: true as const, data: eventCatalog() }), {
       scope: "webhooks",
-      response: { 200: DataReply(T.Array(WebhookModel.CatalogEntry)), ...errorReplies(401, 403, 429) },
+      query: NoQuery,
+      response: { 200: DataReply(T.Array(WebhookModel.CatalogEntry)), ...errorReplies(400, 401, 403, 429) },
       detail: {
         tags,
         summary: "The event catalog",
@@ -100,12 +103,11 @@ export function webhookRoutes(platform: Platform) {
     .post(
       "/test",
       async ({ principal, body, status }) =>
-        status(202, { ok: true as const, data: await fireTestEvent(platform.events, principal.accountId, body ?? {}) }),
+        status(202, { ok: true as const, data: await fireTestEvent(platform.events, principal.accountId, body) }),
       {
         scope: "webhooks",
         idempotent: true,
-        parse: "json",
-        body: T.Optional(DeliveryModel.Test),
+        ...optionalBody(DeliveryModel.Test),
         response: { 202: DataReply(DeliveryModel.TestResult), ...errorReplies(400, 401, 403, 404, 409, 413, 415, 422, 429) },
         detail: {
           tags,
