@@ -224,6 +224,13 @@ describe(`realtime stream: delivery [${storeKind}]`, () => {
     conn.send("not json");
     await conn.until(() => conn.messages.filter((m) => m.type === "error").length === 2);
     expect(conn.messages.filter((m) => m.type === "error")[1]!.error).toBe("bad_message");
+    // An empty list, or a resume past any id the database can hold, is not understood: an error frame,
+    // the connection stays open and the filter is kept.
+    conn.send({ type: "subscribe", events: [] });
+    conn.send({ type: "resume", last_event_id: 99999999999999999999 });
+    conn.send({ type: "resume", last_event_id: 9223372036854775807 });
+    await conn.until(() => conn.messages.filter((m) => m.type === "error").length === 5);
+    expect(conn.messages.filter((m) => m.type === "error").slice(2).map((m) => m.error)).toEqual(["bad_message", "bad_message", "bad_message"]);
     const after = await testEvent(t.accountId, "filter kept");
     await conn.until(() => ids(conn.messages).includes(after.id));
     conn.close();

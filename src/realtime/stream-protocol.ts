@@ -26,8 +26,10 @@ export const CLOSE = {
 /** Messages the client may send. */
 export const ClientMessage = T.Union([
   T.Object({ type: T.Literal("pong") }, { additionalProperties: true }),
-  T.Object({ type: T.Literal("subscribe"), events: T.Union([T.Array(T.String(), { maxItems: 64 }), T.Literal("*")]) }, { additionalProperties: false }),
-  T.Object({ type: T.Literal("resume"), last_event_id: T.Integer({ minimum: 0 }) }, { additionalProperties: false }),
+  // A list names at least one event ("*" is every event: an empty list saying so would be a surprise).
+  T.Object({ type: T.Literal("subscribe"), events: T.Union([T.Array(T.String(), { minItems: 1, maxItems: 64 }), T.Literal("*")]) }, { additionalProperties: false }),
+  // As the query parameter: at most 15 digits (a larger number is not an id the database can hold).
+  T.Object({ type: T.Literal("resume"), last_event_id: T.Integer({ minimum: 0, maximum: 999_999_999_999_999 }) }, { additionalProperties: false }),
 ]);
 export type ClientMessage = Static<typeof ClientMessage>;
 

@@ -11,8 +11,8 @@ export type LogLevelName = (typeof LOG_LEVELS)[number];
 export const LOG_SOURCES = ["flow", "platform", "webhook", "edge", "queue", "cdr"] as const;
 export type LogSource = (typeof LOG_SOURCES)[number];
 
-/** Default and largest page of GET /v1/logs. */
-export const LOG_PAGE_DEFAULT = 100;
+/** Default and largest page of GET /v1/logs (the default every list has, DESIGN.md section 3). */
+export const LOG_PAGE_DEFAULT = 50;
 export const LOG_PAGE_MAX = 500;
 
 export namespace LogModel {

@@ -57,7 +57,7 @@ export function eventRoutes(platform: Platform) {
           tags: ["Events"],
           summary: "Recent flow-node and platform log lines",
           description:
-            "Newest first, kept 7 days (and at most 10,000 lines per account). level=warn gives warn and error lines; call_id one call's lines. Keyset-paginated (limit ≤ 500, default 100).",
+            "Newest first, kept 7 days (and at most 10,000 lines per account). level=warn gives warn and error lines; call_id one call's lines. Keyset-paginated (limit ≤ 500, default 50).",
         },
       },
     );
