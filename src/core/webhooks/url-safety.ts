@@ -4,7 +4,7 @@
  * (loopback, private ranges, the cloud metadata address 169.254.169.254 and the like).
  */
 import { lookup } from "node:dns/promises";
-import { ipAllowed, parseCidr, parseIp, type Cidr } from "../net/cidr.ts";
+import { formatIp, ipAllowed, parseCidr, parseIp, type Cidr } from "../net/cidr.ts";
 import { validationFailed } from "../errors/app-error.ts";
 
 /** Most characters a webhook URL may have. */
@@ -26,6 +26,9 @@ const BLOCKED: Array<{ cidr: string; why: string; range: Cidr }> = [
   { cidr: "fc00::/7", why: "private (fc00::/7)" },
   { cidr: "fe80::/10", why: "link-local (fe80::/10)" },
   { cidr: "ff00::/8", why: "multicast (ff00::/8)" },
+  // Where the IPv4 address inside cannot be read off plainly: refused whole.
+  { cidr: "64:ff9b:1::/48", why: "local-use NAT64 (64:ff9b:1::/48)" },
+  { cidr: "2001::/32", why: "Teredo (2001::/32)" },
 ].map(({ cidr, why }) => ({ cidr, why, range: parseCidr(cidr) }));
 
 /**
@@ -37,6 +40,20 @@ export function blockedReason(address: string): string | null {
   const ip = parseIp(address);
   if (!ip) return "not an IP address";
   for (const b of BLOCKED) if (ipAllowed(address, [b.range])) return b.why;
+  // An IPv4 address carried inside IPv6 (NAT64's well-known prefix, 6to4) reaches that IPv4 host
+  // through a gateway: it is judged as that address.
+  const embedded = ip.family === 6 ? embeddedIpv4(ip.value) : null;
+  if (embedded !== null) {
+    const why = blockedReason(formatIp(4, embedded));
+    if (why !== null) return `${why}, inside an IPv6 address`;
+  }
+  return null;
+}
+
+/** The IPv4 address inside 64:ff9b::/96 (NAT64, its last 32 bits) or 2002::/16 (6to4, the 32 after the prefix). */
+function embeddedIpv4(value: bigint): bigint | null {
+  if (value >> 32n === 0x64ff9b0000000000000000n) return value & 0xffffffffn;
+  if (value >> 112n === 0x2002n) return (value >> 80n) & 0xffffffffn;
   return null;
 }
 

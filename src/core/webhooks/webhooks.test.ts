@@ -49,6 +49,12 @@ describe("blockedReason", () => {
     ["ff02::1", /multicast/],
     ["255.255.255.255", /reserved/],
     ["not-an-ip", /not an IP/],
+    ["64:ff9b::a9fe:a9fe", /link-local.*inside an IPv6/],
+    ["64:ff9b::7f00:1", /loopback.*inside an IPv6/],
+    ["2002:a9fe:a9fe::", /link-local.*inside an IPv6/],
+    ["2002:0a00:0001:1::1", /private.*inside an IPv6/],
+    ["64:ff9b:1::1", /local-use NAT64/],
+    ["2001:0:4136:e378::1", /Teredo/],
   ];
   for (const [address, why] of blocked) {
     test(`${address} is refused`, () => {
@@ -56,7 +62,7 @@ describe("blockedReason", () => {
     });
   }
 
-  const allowed = ["8.8.8.8", "1.1.1.1", "172.15.255.255", "172.32.0.1", "100.63.255.255", "100.128.0.1", "169.253.255.255", "11.0.0.1", "192.167.1.1", "2606:4700:4700::1111", "2001:db8::1", "::ffff:8.8.8.8", "fec0::1"];
+  const allowed = ["8.8.8.8", "1.1.1.1", "172.15.255.255", "172.32.0.1", "100.63.255.255", "100.128.0.1", "169.253.255.255", "11.0.0.1", "192.167.1.1", "2606:4700:4700::1111", "2001:db8::1", "::ffff:8.8.8.8", "fec0::1", "64:ff9b::808:808", "2002:808:808::1"];
   for (const address of allowed) {
     test(`${address} is public`, () => {
       expect(blockedReason(address)).toBeNull();
