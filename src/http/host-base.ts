@@ -85,8 +85,10 @@ function readableMessage(e: { message?: string; schema?: { anyOf?: Array<{ type?
 function propertyError(v: { value?: unknown; all?: Array<{ message?: string }> }, request: Request): AppError {
   const params = new URL(request.url).searchParams;
   let name: string | undefined;
+  // The value as coerced: a number may have been written otherwise (1e20, 007, 1.0).
+  const matches = (text: string) => text === String(v.value) || (typeof v.value === "number" && text.trim() !== "" && Number(text) === v.value);
   for (const [key, value] of params) {
-    if (value === String(v.value)) {
+    if (matches(value)) {
       name = key;
       break;
     }

@@ -25,7 +25,7 @@ const registryKey = (accountId: string) => accountKey(accountId, "cac", "slots")
 const limitsKey = (accountId: string) => accountKey(accountId, "cac", "limits");
 
 /** The account's slot index (names and last limits), kept a minute longer than any member it can list. */
-const indexOf = (accountId: string, ttlMs: number) => ({ namesKey: registryKey(accountId), valuesKey: limitsKey(accountId), ttlMs: ttlMs + 60_000 });
+const slotIndex = (accountId: string, ttlMs: number) => ({ namesKey: registryKey(accountId), valuesKey: limitsKey(accountId), ttlMs: ttlMs + 60_000 });
 
 /** Outcome of `acquireSlots`. */
 export type Acquired = { ok: true } | { ok: false; refused: CacSlot; active: number };
@@ -44,7 +44,7 @@ export async function acquireSlots(live: LiveStore, accountId: string, member: s
     slots.map((slot) => ({ key: slotKey(accountId, slot), limit: slot.limit })),
     member,
     ttlMs,
-    { ...indexOf(accountId, ttlMs), entries: slots.map((slot) => ({ name: slotName(slot), value: String(slot.limit) })) },
+    { ...slotIndex(accountId, ttlMs), entries: slots.map((slot) => ({ name: slotName(slot), value: String(slot.limit) })) },
   );
   return got.ok ? { ok: true } : { ok: false, refused: slots[got.index]!, active: got.count };
 }
@@ -66,7 +66,7 @@ export async function renewSlots(live: LiveStore, accountId: string, member: str
     slots.map((slot) => slotKey(accountId, slot)),
     member,
     ttlMs,
-    indexOf(accountId, ttlMs),
+    slotIndex(accountId, ttlMs),
   );
 }
 

@@ -3,6 +3,8 @@ import { Type as T, type Static } from "@sinclair/typebox";
 import { t } from "elysia";
 import { EpochSec, Flag, Nullable } from "../validation/fields.ts";
 import { EpochSecQuery, PageQuery } from "../../http/page-query.ts";
+import { PresenceModel } from "../presence/presence.model.ts";
+import { QueueModel } from "../queues/queues.model.ts";
 
 const Direction = T.Union([T.Literal("inbound"), T.Literal("outbound"), T.Literal("internal")]);
 /** Every status a call record can have. */
@@ -181,6 +183,16 @@ export namespace CallModel {
       calls: T.Array(ActiveCall),
       cac: T.Array(CacCounter),
       ceilings: T.Object({ max_in: Nullable(T.Integer()), max_out: Nullable(T.Integer()), max_dialer: Nullable(T.Integer()) }, { additionalProperties: false }),
+    },
+    { additionalProperties: false },
+  );
+
+  /** GET /v1/live: the call snapshot (also GET /cac's) with the agents and the queue configs. */
+  export const LiveView = T.Object(
+    {
+      ...Live.properties,
+      agents: T.Array(PresenceModel.RosterUser, { description: "The account's agents (is_agent 1), by extension." }),
+      queues: T.Array(QueueModel.Queue, { description: "Queue configs, oldest first." }),
     },
     { additionalProperties: false },
   );

@@ -121,6 +121,11 @@ describe(`GET /v1/calls [${storeKind}]`, () => {
       expect(r.status, q).toBe(400);
       expect(r.body.error).toBe("validation_failed");
     }
+    // A bound broken by a number written another way is still named by its field.
+    for (const [q, path] of [["until=1e20", "/query/until"], ["since=2.534023008e11", "/query/since"], ["limit=0501", "/query/limit"]]) {
+      const r = await call(app, "GET", `/v1/calls?${q}`, { key: t.key });
+      expect(r.body.details.map((d: Json) => d.path), q).toEqual([path]);
+    }
     expect((await call(app, "GET", "/v1/calls")).status).toBe(401);
     const noScope = await keyWithScopes(platform, t.accountId, ["usage"]);
     const denied = await call(app, "GET", "/v1/calls", { key: noScope });

@@ -6,23 +6,11 @@ import { CallModel } from "../../core/calls/calls.model.ts";
 import { activeCalls, getBalance, getUsage, liveSnapshot } from "../../core/calls/calls.service.ts";
 import { cacTtlMs } from "../../core/calls/cac-config.ts";
 import { liveAgents } from "../../core/presence/presence-events.ts";
-import { PresenceModel } from "../../core/presence/presence.model.ts";
 import { listQueueConfigs, MAX_LIVE_QUEUES } from "../../core/queues/queues.service.ts";
-import { QueueModel } from "../../core/queues/queues.model.ts";
 import { apiModels } from "../../http/api-models.ts";
 import { DataReply, errorReplies } from "../../http/reply-models.ts";
 import { apiAccess } from "../plugins/api-access.ts";
 import { NoQuery } from "../../http/page-query.ts";
-
-/** GET /v1/live: the call snapshot (also GET /cac's) with the agents and the queue configs. */
-const LiveView = T.Object(
-  {
-    ...CallModel.Live.properties,
-    agents: T.Array(PresenceModel.RosterUser, { description: "The account's agents (is_agent 1), by extension." }),
-    queues: T.Array(QueueModel.Queue, { description: "Queue configs, oldest first." }),
-  },
-  { additionalProperties: false },
-);
 
 export function usageRoutes(platform: Platform) {
   return new Elysia({ name: "routes-usage", normalize: false })
@@ -57,7 +45,7 @@ export function usageRoutes(platform: Platform) {
       {
         scope: "cdr",
         query: NoQuery,
-        response: { 200: DataReply(LiveView), ...errorReplies(400, 401, 403, 429) },
+        response: { 200: DataReply(CallModel.LiveView), ...errorReplies(400, 401, 403, 429) },
         detail: {
           tags: ["Calls"],
           summary: "Live snapshot: agents, calls in progress, concurrency counters, queue configs",
