@@ -11,6 +11,11 @@ import type { LiveStore } from "../core/live/live-store.ts";
 import { createPublicApp } from "../public/app.ts";
 import { identityRoutes } from "../public/routes/identity.ts";
 import { eventRoutes } from "../public/routes/events.ts";
+import { keyRoutes } from "../public/routes/keys.ts";
+import { createApiKey } from "../core/auth/auth.service.ts";
+import { revokeApiKey } from "../core/auth/auth.store.ts";
+import { accounts } from "../core/accounts/accounts.schema.ts";
+import { eq } from "drizzle-orm";
 import { keyWithScopes, seedTenant, storeKind, testPlatform } from "../../test/support/platform.ts";
 import { call } from "../../test/support/http.ts";
 import { createRealtimeApp, type RealtimeOptions } from "./app.ts";
@@ -24,7 +29,7 @@ const servers: Array<{ stop(): unknown }> = [];
 
 beforeAll(async () => {
   platform = await testPlatform();
-  api = createPublicApp(platform, [identityRoutes, eventRoutes]);
+  api = createPublicApp(platform, [identityRoutes, eventRoutes, keyRoutes]);
 }, 60_000);
 afterAll(async () => {
   for (const s of servers) await s.stop();
@@ -390,6 +395,69 @@ describe(`realtime stream: slow consumers [${storeKind}]`, () => {
   });
 });
 
+/** A second key on the account, with its id. */
+const secondKey = (accountId: string) => createApiKey(platform.db, { accountId, label: "second", scopes: ["*"], grantorScopes: null });
+
+describe(`realtime stream: the credential behind a socket [${storeKind}]`, () => {
+  test("a ticket whose key is revoked before it is used opens nothing", async () => {
+    const t = await seedTenant(platform);
+    const minted = await ticket(t.key);
+    const other = await secondKey(t.accountId);
+    expect((await call(api, "DELETE", `/v1/keys/${t.keyId}`, { key: other.secret })).status).toBe(200);
+    const conn = new StreamConnection(`${host.base}/v1/events/stream?ticket=${minted.ticket}`);
+    const closed = await conn.closed;
+    expect(closed.code).toBe(CLOSE.ticketRefused);
+    expect(closed.reason).toContain("revoked");
+    expect(conn.messages).toEqual([]);
+  });
+
+  test("revoking a key closes its open sockets at once with 4403; another key's socket stays and keeps its events", async () => {
+    const t = await seedTenant(platform);
+    const other = await secondKey(t.accountId);
+    const doomed = await open(t.key);
+    const doomed2 = await open(t.key, "&events=test");
+    const staying = await open(other.secret);
+    expect((await call(api, "DELETE", `/v1/keys/${t.keyId}`, { key: other.secret })).status).toBe(200);
+    for (const conn of [doomed, doomed2]) {
+      const closed = await conn.closed;
+      expect(closed.code).toBe(CLOSE.credentialRevoked);
+      expect(closed.reason).toStartWith("credential_revoked:");
+    }
+    const emitted = await testEvent(t.accountId, "after the revocation");
+    await staying.until(() => staying.events().length === 1);
+    expect(ids(staying.messages)).toEqual([emitted.id]);
+    expect(doomed.events()).toEqual([]);
+    staying.close();
+  });
+
+  test("an account that stops being active loses its sockets; other accounts keep theirs", async () => {
+    const t = await seedTenant(platform);
+    const bystander = await seedTenant(platform);
+    const conn = await open(t.key);
+    const kept = await open(bystander.key);
+    await platform.db.update(accounts).set({ status: "suspended" }).where(eq(accounts.id, t.accountId));
+    await platform.credentials.invalidateAccount(t.accountId);
+    expect((await conn.closed).code).toBe(CLOSE.credentialRevoked);
+    // Another change of an active account (its limits, say) closes nothing.
+    await platform.credentials.invalidateAccount(bystander.accountId);
+    const emitted = await testEvent(bystander.accountId, "still here");
+    await kept.until(() => kept.events().length === 1);
+    expect(ids(kept.messages)).toEqual([emitted.id]);
+    kept.close();
+  });
+
+  test("without a revocation message (a lost one), the periodic check closes the socket", async () => {
+    const t = await seedTenant(platform);
+    const checking = realtime({ recheckMs: 200 });
+    const conn = await open(t.key, "", checking);
+    // Revoked in the database only: no instance is told.
+    expect(await revokeApiKey(platform.db, t.accountId, t.keyId, Math.floor(Date.now() / 1000))).toBe(true);
+    const closed = await conn.closed;
+    expect(closed.code).toBe(CLOSE.credentialRevoked);
+    expect(closed.reason).toContain("revoked");
+  });
+});
+
 describe.skipIf(!process.env.TEST_REDIS_URL)(`realtime stream: two instances sharing PostgreSQL and Redis [${storeKind}]`, () => {
   let other: Platform;
   let otherLive: LiveStore;
@@ -415,5 +483,14 @@ describe.skipIf(!process.env.TEST_REDIS_URL)(`realtime stream: two instances sha
     const reuse = new StreamConnection(`${host.base}/v1/events/stream?ticket=${minted.ticket}`);
     expect((await reuse.closed).code).toBe(CLOSE.ticketRefused);
     conn.close();
+  });
+
+  test("a key revoked through one instance closes its socket on the other at once", async () => {
+    const t = await seedTenant(platform);
+    const spare = await secondKey(t.accountId);
+    const b = realtime({}, other);
+    const conn = await open(t.key, "", b);
+    expect((await call(api, "DELETE", `/v1/keys/${t.keyId}`, { key: spare.secret })).status).toBe(200);
+    expect((await conn.closed).code).toBe(CLOSE.credentialRevoked);
   });
 });

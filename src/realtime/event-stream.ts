@@ -6,7 +6,10 @@
  * subscription per account per instance), then, when resuming, reads stored events after
  * last_event_id while live ones wait in a buffer, and flushes the buffer skipping ids already sent:
  * no gap and no duplicate at the seam. Sends go through a bounded buffer; a client that reads too
- * slowly is closed with 4429 instead of growing the server's memory.
+ * slowly is closed with 4429 instead of growing the server's memory. A socket lives only as long as
+ * the credential that minted its ticket: revoking that API key, or an account that stops being
+ * active, closes it with 4403 (at once on a revocation message from any instance, else at the next
+ * periodic check).
  */
 import { Elysia } from "elysia";
 import type { ServerWebSocket } from "bun";
@@ -28,6 +31,11 @@ export interface EventStreamOptions {
   maxBufferedBytes?: number;
   /** Live events a socket may hold while its resume reads stored ones. Default 10,000. */
   maxPendingEvents?: number;
+  /**
+   * Longest time between two checks that the credential behind each socket still stands (a safety
+   * net for a missed revocation message), in ms. Default 60,000.
+   */
+  recheckMs?: number;
   /** Clock for ticket expiry (epoch ms); tests step it past a ticket's 60 s. */
   clock?: () => number;
   /** The instance's fan-out hub; tests pass their own to watch subscriptions. */
@@ -40,6 +48,7 @@ const REFUSALS: Record<TicketRefusal | "missing", string> = {
   unknown: "unknown or already used; tickets are single-use",
   expired: "expired; tickets are valid for 60 s",
 };
+const REVOKED = "the API key that minted the ticket was revoked, or the account is not active";
 
 /** Ids recently sent on one socket, bounded: what dedupes the resume seam. */
 class RecentIds {
@@ -61,6 +70,7 @@ interface StreamDeps {
   backfillLimit: number;
   maxBufferedBytes: number;
   maxPendingEvents: number;
+  recheckMs: number;
   clock: () => number;
 }
 
@@ -69,6 +79,8 @@ type Query = Record<string, string | undefined>;
 /** One connected socket and its stream state. */
 class StreamClient {
   private accountId: string | null = null;
+  /** The API key that minted the ticket (null: a console session). */
+  private keyId: string | null = null;
   private kind: TicketKind | null = null;
   private filter: Set<EventName> | null = null;
   /** While true, live events wait in `pending` (until start-up or a resume has sent stored ones). */
@@ -120,9 +132,13 @@ class StreamClient {
     }
     const redeemed = await redeemTicket(this.deps.platform.live, ticket, this.deps.clock());
     if (!redeemed.ok) return this.close(CLOSE.ticketRefused, closeReason("ticket_refused", REFUSALS[redeemed.reason]));
+    const { grant } = redeemed;
+    // A ticket minted just before its key was revoked (or its account suspended) opens nothing.
+    if (!(await this.deps.platform.credentials.stillValid(grant))) return this.close(CLOSE.ticketRefused, closeReason("ticket_refused", REVOKED));
     if (this.closed) return;
-    this.accountId = redeemed.grant.accountId;
-    this.kind = redeemed.grant.kind;
+    this.accountId = grant.accountId;
+    this.keyId = grant.keyId ?? null;
+    this.kind = grant.kind;
     await this.deps.hub.attach(this.accountId, this.listener);
     if (this.closed) {
       // Closed while subscribing: dispose() ran before the listener was attached.
@@ -188,6 +204,12 @@ class StreamClient {
     this.raw.send(JSON.stringify(message));
   }
 
+  /** The credential behind the socket, once its ticket is redeemed (null before). */
+  credential(): { accountId: string; keyId?: string } | null {
+    if (this.accountId === null || this.closed) return null;
+    return this.keyId === null ? { accountId: this.accountId } : { accountId: this.accountId, keyId: this.keyId };
+  }
+
   /** A heartbeat; sockets still starting up get none. */
   ping(now: number): void {
     if (this.accountId !== null && !this.buffering) this.sendJson({ type: "ping", ts: now });
@@ -247,29 +269,77 @@ export function eventStream(platform: Platform, options: EventStreamOptions = {}
     backfillLimit: options.backfillLimit ?? 1000,
     maxBufferedBytes: options.maxBufferedBytes ?? 1024 * 1024,
     maxPendingEvents: options.maxPendingEvents ?? 10_000,
+    recheckMs: options.recheckMs ?? 60_000,
     clock: options.clock ?? Date.now,
   };
   const clients = new Map<string, StreamClient>();
-  let heartbeat: ReturnType<typeof setInterval> | null = null;
+  let timer: ReturnType<typeof setInterval> | null = null;
+  let lastPing = Date.now();
+  let lastRecheck = Date.now();
 
-  const startHeartbeat = () => {
-    if (heartbeat) return;
-    heartbeat = setInterval(() => {
-      const now = Date.now();
-      for (const client of clients.values()) client.ping(now);
-    }, deps.heartbeatMs);
-    heartbeat.unref();
+  /**
+   * Checks the credentials of the sockets `which` picks (each distinct credential once) and closes
+   * the sockets of those that no longer stand. A failed check closes nothing (the next one decides).
+   */
+  const recheck = async (which: (credential: { accountId: string; keyId?: string }) => boolean): Promise<void> => {
+    const groups = new Map<string, { credential: { accountId: string; keyId?: string }; sockets: StreamClient[] }>();
+    for (const client of clients.values()) {
+      const credential = client.credential();
+      if (!credential || !which(credential)) continue;
+      const key = `${credential.accountId} ${credential.keyId ?? ""}`;
+      const group = groups.get(key);
+      if (group) group.sockets.push(client);
+      else groups.set(key, { credential, sockets: [client] });
+    }
+    for (const { credential, sockets } of groups.values()) {
+      try {
+        if (await platform.credentials.stillValid(credential)) continue;
+      } catch (error) {
+        platform.log.warn("event stream credential check failed", { account_id: credential.accountId, error: describeError(error) });
+        continue;
+      }
+      for (const socket of sockets) socket.close(CLOSE.credentialRevoked, closeReason("credential_revoked", REVOKED));
+    }
   };
-  const stopHeartbeatWhenIdle = () => {
-    if (heartbeat && clients.size === 0) {
-      clearInterval(heartbeat);
-      heartbeat = null;
+  let rechecking = false;
+  const recheckAll = () => {
+    if (rechecking) return;
+    rechecking = true;
+    void recheck(() => true).finally(() => (rechecking = false));
+  };
+  // A key revoked or an account changed on any instance: its sockets here are checked at once.
+  const stopListening = platform.credentials.onInvalidate((kind, id) => {
+    void recheck((c) => (kind === "key" ? c.keyId === id : c.accountId === id));
+  });
+
+  // One timer for heartbeats and the periodic credential check, running while sockets are open.
+  const tick = Math.min(deps.heartbeatMs, deps.recheckMs);
+  const startTimer = () => {
+    if (timer) return;
+    timer = setInterval(() => {
+      const now = Date.now();
+      if (now - lastPing >= deps.heartbeatMs - tick / 2) {
+        lastPing = now;
+        for (const client of clients.values()) client.ping(now);
+      }
+      if (now - lastRecheck >= deps.recheckMs - tick / 2) {
+        lastRecheck = now;
+        recheckAll();
+      }
+    }, tick);
+    timer.unref();
+  };
+  const stopTimerWhenIdle = () => {
+    if (timer && clients.size === 0) {
+      clearInterval(timer);
+      timer = null;
     }
   };
   const closeAll = () => {
+    stopListening();
     for (const client of clients.values()) client.close(CLOSE.goingAway, closeReason("going_away", "server shutting down; reconnect and resume"));
     clients.clear();
-    stopHeartbeatWhenIdle();
+    stopTimerWhenIdle();
   };
 
   const plugin = new Elysia({ name: "realtime-event-stream", normalize: false })
@@ -279,7 +349,8 @@ export function eventStream(platform: Platform, options: EventStreamOptions = {}
       open(ws) {
         const client = new StreamClient(ws.raw as ServerWebSocket<unknown>, deps);
         clients.set(ws.id, client);
-        startHeartbeat();
+        if (!timer) lastPing = lastRecheck = Date.now();
+        startTimer();
         client.start(ws.data.query as Query);
       },
       message(ws, message) {
@@ -288,7 +359,7 @@ export function eventStream(platform: Platform, options: EventStreamOptions = {}
       close(ws) {
         clients.get(ws.id)?.dispose();
         clients.delete(ws.id);
-        stopHeartbeatWhenIdle();
+        stopTimerWhenIdle();
       },
     });
   return { plugin, hub: deps.hub, closeAll, connections: () => clients.size };

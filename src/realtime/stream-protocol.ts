@@ -19,6 +19,11 @@ export const CLOSE = {
   badRequest: 4400,
   /** The ticket is missing, malformed, unknown, already used or expired. Mint a new one. */
   ticketRefused: 4401,
+  /**
+   * The API key that minted the ticket was revoked, or the account is no longer active. Reconnecting
+   * with the same credential will not work.
+   */
+  credentialRevoked: 4403,
   /** The client read too slowly and its send buffer passed the limit. Reconnect and resume. */
   slowConsumer: 4429,
 } as const;

@@ -36,6 +36,16 @@ export async function revokeApiKey(db: DbOrTx, accountId: string, keyId: string,
   return true;
 }
 
+/** Whether the account's key exists and is not revoked. */
+export async function isApiKeyActive(db: DbOrTx, accountId: string, keyId: string): Promise<boolean> {
+  const [row] = await db
+    .select({ id: apiKeys.id })
+    .from(apiKeys)
+    .where(and(eq(apiKeys.account_id, accountId), eq(apiKeys.id, keyId), isNull(apiKeys.revoked_at)))
+    .limit(1);
+  return row !== undefined;
+}
+
 /** Resolves a secret hash to its active key. */
 export async function findApiKeyByHash(db: DbOrTx, secretHash: string): Promise<ApiKeyRow | null> {
   const [ref] = await db.select().from(apiKeyLookup).where(eq(apiKeyLookup.secret_hash, secretHash)).limit(1);

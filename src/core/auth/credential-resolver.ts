@@ -10,7 +10,7 @@ import type { DbOrTx } from "../db/db.ts";
 import type { LiveStore } from "../live/live-store.ts";
 import { findAccount } from "../accounts/accounts.store.ts";
 import { AppError } from "../errors/app-error.ts";
-import { findApiKeyByHash } from "./auth.store.ts";
+import { findApiKeyByHash, isApiKeyActive } from "./auth.store.ts";
 import type { Principal } from "./principal.ts";
 import { hashApiKeySecret, looksLikeApiKeySecret } from "./secrets-format.ts";
 import type { SessionTokens } from "./session-tokens.ts";
@@ -55,6 +55,16 @@ export interface CredentialResolver {
   fromBearer(token: string): Promise<ResolvedPrincipal>;
   /** The account's status and rate-limit override (cached like keys). */
   accountGate(accountId: string): Promise<AccountGate | null>;
+  /**
+   * Whether a credential seen earlier (the one that minted a realtime ticket) still stands: its
+   * account is active and, for an API key, the key is not revoked. Reads the database, not the caches.
+   */
+  stillValid(credential: { accountId: string; keyId?: string }): Promise<boolean>;
+  /**
+   * Calls `listener` whenever a key or an account is invalidated, on this instance or another (a key
+   * revoked, an account changed); returns the unsubscribe. A message may arrive twice.
+   */
+  onInvalidate(listener: (kind: "key" | "account", id: string) => void): () => void;
   /** Drops a revoked key everywhere (this instance at once, others through pub/sub). */
   invalidateKey(keyId: string): Promise<void>;
   /** Drops an account's cached state everywhere (after a status or limit change). */
@@ -81,14 +91,17 @@ export async function createCredentialResolver(deps: {
   const keys = new Map<string, CachedKey>();
   const accounts = new Map<string, AccountGate>();
   const unauthorized = (message: string) => new AppError("unauthorized", message);
+  const listeners = new Set<(kind: "key" | "account", id: string) => void>();
 
   const drop = (message: string) => {
     const [kind, id] = message.split(" ");
+    if (!id || (kind !== "key" && kind !== "account")) return;
     if (kind === "key") {
       for (const [secret, entry] of keys) if (entry.keyId === id) keys.delete(secret);
-    } else if (kind === "account" && id) {
+    } else {
       accounts.delete(id);
     }
+    for (const listener of listeners) listener(kind, id);
   };
   const unsubscribe = await deps.live.subscribe(INVALIDATE_CHANNEL, drop);
 
@@ -156,6 +169,15 @@ export async function createCredentialResolver(deps: {
       };
     },
     accountGate,
+    async stillValid({ accountId, keyId }) {
+      const account = await findAccount(deps.db, accountId);
+      if (account?.status !== "active") return false;
+      return keyId === undefined || (await isApiKeyActive(deps.db, accountId, keyId));
+    },
+    onInvalidate(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
     async invalidateKey(keyId) {
       drop(`key ${keyId}`);
       await deps.live.publish(INVALIDATE_CHANNEL, `key ${keyId}`);

@@ -24,6 +24,8 @@ export interface TicketGrant {
   kind: TicketKind;
   /** The minting credential's scopes. */
   scopes: string[];
+  /** The API key that minted it (sk_…); absent for a console session. The stream ends when it is revoked. */
+  keyId?: string;
   /** Epoch ms. */
   issuedAt: number;
   /** Epoch ms after which the ticket no longer opens anything. */
@@ -62,12 +64,19 @@ export function ticketKindFor(scopes: readonly string[], requested?: TicketKind)
  */
 export async function mintTicket(
   live: LiveStore,
-  input: { accountId: string; kind: TicketKind; scopes: readonly string[]; now?: number; ttlSec?: number },
+  input: { accountId: string; kind: TicketKind; scopes: readonly string[]; keyId?: string; now?: number; ttlSec?: number },
 ): Promise<{ ticket: string; expiresIn: number; grant: TicketGrant }> {
   const ttlSec = input.ttlSec ?? TICKET_TTL_SEC;
   const issuedAt = input.now ?? Date.now();
   const secret = Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64url");
-  const grant: TicketGrant = { accountId: input.accountId, kind: input.kind, scopes: [...input.scopes], issuedAt, expiresAt: issuedAt + ttlSec * 1000 };
+  const grant: TicketGrant = {
+    accountId: input.accountId,
+    kind: input.kind,
+    scopes: [...input.scopes],
+    ...(input.keyId === undefined ? {} : { keyId: input.keyId }),
+    issuedAt,
+    expiresAt: issuedAt + ttlSec * 1000,
+  };
   await live.set(ticketKey(input.accountId, secret), JSON.stringify(grant), ttlSec * 1000);
   return { ticket: `rt1.${input.accountId}.${secret}`, expiresIn: ttlSec, grant };
 }
