@@ -57,6 +57,18 @@ describe(`host base [${storeKind}]`, () => {
     expect(lines.join("\n")).not.toContain("select secret");
   });
 
+  test("a body that does not parse is a 400 naming only the formats the host takes", async () => {
+    const json = new Elysia().use(hostBase(platform, { host: "public", cors: false, accept: ["json"] })).post("/echo", ({ body }) => ({ ok: true, body }));
+    const both = new Elysia().use(hostBase(platform, { host: "control", cors: false, accept: ["json", "form"] })).post("/echo", ({ body }) => ({ ok: true, body }));
+    const send = (app: typeof json) => app.handle(new Request("http://localhost/echo", { method: "POST", headers: { "content-type": "application/json" }, body: "{" }));
+    const onJson = await send(json);
+    expect(onJson.status).toBe(400);
+    expect((await onJson.json()).details).toEqual([{ path: "", message: "Body is not valid JSON." }]);
+    const onBoth = await send(both);
+    expect(onBoth.status).toBe(400);
+    expect((await onBoth.json()).details).toEqual([{ path: "", message: "Body is not valid JSON or form data." }]);
+  });
+
   test("a JSON body over 1 MiB is a 413", async () => {
     const t = await seedTenant(platform);
     const big = JSON.stringify({ label: "x".repeat(1024 * 1024 + 10) });

@@ -66,12 +66,34 @@ function contentKind(contentType: string | null): "json" | "form" | "other" {
   return "other";
 }
 
-/** TypeBox's message, made plain where it is cryptic (unions of a type and its coercible string form). */
-function readableMessage(e: { message?: string; schema?: { anyOf?: Array<{ type?: string }> } }): string {
+/** A TypeBox message that only says the value is of another type. */
+const TYPE_MISMATCH = /^Expected (string|array|number|integer|boolean|object|null)$/;
+
+/**
+ * TypeBox's message, made plain where it is cryptic: for a union, the error of the member whose type
+ * the value has (a string too long where a string or a list is accepted says so), else the types
+ * accepted, a string with a format (the coercible text form of a number or a boolean) left unnamed.
+ */
+function readableMessage(e: {
+  message?: string;
+  schema?: { anyOf?: Array<{ type?: string; format?: string }> };
+  errors?: Iterable<{ message?: string }>[];
+}): string {
   if (e.message === "Unexpected property") return "This field cannot be set here.";
   if (e.message === "Expected union value") {
-    const types = new Set((e.schema?.anyOf ?? []).map((s) => s.type).filter((t) => t && t !== "string" && t !== "null"));
-    if (types.size === 1) return `Expected ${[...types][0]}.`;
+    const anyOf = e.schema?.anyOf ?? [];
+    const coercion = (s: { type?: string; format?: string } | undefined) => s?.type === "string" && s.format !== undefined;
+    const variants = e.errors ?? [];
+    for (let i = 0; i < variants.length; i++) {
+      if (coercion(anyOf[i])) continue;
+      // The first error of each member says enough.
+      const [first] = variants[i]!;
+      if (first?.message && !TYPE_MISMATCH.test(first.message)) return first.message;
+    }
+    const members = anyOf.filter((s) => s.type !== "null" && !coercion(s));
+    const types = [...new Set(members.map((s) => s.type).filter((t): t is string => Boolean(t)))];
+    if (types.length === 1) return `Expected ${types[0]}.`;
+    if (types.length > 1) return `Expected ${types.slice(0, -1).join(", ")} or ${types.at(-1)}.`;
     return "Invalid value.";
   }
   return e.message ?? "Invalid value.";
@@ -138,7 +160,7 @@ function nulInUrl(request: Request): AppError {
 }
 
 /** Maps Elysia's own errors and ours to an AppError; anything unknown becomes 500 internal. */
-function toAppError(code: string | number, error: unknown, request: Request): AppError | null {
+function toAppError(code: string | number, error: unknown, request: Request, accept: HostBaseOptions["accept"]): AppError | null {
   if (error instanceof AppError) return error;
   if (code === "VALIDATION") {
     const v = error as {
@@ -160,7 +182,7 @@ function toAppError(code: string | number, error: unknown, request: Request): Ap
     return new AppError("validation_failed", "The request is not valid.", { details });
   }
   if (code === "PARSE") {
-    return new AppError("validation_failed", "The body could not be parsed.", { details: [{ path: "", message: "Body is not valid JSON or form data." }] });
+    return new AppError("validation_failed", "The body could not be parsed.", { details: [{ path: "", message: accept.includes("form") ? "Body is not valid JSON or form data." : "Body is not valid JSON." }] });
   }
   if (code === "NOT_FOUND") return new AppError("not_found", "No such endpoint.");
   return null;
@@ -228,7 +250,7 @@ export function hostBase(platform: Platform, options: HostBaseOptions) {
       if (at !== null) throw new AppError("validation_failed", "The request is not valid.", { details: [{ path: at, message: NUL_MESSAGE }] });
     })
     .onError({ as: "global" }, async ({ code, error, set, request }) => {
-      const known = toAppError(code, error, request);
+      const known = toAppError(code, error, request, options.accept);
       const appError = known ?? new AppError("internal", "Something went wrong on our side; it has been logged.");
       if (!known) log.error("unhandled error", { request_id: requestMeta(request)?.id, error: describeError(error), elysia_code: String(code) });
       if (options.onErrorReply) await options.onErrorReply(request, appError);

@@ -94,7 +94,11 @@ describe(`/security endpoints: errors [${storeKind}]`, () => {
       expect(r.body.details.map((d: Json) => d.path), `${method} ${path}`).toContain(field);
     }
     expect((await send("GET", `/security/bans?q=${net}9`)).body.data).toEqual([]);
-    expect((await send("DELETE", "/security/allow/not-an-ip")).status).toBe(400);
+    for (const bad of ["not-an-ip", "10.0.0.0%2F99", "%E0%A4%A"]) {
+      const r = await send("DELETE", `/security/allow/${bad}`);
+      expect(r.status, bad).toBe(400);
+      expect(r.body.details.map((d: Json) => d.path), bad).toEqual(["/params/ip"]);
+    }
     expect((await send("DELETE", `/security/allow/${net}77`)).status).toBe(404);
   });
 });

@@ -11,6 +11,7 @@ import { DataReply, OkReply, errorReplies } from "../../http/reply-models.ts";
 import { apiModels } from "../../http/api-models.ts";
 import { NoQuery } from "../../http/page-query.ts";
 import { authFailures } from "../../core/sip-auth/sip-auth.service.ts";
+import { validationFailed } from "../../core/errors/app-error.ts";
 
 const tags = ["Edge security"];
 
@@ -64,7 +65,13 @@ export function securityRoutes(platform: Platform, options: Pick<ReportOptions, 
     .delete(
       "/allow/*",
       async ({ params }) => {
-        await removeFromAllowlist(db, decodeURIComponent(params["*"]));
+        let address: string;
+        try {
+          address = decodeURIComponent(params["*"]);
+        } catch {
+          throw validationFailed([{ path: "/params/ip", message: "Not an IP address or CIDR range (bad percent-encoding)." }]);
+        }
+        await removeFromAllowlist(db, address, "/params/ip");
         return { ok: true as const };
       },
       {

@@ -189,8 +189,8 @@ export async function addToAllowlist(db: DbOrTx, input: SecurityModel.AddAllow, 
 }
 
 /** DELETE /security/allow/{address}: 404 when it is not on the list. */
-export async function removeFromAllowlist(db: DbOrTx, address: string): Promise<void> {
+export async function removeFromAllowlist(db: DbOrTx, address: string, field = "/address"): Promise<void> {
   const range = canonicalRange(address);
-  if (!range) throw validationFailed([{ path: "/address", message: "Not an IP address or CIDR range." }]);
+  if (!range) throw validationFailed([{ path: field, message: "Not an IP address or CIDR range." }]);
   if (!(await deleteAllow(db, range.text))) throw notFound("allowlist entry");
 }
