@@ -59,7 +59,7 @@ export namespace CallModel {
       cost_micro: T.Integer({ minimum: 0, description: "Cost in micro-units of currency (1,000,000 = 1 unit)." }),
       currency: Nullable(T.String({ description: "ISO 4217 of the rate plan that priced the call; null without a plan." })),
       rate_plan_id: Nullable(T.String()),
-      user_id: Nullable(T.String()),
+      user_id: Nullable(T.String({ description: "The calling user for a call from a device; for a carrier's or trunk's call, the user it was routed to." })),
       device_id: Nullable(T.String()),
       number_id: Nullable(T.String()),
       trunk_id: Nullable(T.String()),
@@ -67,7 +67,7 @@ export namespace CallModel {
       agent_id: Nullable(T.String({ description: "us_… of the agent who answered." })),
       flow_id: Nullable(T.String()),
       recording_ids: T.Array(T.String(), { description: "rec_… of the call's recordings." }),
-      legs: T.Array(T.Record(T.String(), T.Unknown()), { description: "The legs as the edge last reported them (role caller/callee, uri, device_id, user_id, state)." }),
+      legs: T.Array(T.Record(T.String(), T.Unknown()), { description: "The legs as the edge last reported them with the confirmed and terminated events (role caller/callee, uri, device_id, user_id, state); empty while ringing." }),
     },
     { additionalProperties: false },
   );

@@ -285,6 +285,19 @@ describe(`decideRoute internal calls [${storeKind}]`, () => {
     expect(d.reply.rtjson.vars).toMatchObject({ failover_busy: "voicemail:vm_bob", failover_no_answer: "voicemail:vm_bob" });
   });
 
+  test("the call's user: the caller for a call from a device, the user it rings for a carrier's call to a DID", async () => {
+    const o = await office();
+    const c = { [o.bob]: [contact(o.bob, o.bobDev, "sip:1002@10.1.1.2")] };
+    const did = await o.f.number({ dest_kind: "user", dest_id: o.bob });
+    const inbound = await decideRoute(testDeps(platform, { contacts: c }), req({ to: `+${did.e164}`, source_ip: CARRIER_IP }));
+    expect(inbound.direction).toBe("inbound");
+    expect(inbound.reply.rtjson.action).toBe("proxy");
+    expect(inbound.userId).toBe(o.bob);
+    expect(inbound.deviceId).toBeNull();
+    const internal = await decideRoute(testDeps(platform, { contacts: c }), o.from("1002"));
+    expect(internal.userId).toBe(o.alice);
+  });
+
   test("a user at max_simultaneous: 486, or the busy forward", async () => {
     const o = await office();
     const c = { [o.bob]: [contact(o.bob, o.bobDev, "sip:1002@10.1.1.2")] };

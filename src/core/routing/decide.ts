@@ -379,6 +379,8 @@ function setFailovers(draft: DecisionDraft, forwards: readonly RouteForward[], v
 async function toUser(deps: RouteDeps, draft: DecisionDraft, account: RouteAccount, user: RouteUser & { forwards: RouteForward[] }): Promise<RouteDecision> {
   draft.vars.dest_kind = "user";
   draft.vars.dest_id = user.id;
+  // The call's user: the caller for a call from a device, else (a carrier's or a trunk's call) the user it rings.
+  draft.userId ??= user.id;
   step(draft, "user", `${user.username} (${user.id})`);
   if (user.status !== "active") return reject(draft, 480, "Temporarily Unavailable", "user disabled");
   const always = user.forwards.find((f) => f.trigger === "always");

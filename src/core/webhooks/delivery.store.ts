@@ -143,7 +143,9 @@ export async function exchangeDeliveries(database: Pick<Database, "db" | "queue"
           ), rec as (
             select account_id, id from fin union all select account_id, id from ret
           ), logged as (
-            update webhook_delivery l set status = u.status, attempts = u.attempts, last_status = u.last_status,
+            update webhook_delivery l set status = u.status, attempts = u.attempts,
+                   -- No attempt made (the subscription or event is gone): the last attempt's status stays.
+                   last_status = case when u.attempts = l.attempts then l.last_status else u.last_status end,
                    last_error = u.last_error, updated_at = u.updated_at, delivered_at = u.delivered_at
             from u, rec
             where rec.account_id = u.account_id and rec.id = u.id and l.account_id = u.account_id and l.id = u.id

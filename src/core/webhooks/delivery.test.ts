@@ -333,6 +333,28 @@ describe(`webhook delivery [${storeKind}]`, () => {
     expect(receiver.at(path)).toHaveLength(0);
   });
 
+  test("a subscription removed between attempts: failed, the last attempt's status kept, no further request", async () => {
+    const t = await seedTenant(platform);
+    const path = freshPath("removed-later");
+    receiver.on(path, () => new Response("down", { status: 503 }));
+    const hook = await subscribe(t, path);
+    await fireTestEvent(platform.events, t.accountId, {});
+    const [row] = await withWorker(
+      async () => {
+        for (const deadline = Date.now() + 10_000; ; await Bun.sleep(20)) {
+          const [r] = await deliveries(t.accountId);
+          if (r?.status === "retrying") break;
+          if (Date.now() > deadline) throw new Error("the first attempt was not recorded");
+        }
+        await deleteWebhook(platform.db, platform.secrets, t.accountId, hook.id);
+        return settled(t.accountId, 1);
+      },
+      { retryDelaysMs: [1000, 1000] },
+    );
+    expect(row).toMatchObject({ status: "failed", attempts: 1, last_status: 503, last_error: "the subscription was removed" });
+    expect(receiver.at(path)).toHaveLength(1);
+  });
+
   test("a claim left by a crashed worker is taken again after its lease, and delivered once", async () => {
     const t = await seedTenant(platform);
     const path = freshPath("lease");

@@ -134,7 +134,7 @@ export function webhookRoutes(platform: Platform) {
           description:
             "One entry per (event, subscription), newest first, keyset-paginated. Filters: webhook_id, event, failed=1 (only failed). " +
             "status: pending, retrying, delivered, failed; attempts (at most 3), last_status (HTTP code of the last attempt), last_error. " +
-            "Delivered entries are kept 7 days; failed ones are kept.",
+            "Finished entries (delivered or failed) are kept 7 days; those still to be attempted stay until they finish.",
         },
       },
     );
