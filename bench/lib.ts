@@ -1,8 +1,9 @@
 /**
  * What the benchmarks share: child processes that are always stopped, a scratch PostgreSQL database
- * that is always dropped, store reachability checks, and starting Parley with its first-run API key.
+ * that is always dropped, store reachability checks, starting Parley with its first-run API key, and
+ * CPU accounting per process from /proc.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { RedisClient } from "bun";
@@ -207,4 +208,57 @@ export async function runBench(main: () => Promise<void>): Promise<never> {
   }
   if (interrupted) await new Promise(() => {});
   process.exit(code);
+}
+
+/**
+ * CPU seconds (user + system) a process has used so far, from /proc/<pid>/stat (Linux; 0 elsewhere or
+ * when the process is gone). `statPath` may name a thread (/proc/<pid>/task/<tid>/stat).
+ */
+export function cpuSeconds(statPath: string): number {
+  try {
+    const stat = readFileSync(statPath, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(fields[11]) + Number(fields[12])) / 100; // USER_HZ on Linux
+  } catch {
+    return 0; // gone, or not Linux
+  }
+}
+
+/**
+ * CPU seconds used so far per group: each group a process id or a process name (`comm`, every
+ * process of that name summed). A process that started meanwhile counts from zero; one that ended took
+ * its time with it, so read a phase as the difference of two snapshots.
+ */
+export function cpuSnapshot(groups: Record<string, number | string>): Map<string, Map<string, number>> {
+  const byName = new Map<string, string[]>();
+  const out = new Map<string, Map<string, number>>();
+  for (const [group, who] of Object.entries(groups)) {
+    out.set(group, new Map());
+    if (typeof who === "number") out.get(group)!.set(String(who), cpuSeconds(`/proc/${who}/stat`));
+    else byName.set(who, [...(byName.get(who) ?? []), group]);
+  }
+  if (byName.size && process.platform === "linux") {
+    for (const pid of readdirSync("/proc")) {
+      if (!/^\d+$/.test(pid)) continue;
+      let comm: string;
+      try {
+        comm = readFileSync(`/proc/${pid}/comm`, "utf8").trim();
+      } catch {
+        continue; // ended while we looked
+      }
+      for (const group of byName.get(comm) ?? []) out.get(group)!.set(pid, cpuSeconds(`/proc/${pid}/stat`));
+    }
+  }
+  return out;
+}
+
+/** Percent of one core each group used between two snapshots `seconds` apart. */
+export function cpuPercent(from: ReturnType<typeof cpuSnapshot>, to: ReturnType<typeof cpuSnapshot>, seconds: number): Record<string, number> {
+  const result: Record<string, number> = {};
+  for (const [group, now] of to) {
+    let used = 0;
+    for (const [pid, s] of now) used += s - (from.get(group)?.get(pid) ?? 0);
+    result[group] = seconds > 0 ? (100 * used) / seconds : 0;
+  }
+  return result;
 }

@@ -17,7 +17,7 @@
  * subscriptions), BENCH_CONCURRENCY (default 64, the worker's default), BENCH_PER_SUBSCRIPTION
  * (default 16, the worker's default), BENCH_ROUNDS (default 3).
  */
-import { mkdtempSync, readFileSync, readdirSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { rootCertificates } from "node:tls";
@@ -29,7 +29,7 @@ import { createAccount } from "../src/core/accounts/accounts.service.ts";
 import { createWebhook } from "../src/core/webhooks/webhooks.service.ts";
 import { startDeliveryWorker } from "../src/core/webhooks/delivery-worker.ts";
 import { startTestReceiver } from "../src/core/webhooks/delivery-test-receiver.ts";
-import { BenchError, createScratchDatabase, databaseUrl, postgresReachable, randomHex, redact, runBench } from "./lib.ts";
+import { BenchError, cpuPercent, cpuSeconds, cpuSnapshot, createScratchDatabase, databaseUrl, postgresReachable, randomHex, redact, runBench } from "./lib.ts";
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 5000);
 const SUBSCRIPTIONS = Number(process.env.BENCH_SUBSCRIPTIONS ?? 4);
@@ -106,34 +106,16 @@ await runBench(async () => {
      * CPU seconds so far of this process, and of each PostgreSQL process when the server runs on this
      * machine (Linux): the whole server, so keep other database work off it while measuring.
      */
-    const ticks = (statPath: string): number => {
-      const stat = readFileSync(statPath, "utf8");
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      return (Number(fields[11]) + Number(fields[12])) / 100; // USER_HZ on Linux
-    };
-    const cpuNow = (): { self: number; js: number; db: Map<string, number> } => {
+    const cpuNow = (): { self: number; js: number; db: ReturnType<typeof cpuSnapshot> } => {
       const usage = process.cpuUsage();
-      const db = new Map<string, number>();
       // The JavaScript thread alone (the process's main thread): the bare loop's bottleneck.
-      const js = process.platform === "linux" ? ticks(`/proc/self/task/${process.pid}/stat`) : 0;
-      if (!EMBEDDED && process.platform === "linux") {
-        for (const pid of readdirSync("/proc")) {
-          if (!/^\d+$/.test(pid)) continue;
-          try {
-            if (readFileSync(`/proc/${pid}/comm`, "utf8").trim() !== "postgres") continue;
-            db.set(pid, ticks(`/proc/${pid}/stat`));
-          } catch {
-            // The process ended while we looked.
-          }
-        }
-      }
-      return { self: (usage.user + usage.system) / 1e6, js, db };
+      const js = process.platform === "linux" ? cpuSeconds(`/proc/self/task/${process.pid}/stat`) : 0;
+      return { self: (usage.user + usage.system) / 1e6, js, db: cpuSnapshot(EMBEDDED ? {} : { postgres: "postgres" }) };
     };
     const cpuPer = (from: ReturnType<typeof cpuNow>, n: number) => {
       const to = cpuNow();
-      // A backend that started meanwhile counts from zero; one that ended took its time with it.
-      let db = 0;
-      for (const [pid, seconds] of to.db) db += seconds - (from.db.get(pid) ?? 0);
+      // Percent of a core over one second is CPU seconds × 100.
+      const db = (cpuPercent(from.db, to.db, 1).postgres ?? 0) / 100;
       const js = process.platform === "linux" ? ` (${(((to.js - from.js) * 1e6) / n).toFixed(0)} on its JavaScript thread)` : "";
       return `${(((to.self - from.self) * 1e6) / n).toFixed(0)} µs in this process${js}${EMBEDDED ? "" : `, ${((db * 1e6) / n).toFixed(0)} µs in PostgreSQL`} per delivery`;
     };

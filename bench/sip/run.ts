@@ -16,6 +16,8 @@
  * kamailio.cfg's SIP_WORKERS (64) async worker count; BENCH_SIP_DEFINES adds kamailio.cfg defines to the
  * Parley edge (space-separated, e.g. "EVENT_SHARDS=4 SIP_QUEUE_MAX=16"); BENCH_SIP_MM picks both edges' memory
  * manager (default tlsf, as docs/edge-protocols.md runs it). PARLEY_CPU_PROF=<dir> writes a CPU profile of Parley there.
+ * Each run also reports the CPU (percent of one core, from /proc on Linux) of Parley, PostgreSQL (all its
+ * processes), Kamailio (both edges), Redis and sipp while the load ran: where the machine's cores went.
  */
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync, existsSync, openSync, readSync, closeSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -23,7 +25,8 @@ import { join } from "node:path";
 import postgres from "postgres";
 import { KAMAILIO_CFG, freePorts, freeUdpPort, nextMediaPort, runSipp, sipOptionsPing, startParley, startSipp, type Parley, type Proc } from "../../e2e/sip/harness.ts";
 import { addSipUser, createSipTenant, PASSWORD, type SipTenant } from "../../e2e/sip/tenant.ts";
-import { BenchError, createScratchDatabase, databaseUrl, pgClient, postgresReachable, redisReachable, runBench, children, spawnChild, stopChild, type Child } from "../lib.ts";
+import { availableParallelism } from "node:os";
+import { BenchError, cpuPercent, cpuSnapshot, createScratchDatabase, databaseUrl, pgClient, postgresReachable, redisReachable, runBench, children, spawnChild, stopChild, type Child } from "../lib.ts";
 
 const RATES = (process.env.BENCH_SIP_RATES ?? "100,200,400,800").split(",").map((s) => Number(s.trim())).filter((n) => n > 0);
 const SECONDS = Number(process.env.BENCH_SIP_SECONDS ?? 60);
@@ -121,11 +124,17 @@ interface Step {
   events?: Latency;
   cdrs?: { written: number; completed: number; drainSec: number };
   failures: string;
+  /** Percent of one core per process group while the load ran (Linux). */
+  cpu: Record<string, number>;
 }
+
+/** The processes whose CPU a phase reports: Parley by its pid, the others by name (all of them). */
+let cpuGroups: Record<string, number | string> = {};
 
 /** One sipp UAC run at `rate` calls/s for SECONDS, against `port`. */
 async function load(port: number, rate: number, domain: string, csv: string): Promise<Omit<Step, "routeChallenge" | "routeDigest" | "digestRejects" | "events" | "cdrs">> {
   const total = Math.max(1, Math.round(rate * SECONDS));
+  const cpuBefore = cpuSnapshot(cpuGroups);
   const t0 = performance.now();
   const r = await runSippLoad(port, [
     "-inf", csv, "-au", CALLER, "-ap", PASSWORD, "-key", "from_user", CALLER, "-key", "domain", domain,
@@ -133,6 +142,7 @@ async function load(port: number, rate: number, domain: string, csv: string): Pr
     "-recv_timeout", "20000", "-timeout", `${SECONDS + 60}s`, "-buff_size", String(8 * 1024 * 1024),
   ]);
   const wallSec = (performance.now() - t0) / 1000;
+  const cpu = cpuPercent(cpuBefore, cpuSnapshot(cpuGroups), wallSec);
   const s = r.stats;
   const failures = Object.entries(s)
     .filter(([k, v]) => /^Failed.*\(C\)$/.test(k) && k !== "FailedCall(C)" && Number(v) > 0)
@@ -147,7 +157,15 @@ async function load(port: number, rate: number, domain: string, csv: string): Pr
     setupMs: setup ? hmsToMs(setup) : null,
     wallSec,
     failures: failures || (r.code !== 0 && r.code !== 1 ? `sipp exit ${r.code}: ${r.stderr.slice(-300)}` : ""),
+    cpu,
   };
+}
+
+/** "parley 52, postgres 48, …" (percent of one core per group). */
+function cpuLine(cpu: Record<string, number>): string {
+  return Object.entries(cpu)
+    .map(([group, percent]) => `${group} ${percent.toFixed(0)}`)
+    .join(", ");
 }
 
 /** sipp's "HH:MM:SS:usec" (or "HH:MM:SS.usec") → ms. */
@@ -218,6 +236,7 @@ await runBench(async () => {
   const parley: Parley = await startParley({ databaseUrl: dbUrl, redisUrl }, { LOG_LEVEL: "warn", RATE_LIMIT_REQUESTS: "100000000" });
   // Registered so that any exit path stops it (runBench's cleanUp).
   const parleyChild: Child = { name: "parley", proc: parley.proc, stdout: parley.stdout, stderr: parley.stderr };
+  cpuGroups = { parley: parley.proc.pid, postgres: "postgres", kamailio: "kamailio", redis: "redis-server", sipp: "sipp" };
   children.add(parleyChild);
   const [uasPort, carrierPort] = freePorts(2) as [number, number];
   const tenant: SipTenant = await createSipTenant(parley, { carrierPort, maxOut: null, users: [{ username: CALLER }] });
@@ -258,10 +277,11 @@ await runBench(async () => {
       real.events = latency(log, /^\/presence\/events/);
       rows.push({ rate, base, real });
       console.log(
-        `${String(rate).padStart(4)}/s  static: ${base.successful}/${base.attempted} ok, ${base.failed} failed, ${base.retrans} retrans, setup ${fmt(base.setupMs, 1)} ms` +
-          `  |  parley: ${real.successful}/${real.attempted} ok, ${real.failed} failed, ${real.retrans} retrans, setup ${fmt(real.setupMs, 1)} ms; ` +
+        `${String(rate).padStart(4)}/s  static: ${base.successful}/${base.attempted} ok in ${fmt(base.wallSec, 1)} s, ${base.failed} failed, ${base.retrans} retrans, setup ${fmt(base.setupMs, 1)} ms` +
+          `  |  parley: ${real.successful}/${real.attempted} ok in ${fmt(real.wallSec, 1)} s, ${real.failed} failed, ${real.retrans} retrans, setup ${fmt(real.setupMs, 1)} ms; ` +
           `CDRs ${real.cdrs.written} (${real.cdrs.completed} completed, drained ${fmt(real.cdrs.drainSec, 0)} s)` +
-          (base.failures || real.failures ? `\n        failures: static [${base.failures}] parley [${real.failures}]` : ""),
+          (base.failures || real.failures ? `\n        failures: static [${base.failures}] parley [${real.failures}]` : "") +
+          `\n        CPU, % of one core: static ${cpuLine(base.cpu)}  |  parley ${cpuLine(real.cpu)}`,
       );
       await Bun.sleep(3000);
     }
@@ -288,6 +308,13 @@ await runBench(async () => {
         `${fmt(base.setupMs, 1)}/${fmt(real.setupMs, 1)}`,
       ].join(" | "),
     );
+  }
+  console.log(`\nCPU during each Parley run, % of one core (this machine has ${availableParallelism()} cores, ${availableParallelism() * 100} % in all):`);
+  console.log("rate | parley | postgres | kamailio | redis | sipp | all | static run: kamailio + sipp");
+  for (const { rate, base, real } of rows) {
+    const all = Object.values(real.cpu).reduce((a, b) => a + b, 0);
+    const percents = [real.cpu.parley, real.cpu.postgres, real.cpu.kamailio, real.cpu.redis, real.cpu.sipp, all, (base.cpu.kamailio ?? 0) + (base.cpu.sipp ?? 0)];
+    console.log([String(rate), ...percents.map((v) => (v ?? 0).toFixed(0))].join(" | "));
   }
   const errs = rows.map((r) => (r.real.routeDigest?.errors ?? 0) + (r.real.routeChallenge?.errors ?? 0)).reduce((a, b) => a + b, 0);
   if (errs) console.log(`control calls answered with something other than 200: ${errs}`);
