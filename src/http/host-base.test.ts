@@ -152,6 +152,25 @@ describe(`host base [${storeKind}]`, () => {
     expect(requests.find((l) => l.path === "/v1/whoami")?.account_id).toBe(t.accountId);
     expect(requests.filter((l) => l.path === "/login").map((l) => l.status).sort()).toEqual([200, 401]);
   });
+
+  test("a request's log line carries the status the client got, refusals included", async () => {
+    await Bun.sleep(50);
+    lines.length = 0;
+    const t = await seedTenant(platform);
+    const pub = createPublicApp(platform);
+    const sent = [
+      await call(pub, "POST", "/v1/keys", { key: t.key, body: { label: 5 } }), // validation: 400 (Elysia's own code is 422)
+      await call(pub, "POST", "/v1/keys", { key: t.key, body: "label=x", headers: { "content-type": "text/plain" } }), // 415
+      await call(pub, "GET", "/v1/whoami", { key: "sk_not_a_key" }), // 401
+      await call(pub, "GET", "/v1/no-such-thing", { key: t.key }), // 404
+      await call(pub, "POST", "/v1/keys", { key: t.key, body: { label: "ok" } }), // 201
+    ].map((r) => r.status);
+    expect(sent).toEqual([400, 415, 401, 404, 201]);
+    await Bun.sleep(50);
+    // A refusal before routing is logged at once, the others after their response: compare as sets.
+    const logged = lines.map((l) => JSON.parse(l)).filter((l) => l.msg === "request").map((l) => l.status);
+    expect(logged.sort()).toEqual([...sent].sort());
+  });
 });
 
 describe("raw-body routes", () => {

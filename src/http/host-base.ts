@@ -193,13 +193,30 @@ export function hostBase(platform: Platform, options: HostBaseOptions) {
   const maxBody = options.maxBodyBytes ?? 1024 * 1024;
   const log = platform.log.child({ host: options.host });
   const accessLog = log.enabled("info");
+  /** The request's log line (info), with the status the client got. */
+  const logRequest = (request: Request, status: number) => {
+    const meta = requestMeta(request);
+    log.info("request", {
+      request_id: meta?.id,
+      method: request.method,
+      path: new URL(request.url).pathname,
+      status,
+      ms: meta ? Math.round((performance.now() - meta.start) * 100) / 100 : undefined,
+      account_id: meta?.accountId,
+    });
+  };
+  /** A refusal before routing: Elysia runs no later hook for it, so its log line is written here. */
+  const refuse = (request: Request, error: AppError, headers: Record<string, string | number>) => {
+    if (accessLog) logRequest(request, error.status);
+    return errorResponse(error, headers);
+  };
   return new Elysia({ name: `host-base-${options.host}`, normalize: false })
     .use(apiModels)
     .error({ AppError })
     .onRequest(({ request, set }) => {
       const meta = beginRequest(request);
       set.headers["x-request-id"] = meta.id;
-      if (request.url.includes("%00")) return errorResponse(nulInUrl(request), set.headers);
+      if (request.url.includes("%00")) return refuse(request, nulInUrl(request), set.headers);
       if (options.cors) {
         const origin = corsOriginFor(platform, request.headers.get("origin"));
         if (origin) {
@@ -222,11 +239,11 @@ export function hostBase(platform: Platform, options: HostBaseOptions) {
         if (raw) {
           const length = Number(request.headers.get("content-length") ?? "0");
           if (length > raw.maxBytes) {
-            return errorResponse(new AppError("payload_too_large", `The body is larger than ${raw.maxBytes} bytes.`), set.headers);
+            return refuse(request, new AppError("payload_too_large", `The body is larger than ${raw.maxBytes} bytes.`), set.headers);
           }
           const type = (request.headers.get("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
           if (!raw.contentTypes.includes(type)) {
-            return errorResponse(new AppError("unsupported_media_type", `Send the body as one of: ${raw.contentTypes.join(", ")}.`), set.headers);
+            return refuse(request, new AppError("unsupported_media_type", `Send the body as one of: ${raw.contentTypes.join(", ")}.`), set.headers);
           }
           return;
         }
@@ -235,12 +252,12 @@ export function hostBase(platform: Platform, options: HostBaseOptions) {
         const length = Number(request.headers.get("content-length") ?? "0");
         const hasBody = length > 0 || request.headers.has("transfer-encoding") || (request.body !== null && !request.headers.has("content-length"));
         if (length > maxBody) {
-          return errorResponse(new AppError("payload_too_large", `The body is larger than ${maxBody} bytes.`), set.headers);
+          return refuse(request, new AppError("payload_too_large", `The body is larger than ${maxBody} bytes.`), set.headers);
         }
         const kind = contentKind(request.headers.get("content-type"));
         if (hasBody && (kind === "other" || !options.accept.includes(kind))) {
           const names = options.accept.map((a) => (a === "json" ? "application/json" : "application/x-www-form-urlencoded"));
-          return errorResponse(new AppError("unsupported_media_type", `Send the body as ${names.join(" or ")}.`), set.headers);
+          return refuse(request, new AppError("unsupported_media_type", `Send the body as ${names.join(" or ")}.`), set.headers);
         }
       }
     })
@@ -254,20 +271,13 @@ export function hostBase(platform: Platform, options: HostBaseOptions) {
       const appError = known ?? new AppError("internal", "Something went wrong on our side; it has been logged.");
       if (!known) log.error("unhandled error", { request_id: requestMeta(request)?.id, error: describeError(error), elysia_code: String(code) });
       if (options.onErrorReply) await options.onErrorReply(request, appError);
+      // What the access line reports (Elysia leaves its own code here: 422 for a validation error).
+      set.status = appError.status;
       return errorResponse(appError, set.headers);
     })
     // Registered only when it will write: even an idle hook costs every request a little.
     .onAfterResponse({ as: "global" }, accessLog ? ({ request, set }) => {
-      const meta = requestMeta(request);
-      const url = new URL(request.url);
-      log.info("request", {
-        request_id: meta?.id,
-        method: request.method,
-        path: url.pathname,
-        status: typeof set.status === "number" ? set.status : ERROR_STATUS.internal,
-        ms: meta ? Math.round((performance.now() - meta.start) * 100) / 100 : undefined,
-        account_id: meta?.accountId,
-      });
+      logRequest(request, typeof set.status === "number" ? set.status : ERROR_STATUS.internal);
     } : [])
     .get("/healthz", () => ({ ok: true as const }), { detail: { hide: true } })
     .get(
