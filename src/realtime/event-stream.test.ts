@@ -16,7 +16,10 @@ import { createApiKey } from "../core/auth/auth.service.ts";
 import { revokeApiKey } from "../core/auth/auth.store.ts";
 import { accounts } from "../core/accounts/accounts.schema.ts";
 import { eq } from "drizzle-orm";
-import { keyWithScopes, seedTenant, storeKind, testPlatform } from "../../test/support/platform.ts";
+import { keyWithScopes, seedConsoleUser, seedTenant, storeKind, testPlatform } from "../../test/support/platform.ts";
+import { createConsoleApp } from "../console/app.ts";
+import { mintTicket } from "../core/tickets/tickets.service.ts";
+import { SESSION_TOKEN_TTL_SEC } from "../core/auth/session-tokens.ts";
 import { call } from "../../test/support/http.ts";
 import { createRealtimeApp, type RealtimeOptions } from "./app.ts";
 import { EventHub } from "./event-hub.ts";
@@ -444,6 +447,28 @@ describe(`realtime stream: the credential behind a socket [${storeKind}]`, () =>
     await kept.until(() => kept.events().length === 1);
     expect(ids(kept.messages)).toEqual([emitted.id]);
     kept.close();
+  });
+
+  test("a console session's socket ends when the session expires; a ticket of an expired session opens nothing", async () => {
+    const t = await seedTenant(platform);
+    // A ticket minted by a session token carries the token's expiry.
+    const login = await call(createConsoleApp(platform), "POST", "/login", { body: await seedConsoleUser(platform, t.accountId) });
+    const { principal } = await platform.credentials.fromBearer(login.body.token);
+    expect(principal.expiresAt! - Date.now()).toBeGreaterThan((SESSION_TOKEN_TTL_SEC - 60) * 1000);
+    expect(principal.expiresAt! - Date.now()).toBeLessThanOrEqual(SESSION_TOKEN_TTL_SEC * 1000);
+    expect((await call(api, "POST", "/v1/events/ticket", { token: login.body.token })).status).toBe(200);
+
+    const ending = await mintTicket(platform.live, { accountId: t.accountId, kind: "events", scopes: ["events"], credentialExpiresAt: Date.now() + 500 });
+    const conn = new StreamConnection(`${host.base}/v1/events/stream?ticket=${ending.ticket}`);
+    await conn.next("ready");
+    const closed = await conn.closed;
+    expect(closed.code).toBe(CLOSE.credentialRevoked);
+    expect(closed.reason).toContain("expired");
+
+    const late = await mintTicket(platform.live, { accountId: t.accountId, kind: "events", scopes: ["events"], credentialExpiresAt: Date.now() - 1 });
+    const refused = new StreamConnection(`${host.base}/v1/events/stream?ticket=${late.ticket}`);
+    expect((await refused.closed).code).toBe(CLOSE.ticketRefused);
+    expect(refused.messages).toEqual([]);
   });
 
   test("without a revocation message (a lost one), the periodic check closes the socket", async () => {

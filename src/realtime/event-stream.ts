@@ -7,9 +7,9 @@
  * last_event_id while live ones wait in a buffer, and flushes the buffer skipping ids already sent:
  * no gap and no duplicate at the seam. Sends go through a bounded buffer; a client that reads too
  * slowly is closed with 4429 instead of growing the server's memory. A socket lives only as long as
- * the credential that minted its ticket: revoking that API key, or an account that stops being
- * active, closes it with 4403 (at once on a revocation message from any instance, else at the next
- * periodic check).
+ * the credential that minted its ticket, and is closed with 4403 when it ends: when that console
+ * session expires (a timer), when that API key is revoked or the account stops being active (at once on
+ * the revocation message from any instance, else at the next periodic check).
  */
 import { Elysia } from "elysia";
 import type { ServerWebSocket } from "bun";
@@ -18,6 +18,7 @@ import type { PlatformEvent } from "../core/events/bus.ts";
 import type { EventName } from "../core/webhooks/event-catalog.ts";
 import { redeemTicket, type TicketKind, type TicketRefusal } from "../core/tickets/tickets.service.ts";
 import { describeError } from "../http/describe-error.ts";
+import type { StreamCredential } from "../core/auth/credential-resolver.ts";
 import { EventHub } from "./event-hub.ts";
 import { CLOSE, STREAM_PATH, closeReason, parseClientMessage, parseEventFilter } from "./stream-protocol.ts";
 
@@ -48,7 +49,7 @@ const REFUSALS: Record<TicketRefusal | "missing", string> = {
   unknown: "unknown or already used; tickets are single-use",
   expired: "expired; tickets are valid for 60 s",
 };
-const REVOKED = "the API key that minted the ticket was revoked, or the account is not active";
+const REVOKED = "the API key that minted the ticket was revoked, the session that minted it expired, or the account is not active";
 
 /** Ids recently sent on one socket, bounded: what dedupes the resume seam. */
 class RecentIds {
@@ -79,8 +80,10 @@ type Query = Record<string, string | undefined>;
 /** One connected socket and its stream state. */
 class StreamClient {
   private accountId: string | null = null;
-  /** The API key that minted the ticket (null: a console session). */
-  private keyId: string | null = null;
+  /** The credential that minted the ticket (null until the ticket is redeemed). */
+  private minter: StreamCredential | null = null;
+  /** Ends the socket when the minting session expires. */
+  private expiry: ReturnType<typeof setTimeout> | null = null;
   private kind: TicketKind | null = null;
   private filter: Set<EventName> | null = null;
   /** While true, live events wait in `pending` (until start-up or a resume has sent stored ones). */
@@ -133,12 +136,21 @@ class StreamClient {
     const redeemed = await redeemTicket(this.deps.platform.live, ticket, this.deps.clock());
     if (!redeemed.ok) return this.close(CLOSE.ticketRefused, closeReason("ticket_refused", REFUSALS[redeemed.reason]));
     const { grant } = redeemed;
+    const minter: StreamCredential = {
+      accountId: grant.accountId,
+      ...(grant.keyId === undefined ? {} : { keyId: grant.keyId }),
+      ...(grant.credentialExpiresAt === undefined ? {} : { expiresAt: grant.credentialExpiresAt }),
+    };
     // A ticket minted just before its key was revoked (or its account suspended) opens nothing.
-    if (!(await this.deps.platform.credentials.stillValid(grant))) return this.close(CLOSE.ticketRefused, closeReason("ticket_refused", REVOKED));
+    if (!(await this.deps.platform.credentials.stillValid(minter))) return this.close(CLOSE.ticketRefused, closeReason("ticket_refused", REVOKED));
     if (this.closed) return;
     this.accountId = grant.accountId;
-    this.keyId = grant.keyId ?? null;
+    this.minter = minter;
     this.kind = grant.kind;
+    if (minter.expiresAt !== undefined) {
+      this.expiry = setTimeout(() => this.close(CLOSE.credentialRevoked, closeReason("credential_revoked", REVOKED)), minter.expiresAt - Date.now());
+      this.expiry.unref();
+    }
     await this.deps.hub.attach(this.accountId, this.listener);
     if (this.closed) {
       // Closed while subscribing: dispose() ran before the listener was attached.
@@ -204,10 +216,9 @@ class StreamClient {
     this.raw.send(JSON.stringify(message));
   }
 
-  /** The credential behind the socket, once its ticket is redeemed (null before). */
-  credential(): { accountId: string; keyId?: string } | null {
-    if (this.accountId === null || this.closed) return null;
-    return this.keyId === null ? { accountId: this.accountId } : { accountId: this.accountId, keyId: this.keyId };
+  /** The credential behind the socket, once its ticket is redeemed (null before, and once closed). */
+  credential(): StreamCredential | null {
+    return this.closed ? null : this.minter;
   }
 
   /** A heartbeat; sockets still starting up get none. */
@@ -253,6 +264,7 @@ class StreamClient {
     if (this.closed && this.accountId === null) return;
     this.closed = true;
     this.pending = [];
+    if (this.expiry) clearTimeout(this.expiry);
     if (this.accountId !== null) this.deps.hub.detach(this.accountId, this.listener);
   }
 }
@@ -281,12 +293,12 @@ export function eventStream(platform: Platform, options: EventStreamOptions = {}
    * Checks the credentials of the sockets `which` picks (each distinct credential once) and closes
    * the sockets of those that no longer stand. A failed check closes nothing (the next one decides).
    */
-  const recheck = async (which: (credential: { accountId: string; keyId?: string }) => boolean): Promise<void> => {
-    const groups = new Map<string, { credential: { accountId: string; keyId?: string }; sockets: StreamClient[] }>();
+  const recheck = async (which: (credential: StreamCredential) => boolean): Promise<void> => {
+    const groups = new Map<string, { credential: StreamCredential; sockets: StreamClient[] }>();
     for (const client of clients.values()) {
       const credential = client.credential();
       if (!credential || !which(credential)) continue;
-      const key = `${credential.accountId} ${credential.keyId ?? ""}`;
+      const key = `${credential.accountId} ${credential.keyId ?? ""} ${credential.expiresAt ?? ""}`;
       const group = groups.get(key);
       if (group) group.sockets.push(client);
       else groups.set(key, { credential, sockets: [client] });

@@ -29,6 +29,14 @@ interface CachedKey {
   gate?: AccountGate;
 }
 
+/** The credential behind a realtime ticket: its account, the API key (if one), the session's expiry (if one). */
+export interface StreamCredential {
+  accountId: string;
+  keyId?: string;
+  /** Epoch ms. */
+  expiresAt?: number;
+}
+
 /** What the rate limiter and others need to know of an account on every request. */
 export interface AccountGate {
   status: string;
@@ -56,10 +64,11 @@ export interface CredentialResolver {
   /** The account's status and rate-limit override (cached like keys). */
   accountGate(accountId: string): Promise<AccountGate | null>;
   /**
-   * Whether a credential seen earlier (the one that minted a realtime ticket) still stands: its
-   * account is active and, for an API key, the key is not revoked. Reads the database, not the caches.
+   * Whether a credential seen earlier (the one that minted a realtime ticket) still stands: not past
+   * its expiry (a session token's), its account active and, for an API key, the key not revoked.
+   * Reads the database, not the caches.
    */
-  stillValid(credential: { accountId: string; keyId?: string }): Promise<boolean>;
+  stillValid(credential: StreamCredential): Promise<boolean>;
   /**
    * Calls `listener` whenever a key or an account is invalidated, on this instance or another (a key
    * revoked, an account changed); returns the unsubscribe. A message may arrive twice.
@@ -164,12 +173,19 @@ export async function createCredentialResolver(deps: {
       if (!claims) throw unauthorized("Invalid or expired session token.");
       const gate = await requireActive(claims.acc);
       return {
-        principal: { accountId: claims.acc, scopes: claims.scopes, via: "token", consoleUserId: claims.sub },
+        principal: {
+          accountId: claims.acc,
+          scopes: claims.scopes,
+          via: "token",
+          consoleUserId: claims.sub,
+          ...(claims.exp === undefined ? {} : { expiresAt: claims.exp * 1000 }),
+        },
         rateLimitRequests: gate.rateLimitRequests,
       };
     },
     accountGate,
-    async stillValid({ accountId, keyId }) {
+    async stillValid({ accountId, keyId, expiresAt }) {
+      if (expiresAt !== undefined && Date.now() >= expiresAt) return false;
       const account = await findAccount(deps.db, accountId);
       if (account?.status !== "active") return false;
       return keyId === undefined || (await isApiKeyActive(deps.db, accountId, keyId));

@@ -8,4 +8,6 @@ export interface Principal {
   keyId?: string;
   /** The console user's id (cu_…) when via is token. */
   consoleUserId?: string;
+  /** Epoch ms the session token expires at, when via is token. */
+  expiresAt?: number;
 }

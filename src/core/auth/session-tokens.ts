@@ -15,6 +15,8 @@ export interface SessionClaims {
   /** Account id (acc_…). */
   acc: string;
   scopes: string[];
+  /** Epoch seconds the token expires at (set by verify; issue sets it from the TTL). */
+  exp?: number;
 }
 
 export interface SessionTokens {
@@ -38,10 +40,10 @@ export function createSessionTokens(secret: string): SessionTokens {
     async verify(token) {
       try {
         const { payload } = await jwtVerify(token, key, { algorithms: ["HS256"], issuer: ISSUER });
-        const { sub, acc, scopes } = payload;
+        const { sub, acc, scopes, exp } = payload;
         if (typeof sub !== "string" || typeof acc !== "string" || !Array.isArray(scopes)) return null;
         if (!scopes.every((s): s is string => typeof s === "string")) return null;
-        return { sub, acc, scopes };
+        return typeof exp === "number" ? { sub, acc, scopes, exp } : { sub, acc, scopes };
       } catch (error) {
         // A bad, expired or forged token is an ordinary 401, not a fault; anything else is a bug.
         if (error instanceof joseErrors.JOSEError) return null;

@@ -26,6 +26,8 @@ export interface TicketGrant {
   scopes: string[];
   /** The API key that minted it (sk_…); absent for a console session. The stream ends when it is revoked. */
   keyId?: string;
+  /** Epoch ms the minting session token expires at (absent for an API key). The stream ends then. */
+  credentialExpiresAt?: number;
   /** Epoch ms. */
   issuedAt: number;
   /** Epoch ms after which the ticket no longer opens anything. */
@@ -64,7 +66,7 @@ export function ticketKindFor(scopes: readonly string[], requested?: TicketKind)
  */
 export async function mintTicket(
   live: LiveStore,
-  input: { accountId: string; kind: TicketKind; scopes: readonly string[]; keyId?: string; now?: number; ttlSec?: number },
+  input: { accountId: string; kind: TicketKind; scopes: readonly string[]; keyId?: string; credentialExpiresAt?: number; now?: number; ttlSec?: number },
 ): Promise<{ ticket: string; expiresIn: number; grant: TicketGrant }> {
   const ttlSec = input.ttlSec ?? TICKET_TTL_SEC;
   const issuedAt = input.now ?? Date.now();
@@ -74,6 +76,7 @@ export async function mintTicket(
     kind: input.kind,
     scopes: [...input.scopes],
     ...(input.keyId === undefined ? {} : { keyId: input.keyId }),
+    ...(input.credentialExpiresAt === undefined ? {} : { credentialExpiresAt: input.credentialExpiresAt }),
     issuedAt,
     expiresAt: issuedAt + ttlSec * 1000,
   };

@@ -28,7 +28,13 @@ export function eventRoutes(platform: Platform) {
       async ({ principal, body }) => {
         // Scope "any" on the route: the ticket needs events OR wallboard, which one macro scope cannot say.
         const kind = ticketKindFor(principal.scopes, body.kind);
-        const minted = await mintTicket(platform.live, { accountId: principal.accountId, kind, scopes: principal.scopes, keyId: principal.keyId });
+        const minted = await mintTicket(platform.live, {
+          accountId: principal.accountId,
+          kind,
+          scopes: principal.scopes,
+          keyId: principal.keyId,
+          credentialExpiresAt: principal.expiresAt,
+        });
         return { ok: true as const, data: { ticket: minted.ticket, kind, expires_in: minted.expiresIn, url: streamUrl(platform, minted.ticket) } };
       },
       {
@@ -42,7 +48,7 @@ export function eventRoutes(platform: Platform) {
           description:
             "Needs scope events (an events ticket) or wallboard (a wallboard ticket; same stream today). The ticket opens one WebSocket " +
             "at data.url within 60 s and is then spent; a second use, or a use after 60 s, is closed with code 4401. " +
-            "The socket lives as long as the credential: revoking the API key that minted the ticket closes it with 4403. " +
+            "The socket lives as long as the credential: revoking the API key that minted the ticket, or the expiry of the console session that did, closes it with 4403. " +
             "Body optional: { kind } to ask for a kind explicitly (403 with need when its scope is missing). See docs/realtime.md.",
         },
       },
