@@ -1,6 +1,6 @@
 /** `parley config plan | apply | export | schema` with a scripted terminal. */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Platform } from "../platform.ts";
@@ -14,7 +14,10 @@ const dir = mkdtempSync(join(tmpdir(), "parley-config-cli-"));
 beforeAll(async () => {
   platform = await testPlatform();
 });
-afterAll(() => platform.close());
+afterAll(async () => {
+  await platform.close();
+  rmSync(dir, { recursive: true, force: true });
+});
 
 /** A terminal that records what was printed and answers the confirmation with `answer`. */
 function terminal(answer = false) {

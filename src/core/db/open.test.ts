@@ -1,6 +1,6 @@
 /** Opening the store: libpq's Unix-socket URL form. */
 import { describe, expect, test } from "bun:test";
-import { existsSync } from "node:fs";
+import { existsSync, rmSync } from "node:fs";
 import { sql } from "drizzle-orm";
 import { openDatabase, postgresTarget } from "./open.ts";
 import { rawRows } from "./migrate.ts";
@@ -131,7 +131,8 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)("statements [postgres]", () => {
 
 describe.skipIf(!process.env.TEST_DATABASE_URL)("pool size [postgres]", () => {
   test("DATABASE_POOL_SIZE bounds the platform's connections: statements beyond it wait for one", async () => {
-    const platform = await createPlatform(testConfig({ DATABASE_URL: process.env.TEST_DATABASE_URL!, DATABASE_POOL_SIZE: "2" }));
+    const config = testConfig({ DATABASE_URL: process.env.TEST_DATABASE_URL!, DATABASE_POOL_SIZE: "2" });
+    const platform = await createPlatform(config);
     try {
       const rows = await Promise.all(
         Array.from({ length: 6 }, () => rawRows<{ pid: number }>(platform.db, sql`select pg_backend_pid() as pid from pg_sleep(${0.05})`)),
@@ -139,6 +140,7 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)("pool size [postgres]", () => {
       expect(new Set(rows.map((r) => r[0]!.pid)).size).toBe(2);
     } finally {
       await platform.close();
+      rmSync(config.dataDir, { recursive: true, force: true });
     }
   });
 });
