@@ -49,7 +49,8 @@ const REFUSALS: Record<TicketRefusal | "missing", string> = {
   unknown: "unknown or already used; tickets are single-use",
   expired: "expired; tickets are valid for 60 s",
 };
-const REVOKED = "the API key that minted the ticket was revoked, the session that minted it expired, or the account is not active";
+/** Longest delay setTimeout keeps (longer ones fire at once); a later expiry is left to the periodic check. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** Ids recently sent on one socket, bounded: what dedupes the resume seam. */
 class RecentIds {
@@ -142,13 +143,15 @@ class StreamClient {
       ...(grant.credentialExpiresAt === undefined ? {} : { expiresAt: grant.credentialExpiresAt }),
     };
     // A ticket minted just before its key was revoked (or its account suspended) opens nothing.
-    if (!(await this.deps.platform.credentials.stillValid(minter))) return this.close(CLOSE.ticketRefused, closeReason("ticket_refused", REVOKED));
+    const ended = await this.deps.platform.credentials.credentialEnded(minter);
+    if (ended) return this.close(CLOSE.ticketRefused, closeReason("ticket_refused", ended));
     if (this.closed) return;
     this.accountId = grant.accountId;
     this.minter = minter;
     this.kind = grant.kind;
-    if (minter.expiresAt !== undefined) {
-      this.expiry = setTimeout(() => this.close(CLOSE.credentialRevoked, closeReason("credential_revoked", REVOKED)), minter.expiresAt - Date.now());
+    if (minter.expiresAt !== undefined && minter.expiresAt - Date.now() <= MAX_TIMER_MS) {
+      const reason = closeReason("credential_revoked", "the console session that minted the ticket expired");
+      this.expiry = setTimeout(() => this.close(CLOSE.credentialRevoked, reason), minter.expiresAt - Date.now());
       this.expiry.unref();
     }
     await this.deps.hub.attach(this.accountId, this.listener);
@@ -304,13 +307,14 @@ export function eventStream(platform: Platform, options: EventStreamOptions = {}
       else groups.set(key, { credential, sockets: [client] });
     }
     for (const { credential, sockets } of groups.values()) {
+      let ended: string | null;
       try {
-        if (await platform.credentials.stillValid(credential)) continue;
+        ended = await platform.credentials.credentialEnded(credential);
       } catch (error) {
         platform.log.warn("event stream credential check failed", { account_id: credential.accountId, error: describeError(error) });
         continue;
       }
-      for (const socket of sockets) socket.close(CLOSE.credentialRevoked, closeReason("credential_revoked", REVOKED));
+      if (ended) for (const socket of sockets) socket.close(CLOSE.credentialRevoked, closeReason("credential_revoked", ended));
     }
   };
   let rechecking = false;

@@ -64,11 +64,11 @@ export interface CredentialResolver {
   /** The account's status and rate-limit override (cached like keys). */
   accountGate(accountId: string): Promise<AccountGate | null>;
   /**
-   * Whether a credential seen earlier (the one that minted a realtime ticket) still stands: not past
-   * its expiry (a session token's), its account active and, for an API key, the key not revoked.
-   * Reads the database, not the caches.
+   * Why a credential seen earlier (the one that minted a realtime ticket) no longer stands, or null
+   * when it does: past its expiry (a session token's), its account not active, or (an API key) the key
+   * revoked. Reads the database, not the caches.
    */
-  stillValid(credential: StreamCredential): Promise<boolean>;
+  credentialEnded(credential: StreamCredential): Promise<string | null>;
   /**
    * Calls `listener` whenever a key or an account is invalidated, on this instance or another (a key
    * revoked, an account changed); returns the unsubscribe. A message may arrive twice.
@@ -184,11 +184,12 @@ export async function createCredentialResolver(deps: {
       };
     },
     accountGate,
-    async stillValid({ accountId, keyId, expiresAt }) {
-      if (expiresAt !== undefined && Date.now() >= expiresAt) return false;
+    async credentialEnded({ accountId, keyId, expiresAt }) {
+      if (expiresAt !== undefined && Date.now() >= expiresAt) return "the console session that minted the ticket expired";
       const account = await findAccount(deps.db, accountId);
-      if (account?.status !== "active") return false;
-      return keyId === undefined || (await isApiKeyActive(deps.db, accountId, keyId));
+      if (account?.status !== "active") return `the account is ${account?.status ?? "gone"}`;
+      if (keyId !== undefined && !(await isApiKeyActive(deps.db, accountId, keyId))) return "the API key that minted the ticket was revoked";
+      return null;
     },
     onInvalidate(listener) {
       listeners.add(listener);
