@@ -243,7 +243,7 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
   });
 
   // Last of this group: the restart empties in-process live state (PGlite + memory), registrations included.
-  test("with the control plane down, a call's end waits at the edge and is recorded once it answers again", async () => {
+  test("with the control plane down, a call's end waits at the edge and is recorded once it answers again, at the time it happened", async () => {
     const before = new Set((await calls()).map((c) => c.id));
     const held = invite("1001", tenant.trunkNumber, "invite.xml", ["-d", "2500"]);
     const answered = await eventually(async () => {
@@ -252,9 +252,11 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
       return c!;
     }, 5000);
     const refusedBefore = (kamailio.log().match(/ctl \/presence\/events rc=\d+ .*not taken \(try 1\), kept/g) ?? []).length;
+    let hungUpBy = 0;
     await parley.restart(async () => {
       // The call ends (BYE through the edge) while nothing answers it: the end event is kept and retried.
       const done = await held;
+      hungUpBy = Date.now();
       expect(done.code, done.stderr).toBe(0);
       await eventually(async () => {
         expect((kamailio.log().match(/ctl \/presence\/events rc=\d+ .*not taken \(try 1\), kept/g) ?? []).length).toBeGreaterThan(refusedBefore);
@@ -266,6 +268,14 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
       return c;
     }, 15000);
     expect(cdr.billsec).toBeGreaterThanOrEqual(2);
+    // The end is the edge's time of the BYE (the event says when it happened), not when the event
+    // was finally taken after the restart: the call was over before sipp returned.
+    const trace = await api("GET", `${parley.publicUrl}/v1/calls/${answered.id}/trace`, undefined, { "x-api-key": tenant.key });
+    expect(trace.status).toBe(200);
+    const end = trace.body.data.steps.find((s: { step: string; result: string }) => s.step === "dialog" && s.result.startsWith("terminated"));
+    expect(end, JSON.stringify(trace.body.data)).toBeDefined();
+    expect(end.at).toBeLessThanOrEqual(hungUpBy);
+    expect(cdr.ended_at).toBeLessThanOrEqual(Math.ceil(hungUpBy / 1000));
     await eventually(async () => expect(JSON.stringify(await cac())).not.toMatch(/"active":[1-9]/));
   });
 });
