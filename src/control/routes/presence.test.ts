@@ -308,6 +308,39 @@ describe(`POST /presence/events (the edge's batches) [${storeKind}]`, () => {
   });
 });
 
+describe(`late dialog events [${storeKind}]`, () => {
+  test("events taken long after they happened at the edge (their ts) are logged, once a minute at most", async () => {
+    const lines: string[] = [];
+    const own = await testPlatform({ logLines: lines, logLevel: "warn" });
+    const ownClient = listenControl(own, [presenceRoutes]);
+    const otherClient = listenControl(own, [presenceRoutes]);
+    try {
+      const t = await seedTenant(own);
+      const dialog = (ts: number) => ({ type: "dialog", callId: randomUUID(), state: "terminated", account_id: t.accountId, sip_code: 200, ts });
+      const late = () => lines.filter((l) => l.includes("dialog events arrive late"));
+      // On time (the usual few milliseconds of queueing), one at a time or in a batch: nothing said.
+      expect((await ownClient.post("/presence/events", { events: [dialog(Date.now() - 200), dialog(Date.now())] })).status).toBe(200);
+      expect((await ownClient.post("/presence/event", dialog(Date.now() - 1000))).status).toBe(200);
+      expect(late()).toEqual([]);
+      // A backlog: the worst delay of the batch is reported.
+      expect((await ownClient.post("/presence/events", { events: [dialog(Date.now() - 90_000), dialog(Date.now() - 60_000)] })).status).toBe(200);
+      expect(late()).toHaveLength(1);
+      expect(JSON.parse(late()[0]!).late_ms).toBeGreaterThanOrEqual(90_000);
+      // Still behind a moment later: not said again within the minute.
+      expect((await ownClient.post("/presence/event", dialog(Date.now() - 30_000))).status).toBe(200);
+      expect(late()).toHaveLength(1);
+      // One event at a time is watched too (another instance of the routes has its own minute).
+      expect((await otherClient.post("/presence/event", dialog(Date.now() - 20_000))).status).toBe(200);
+      expect(late()).toHaveLength(2);
+      expect(JSON.parse(late()[1]!).late_ms).toBeGreaterThanOrEqual(20_000);
+    } finally {
+      await otherClient.stop();
+      await ownClient.stop();
+      await own.close();
+    }
+  });
+});
+
 describe(`GET /presence/users [${storeKind}]`, () => {
   test("roster rows and tiles; another account's users never appear", async () => {
     const t = await seedTenant(platform);

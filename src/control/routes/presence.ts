@@ -36,6 +36,30 @@ function problems(type: keyof typeof KINDS, body: unknown, prefix = ""): Detail[
   return details;
 }
 
+/** A dialog event taken this long after it happened at the edge (its `ts`) means the edge's queue is behind. */
+export const LATE_EVENT_MS = 5_000;
+/** At most one warning about late events per this long (a backlog lasts; one line says it). */
+const LATE_WARNING_EVERY_MS = 60_000;
+
+/**
+ * Watches how late the edge's dialog events arrive. Their `ts` puts the call's times right however
+ * late they come, so a backlog in the edge's queue would otherwise show nowhere: past LATE_EVENT_MS
+ * it is logged (a warning, at most one a minute, with the worst delay seen).
+ */
+function lateEventWatch(platform: Platform): (events: readonly AnyEvent[]) => void {
+  let warnedAt = -Infinity;
+  return (events) => {
+    const now = Date.now();
+    let worst = 0;
+    for (const e of events) if (e.type === "dialog" && typeof e.ts === "number") worst = Math.max(worst, now - e.ts);
+    if (worst < LATE_EVENT_MS || now - warnedAt < LATE_WARNING_EVERY_MS) return;
+    warnedAt = now;
+    platform.log.warn("dialog events arrive late: the edge's event queue is behind (more EVENT_SHARDS at the edge, or control-plane capacity)", {
+      late_ms: worst,
+    });
+  };
+}
+
 /** The body checked against the model its `type` names, or 400 listing each problem. */
 function checked<K extends keyof typeof KINDS>(type: K, body: unknown) {
   const details = problems(type, body);
@@ -107,12 +131,15 @@ async function handleBatch(platform: Platform, events: AnyEvent[]): Promise<Pres
 }
 
 export function presenceRoutes(platform: Platform) {
+  const late = lateEventWatch(platform);
   return new Elysia({ name: "control-presence", normalize: false })
     .use(apiModels)
     .post(
       "/presence/event",
       async ({ body }) => {
-        await handle(platform, checked(body.type, body));
+        const event = checked(body.type, body);
+        late([event]);
+        await handle(platform, event);
         return { ok: true as const };
       },
       {
@@ -135,6 +162,7 @@ export function presenceRoutes(platform: Platform) {
     .post(
       "/presence/events",
       async ({ body }) => {
+        late(body.events as AnyEvent[]);
         const refused = await handleBatch(platform, body.events as AnyEvent[]);
         const reply: PresenceModel.BatchReply = { ok: true, handled: body.events.length - refused.length, refused };
         return reply;
