@@ -242,6 +242,34 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
     await eventually(async () => expect(kamailio.log()).toMatch(/INVITE from 127\.0\.0\.1 refused: From, To or Call-ID is not UTF-8/));
   });
 
+  test("a /route the edge stopped waiting for (503 to the caller) is ended as not placed, and its CAC slot given back", async () => {
+    // From here the next INVITE without credentials is challenged by the edge itself (its challenge
+    // cache), so the only control call of the call below is its /route with the digest.
+    expect((await invite("1003", tenant.dnc, "invite-refused.xml")).code).toBe(0);
+    // Parley frozen: the edge's /route times out (HTTP_TIMEOUT, 2 s), it answers the caller 503 and closes
+    // the connection. Thawed, Parley reads the request, admits the call (its user's slot), and finds
+    // the edge gone.
+    process.kill(parley.proc.pid, "SIGSTOP");
+    let r: Awaited<ReturnType<typeof invite>>;
+    try {
+      r = await invite("1003", tenant.trunkNumber, "invite-refused.xml");
+    } finally {
+      process.kill(parley.proc.pid, "SIGCONT");
+    }
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.statuses.at(-1)).toBe(503);
+    expect(kamailio.log()).toMatch(new RegExp(`ctl /route rc=28 [^\n]*call=${escapeRe(r.callIds.at(-1)!)}`));
+    // Ten seconds later (nobody asked for the reply again) the call is ended as the caller saw it.
+    const cdr = await eventually(async () => {
+      const c = (await calls()).find((x) => x.sip_call_id === r.callIds.at(-1));
+      expect(c).toMatchObject({ status: "failed", sip_code: 503, hangup_cause: "NORMAL_TEMPORARY_FAILURE", billsec: 0 });
+      return c;
+    }, 30_000);
+    const trace = await api("GET", `${parley.publicUrl}/v1/calls/${cdr.id}/trace`, undefined, { "x-api-key": tenant.key });
+    expect(trace.body.data.steps.map((s: { step: string }) => s.step)).toEqual(expect.arrayContaining(["cac", "edge", "dialog"]));
+    await eventually(async () => expect(JSON.stringify(await cac())).not.toMatch(/"active":[1-9]/));
+  });
+
   // Last of this group: the restart empties in-process live state (PGlite + memory), registrations included.
   test("with the control plane down, a call's end waits at the edge and is recorded once it answers again, at the time it happened", async () => {
     const before = new Set((await calls()).map((c) => c.id));

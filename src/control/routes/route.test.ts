@@ -17,6 +17,9 @@ import { findCallBySipId } from "../../core/calls/calls.store.ts";
 import { authenticateDigestForRoute, digestAuthDeps } from "../../core/sip-auth/sip-auth.service.ts";
 import { loadDevice } from "../../core/routing/decide.store.ts";
 import { createExtension } from "../../core/extensions/extensions.service.ts";
+import type { LiveStore } from "../../core/live/live-store.ts";
+import { cacSnapshot } from "../../core/cac/cac.service.ts";
+import { listTrace } from "../../core/calls/calls.store.ts";
 
 let platform: Platform;
 let server: { server: { port?: number } | null; stop(): Promise<unknown> | unknown };
@@ -155,3 +158,135 @@ describe(`POST /route [${storeKind}]`, () => {
   });
 });
 
+
+/**
+ * A live store whose CAC take waits while held: an admission can be caught in the middle, so the edge's
+ * side of the connection can go away before the reply.
+ */
+function holdableLive(inner: LiveStore) {
+  let gate: Promise<void> | null = null;
+  let open = () => {};
+  let arrived = () => {};
+  const live = new Proxy(inner, {
+    get(target, prop) {
+      const value = Reflect.get(target, prop, target) as unknown;
+      if (typeof value !== "function") return value;
+      if (prop !== "zaddExpiringWithin") return value.bind(target);
+      return async (...args: unknown[]) => {
+        if (gate) {
+          arrived();
+          await gate;
+        }
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
+  return {
+    live,
+    /** Holds the next CAC takes; `reached` resolves when one waits, `release` lets them all go. */
+    hold() {
+      const reached = new Promise<void>((resolve) => (arrived = resolve));
+      gate = new Promise<void>((resolve) => (open = resolve));
+      return {
+        reached,
+        release: () => {
+          gate = null;
+          open();
+        },
+      };
+    },
+  };
+}
+
+describe(`POST /route: a reply the edge stopped waiting for [${storeKind}]`, () => {
+  let own: Platform;
+  let holdable: ReturnType<typeof holdableLive>;
+  let ownServer: { server: { port?: number } | null; stop(): Promise<unknown> | unknown };
+  let port: number;
+  const lines: string[] = [];
+
+  beforeAll(async () => {
+    holdable = holdableLive(platform.live);
+    own = await testPlatform({ live: holdable.live, logLines: lines, logLevel: "info", env: { CARRIER_ADDRESSES: "192.0.2.0/24", MEDIA_ENGINES: "sip:10.0.0.5:5080" } });
+    ownServer = createControlApp(own, [(p) => routeRoutes(p, { undeliveredGraceMs: 200 })]).listen({ hostname: "127.0.0.1", port: 0 });
+    port = ownServer.server!.port!;
+  });
+  afterAll(async () => {
+    await ownServer.stop();
+    await own.close();
+  });
+
+  /** An inbound call to a DID with a channel limit (so admission takes CAC slots). */
+  async function inbound() {
+    const f = await routeFixture(own, { max_in: 10 });
+    const did = await f.number({ dest_kind: "flow", dest_id: await f.flow(), max_channels: 5 });
+    const callId = `gone-${randomUUID()}`;
+    return { f, callId, body: JSON.stringify({ callId, from: "14155550000", fromDomain: "carrier", to: did.e164, source_ip: "192.0.2.1" }) };
+  }
+
+  /**
+   * Sends /route over a raw connection and closes it while the admission is held, as an edge timing
+   * out does; `meanwhile` runs before the admission goes on.
+   */
+  async function askAndHangUp(body: string, meanwhile: () => Promise<void> = async () => {}): Promise<void> {
+    const held = holdable.hold();
+    const socket = await Bun.connect({ hostname: "127.0.0.1", port, socket: { data() {} } });
+    socket.write(`POST /route HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+    await held.reached;
+    socket.end();
+    // The server notices the closed connection on its next turns of the event loop.
+    await Bun.sleep(100);
+    await meanwhile();
+    held.release();
+  }
+
+  const settled = (outcome: string) => lines.filter((l) => l.includes("undelivered /route reply settled") && l.includes(`"outcome":"${outcome}"`));
+  async function eventually<T>(check: () => Promise<T> | T, timeoutMs = 5000): Promise<T> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      try {
+        return await check();
+      } catch (error) {
+        if (Date.now() > deadline) throw error;
+        await Bun.sleep(25);
+      }
+    }
+  }
+
+  test("a call admitted for a reply nobody got is ended as not placed (503, failed) and gives its CAC slots back", async () => {
+    const { f, callId, body } = await inbound();
+    // Answered normally: nothing to settle.
+    const normal = await fetch(`http://127.0.0.1:${port}/route`, { method: "POST", headers: { "content-type": "application/json" }, body: body.replace(callId, `${callId}-ok`) });
+    expect(normal.status).toBe(200);
+    const before = settled("ended").length;
+    await askAndHangUp(body);
+    await eventually(() => expect(settled("ended")).toHaveLength(before + 1));
+    const row = (await findCallBySipId(own.db, f.accountId, callId))!;
+    expect(row).toMatchObject({ status: "failed", sip_code: 503, hangup_cause: "NORMAL_TEMPORARY_FAILURE", billsec: 0 });
+    expect((await listTrace(own.db, f.accountId, row.id)).map((t) => t.step)).toContain("edge");
+    // Only the call answered normally still holds slots (the number's and the account's).
+    const held = await cacSnapshot(own.live, f.accountId);
+    expect(held.length).toBeGreaterThan(0);
+    for (const counter of held) expect(counter.call_ids).toEqual([(await findCallBySipId(own.db, f.accountId, `${callId}-ok`))!.id]);
+    expect((await findCallBySipId(own.db, f.accountId, `${callId}-ok`))!.status).toBe("routed");
+  });
+
+  test("when the edge asks again (its retry on another instance) and gets the stored reply, the call goes on", async () => {
+    const { f, callId, body } = await inbound();
+    const before = settled("answered by a retry").length;
+    // The retry waits for the first admission's record, then gets its reply.
+    let retry: Promise<Response> | undefined;
+    await askAndHangUp(body, async () => {
+      retry = fetch(`http://127.0.0.1:${port}/route`, { method: "POST", headers: { "content-type": "application/json" }, body });
+      await Bun.sleep(100);
+    });
+    const again = await retry!;
+    expect(again.status).toBe(200);
+    const reply = (await again.json()) as Json;
+    const row = (await findCallBySipId(own.db, f.accountId, callId))!;
+    expect(reply.rtjson.vars.call_id).toBe(row.id);
+    await eventually(() => expect(settled("answered by a retry")).toHaveLength(before + 1));
+    expect((await findCallBySipId(own.db, f.accountId, callId))!.status).toBe("routed");
+    expect((await cacSnapshot(own.live, f.accountId)).every((c) => c.call_ids.includes(row.id))).toBe(true);
+  });
+});

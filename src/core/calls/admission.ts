@@ -9,7 +9,8 @@ import type { Platform } from "../platform.ts";
 import type { CacSlot, RouteDecision, RouteReply, RouteRequest, TraceStep } from "../routing/route-types.ts";
 import { acquireSlots, releaseSlots } from "../cac/cac.service.ts";
 import type { EventInput } from "../events/bus.ts";
-import { findCallBySipId, type NewTraceStep } from "./calls.store.ts";
+import { findCallBySipId, insertTrace, type NewTraceStep } from "./calls.store.ts";
+import { handleDialogEvent } from "./dialog.ts";
 import { createAdmissionWriter, type AdmissionWriter } from "./admission-writer.ts";
 import { cacTtlMs } from "./cac-config.ts";
 
@@ -17,6 +18,25 @@ import { cacTtlMs } from "./cac-config.ts";
 const RETRANSMIT_WAIT_MS = 3000;
 /** How long the per-call admission claim lives (a crashed instance frees it after this). */
 const CLAIM_TTL_MS = 10_000;
+/**
+ * How long after the edge stopped waiting for a reply its call, if the edge did not get the reply by
+ * asking again, is ended as never placed. The edge retries at once (on its other control host) and a
+ * retry waits at most RETRANSMIT_WAIT_MS for the first admission's record: well within this.
+ */
+export const UNDELIVERED_GRACE_MS = 10_000;
+/** How long an answer from a call's stored reply (a retry, a retransmission) is remembered. */
+const SERVED_TTL_MS = 60_000;
+
+/** Set when a call's stored reply was sent (to a retry of the edge, or a retransmission). */
+function servedKey(accountId: string, sipCallId: string): string {
+  return accountKey(accountId, "served", sipCallId);
+}
+
+/** The stored reply of a call admitted before, remembered as sent (see settleUndeliveredReply). */
+async function storedReply(platform: Platform, accountId: string, sipCallId: string, reply: RouteReply): Promise<RouteReply> {
+  await platform.live.set(servedKey(accountId, sipCallId), "1", SERVED_TTL_MS);
+  return reply;
+}
 
 /**
  * The reply to a call CAC refuses: 486 Busy Here when the user's own simultaneous-call ceiling is
@@ -63,7 +83,7 @@ export async function admitCall(platform: Platform, decision: RouteDecision, req
   if (!(await platform.live.setIfAbsent(claimKey, claim, CLAIM_TTL_MS))) {
     for (let waited = 0; waited < RETRANSMIT_WAIT_MS; waited += 50) {
       const existing = await findCallBySipId(platform.db, accountId, sipCallId);
-      if (existing) return existing.reply;
+      if (existing) return storedReply(platform, accountId, sipCallId, existing.reply);
       await sleep(50);
     }
     platform.log.warn("route retransmission timed out waiting for the first admission", { account_id: accountId });
@@ -152,10 +172,43 @@ async function admitNew(platform: Platform, decision: RouteDecision, accountId: 
     // Another instance recorded this Call-ID first (its claim had expired): its reply wins.
     await releaseSlots(platform.live, accountId, id, slots);
     const existing = await findCallBySipId(platform.db, accountId, sipCallId);
-    if (existing) return existing.reply;
+    if (existing) return storedReply(platform, accountId, sipCallId, existing.reply);
     throw new Error("the call's Call-ID is recorded but its record was not found");
   }
   return withCallId;
+}
+
+/** What settleUndeliveredReply found. */
+export type UndeliveredOutcome = "ended" | "answered by a retry" | "went on" | "nothing held";
+
+/**
+ * For a /route reply the edge never got (it stopped waiting: its connection closed before we
+ * answered, HTTP_TIMEOUT), called UNDELIVERED_GRACE_MS later. The edge refused that caller (503),
+ * but the call was admitted: its record is open and its CAC slots are taken, and no dialog event
+ * will ever end it. Unless the edge got the same reply by asking again (its retry on another
+ * instance, a retransmission: both are answered from the stored reply, which is remembered), or
+ * the call has moved on since (a dialog event), it is ended as the caller saw it (503, failed,
+ * not billed) and its slots are given back, instead of being held until CAC_MAX_CALL_SEC.
+ * @example await settleUndeliveredReply(platform, reply, sipCallId) // "ended"
+ */
+export async function settleUndeliveredReply(platform: Platform, reply: RouteReply, sipCallId: string): Promise<UndeliveredOutcome> {
+  const accountId = reply.rtjson.account_id;
+  if (!accountId || reply.rtjson.action === "reject") return "nothing held";
+  if (await platform.live.get(servedKey(accountId, sipCallId))) return "answered by a retry";
+  const call = await findCallBySipId(platform.db, accountId, sipCallId);
+  if (!call || call.status !== "routed") return "went on";
+  await insertTrace(platform.db, [
+    {
+      account_id: accountId,
+      call_id: call.id,
+      at_ms: Date.now(),
+      step: "edge",
+      result: "the edge stopped waiting for this reply and refused the call (503): never placed",
+      data: null,
+    },
+  ]);
+  await handleDialogEvent(platform, { type: "dialog", callId: sipCallId, account_id: accountId, state: "terminated", sip_code: 503, hangup_cause: "NORMAL_TEMPORARY_FAILURE" });
+  return "ended";
 }
 
 const writers = new WeakMap<Platform, AdmissionWriter>();
