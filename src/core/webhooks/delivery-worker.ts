@@ -24,6 +24,7 @@
  * alive per host name (one FetchSession per host, a pool per checked address).
  */
 import { randomUUID } from "node:crypto";
+import { newId } from "../ids/ids.ts";
 import { readFileSync } from "node:fs";
 import { rootCertificates } from "node:tls";
 import { isIP } from "node:net";
@@ -505,6 +506,17 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
     }
   }
 
+  /** The account log's line of a delivery given up (GET /v1/logs): no URL (it may carry a token), no secret. */
+  function failureLine(job: ClaimedDelivery, attemptsMade: number, lastStatus: number | null, reason: string): NonNullable<AttemptRecord["log"]> {
+    const event = job.event?.name ?? "an event";
+    const tries = attemptsMade === 0 ? "without an attempt" : `after ${attemptsMade} attempt${attemptsMade === 1 ? "" : "s"}`;
+    return {
+      id: newId("log"),
+      message: `Webhook ${job.webhook_id}: ${event} not delivered ${tries}: ${reason}.`,
+      data: { delivery_id: job.id, webhook_id: job.webhook_id, event: job.event?.name ?? null, attempts: attemptsMade, last_status: lastStatus },
+    };
+  }
+
   function launch({ delivery: job, token, leaseEnd }: Job): void {
     inflight++;
     running.set(job.webhook_id, (running.get(job.webhook_id) ?? 0) + 1);
@@ -539,6 +551,7 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
           next_attempt_at: status === "retrying" ? now + retryDelays[made - 1]! : now,
           updated_at: Math.floor(now / 1000),
           delivered_at: status === "delivered" ? Math.floor(now / 1000) : null,
+          ...(status === "failed" ? { log: failureLine(job, made, outcome.kind === "dead" ? null : outcome.status, outcome.kind === "delivered" ? "" : outcome.error) } : {}),
         },
       });
       if (log.enabled("debug")) log.debug("webhook attempt", { delivery: job.id, status, attempts: made });

@@ -82,6 +82,11 @@ export interface AttemptRecord {
   next_attempt_at: number;
   updated_at: number;
   delivered_at: number | null;
+  /**
+   * The account log's line of a final failure (warn, source webhook), written with the outcome, and
+   * only when the outcome is (the claim still held).
+   */
+  log?: { id: string; message: string; data: Record<string, unknown> };
 }
 
 /** What one exchange with the database does: record finished attempts and claim the next batch. */
@@ -121,7 +126,10 @@ export async function exchangeDeliveries(database: Pick<Database, "db" | "queue"
   const { records, now, limit, leaseUntil, token, skipWebhooks } = input;
   const tokens = [...new Set(records.map((r) => r.token))];
   const outcomes = JSON.stringify(
-    records.map((r) => [r.account_id, r.id, r.token, r.status, r.attempts, r.last_status, r.last_error, r.next_attempt_at, r.updated_at, r.delivered_at]),
+    records.map((r) => [
+      r.account_id, r.id, r.token, r.status, r.attempts, r.last_status, r.last_error, r.next_attempt_at, r.updated_at, r.delivered_at,
+      ...(r.log ? [r.log.id, r.log.message, r.log.data] : []),
+    ]),
   );
   // One row of four JSON arrays: the ids NOT recorded (claim lost), the claimed rows, and each
   // claimed row's event and subscription once (deliveries share them). Parsing a few JSON texts
@@ -129,12 +137,18 @@ export async function exchangeDeliveries(database: Pick<Database, "db" | "queue"
   const statement = sql`with u as (
             select o->>0 as account_id, o->>1 as id, o->>2 as token, o->>3 as status, (o->>4)::smallint as attempts,
                    (o->>5)::integer as last_status, o->>6 as last_error, (o->>7)::bigint as next_attempt_at,
-                   (o->>8)::bigint as updated_at, (o->>9)::bigint as delivered_at
+                   (o->>8)::bigint as updated_at, (o->>9)::bigint as delivered_at,
+                   o->>10 as log_id, o->>11 as log_message, o->12 as log_data
             from jsonb_array_elements(${outcomes}::jsonb) as o
           ), fin as (
             delete from webhook_delivery_due d using u
             where u.status in ('delivered', 'failed') and d.account_id = u.account_id and d.id = u.id and d.claim_token = u.token
             returning d.account_id, d.id
+          ), failures as (
+            insert into account_log (account_id, id, ts, level, source, message, call_id, data)
+            select u.account_id, u.log_id, u.next_attempt_at, 'warn', 'webhook', u.log_message, null, u.log_data
+            from u join fin on fin.account_id = u.account_id and fin.id = u.id
+            where u.status = 'failed' and u.log_id is not null
           ), ret as (
             update webhook_delivery_due d set attempts = u.attempts, next_attempt_at = u.next_attempt_at, claimed_until = null, claim_token = null
             from u

@@ -18,6 +18,7 @@ import type { WebhookDeliveryRow } from "./delivery.schema.ts";
 import { startDeliveryWorker, sweepFinishedWebhooks, webhookEndpoint, type DeliveryWorkerOptions } from "./delivery-worker.ts";
 import { standardWebhookKey } from "./delivery-signing.ts";
 import { startTestReceiver, type TestReceiver } from "./delivery-test-receiver.ts";
+import { listLogs } from "../logs/logs.service.ts";
 
 let platform: Platform;
 let receiver: TestReceiver;
@@ -172,6 +173,17 @@ describe(`webhook delivery [${storeKind}]`, () => {
     expect(new Set(seen.map((r) => r.headers["webhook-id"]))).toEqual(new Set([row!.id]));
     expect(seen[1]!.at - seen[0]!.at).toBeGreaterThanOrEqual(500);
     expect(seen[2]!.at - seen[1]!.at).toBeGreaterThanOrEqual(2000);
+    // The account's log says it gave up (GET /v1/logs), without the URL.
+    const warnings = (await listLogs(platform.db, t.accountId, { level: "warn" })).data;
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatchObject({
+      level: "warn",
+      source: "webhook",
+      call_id: null,
+      message: `Webhook ${row!.webhook_id}: test not delivered after 3 attempts: HTTP 503.`,
+      data: { delivery_id: row!.id, webhook_id: row!.webhook_id, event: "test", attempts: 3, last_status: 503 },
+    });
+    expect(JSON.stringify(warnings[0])).not.toContain(path);
   });
 
   test("400 and 404 fail fast: one attempt, no retry", async () => {
@@ -188,6 +200,9 @@ describe(`webhook delivery [${storeKind}]`, () => {
       });
       expect(row).toMatchObject({ status: "failed", attempts: 1, last_status: code, last_error: `HTTP ${code}` });
       expect(receiver.at(path)).toHaveLength(1);
+      expect((await listLogs(platform.db, t.accountId, { level: "warn" })).data.map((l) => l.message)).toEqual([
+        `Webhook ${row!.webhook_id}: test not delivered after 1 attempt: HTTP ${code}.`,
+      ]);
     }
   });
 
@@ -246,6 +261,8 @@ describe(`webhook delivery [${storeKind}]`, () => {
       const [row] = await withWorker(() => settled(t.accountId, 1));
       expect(row).toMatchObject({ status: "delivered", attempts: 2, last_status: 200, last_error: null });
       expect(receiver.at(path)).toHaveLength(2);
+      // Delivered in the end: nothing to warn about.
+      expect((await listLogs(platform.db, t.accountId, { level: "warn" })).data).toEqual([]);
     }
   });
 
@@ -331,6 +348,9 @@ describe(`webhook delivery [${storeKind}]`, () => {
     const [row] = await withWorker(() => settled(t.accountId, 1));
     expect(row).toMatchObject({ status: "failed", attempts: 0, last_error: "the subscription was removed" });
     expect(receiver.at(path)).toHaveLength(0);
+    expect((await listLogs(platform.db, t.accountId, { level: "warn" })).data.map((l) => l.message)).toEqual([
+      `Webhook ${hook.id}: test not delivered without an attempt: the subscription was removed.`,
+    ]);
   });
 
   test("a subscription removed between attempts: failed, the last attempt's status kept, no further request", async () => {
