@@ -20,6 +20,7 @@ import { createExtension } from "../../core/extensions/extensions.service.ts";
 import type { LiveStore } from "../../core/live/live-store.ts";
 import { cacSnapshot } from "../../core/cac/cac.service.ts";
 import { listTrace } from "../../core/calls/calls.store.ts";
+import { listLogs } from "../../core/logs/logs.service.ts";
 
 let platform: Platform;
 let server: { server: { port?: number } | null; stop(): Promise<unknown> | unknown };
@@ -264,6 +265,9 @@ describe(`POST /route: a reply the edge stopped waiting for [${storeKind}]`, () 
     const row = (await findCallBySipId(own.db, f.accountId, callId))!;
     expect(row).toMatchObject({ status: "failed", sip_code: 503, hangup_cause: "NORMAL_TEMPORARY_FAILURE", billsec: 0 });
     expect((await listTrace(own.db, f.accountId, row.id)).map((t) => t.step)).toContain("edge");
+    const logged = (await listLogs(own.db, f.accountId, { level: "warn" })).data;
+    expect(logged).toMatchObject([{ source: "edge", call_id: row.id, data: { sip_call_id: callId } }]);
+    expect(logged[0]!.message).toContain("ended as not placed");
     // Only the call answered normally still holds slots (the number's and the account's).
     const held = await cacSnapshot(own.live, f.accountId);
     expect(held.length).toBeGreaterThan(0);
@@ -286,6 +290,7 @@ describe(`POST /route: a reply the edge stopped waiting for [${storeKind}]`, () 
     const row = (await findCallBySipId(own.db, f.accountId, callId))!;
     expect(reply.rtjson.vars.call_id).toBe(row.id);
     await eventually(() => expect(settled("answered by a retry")).toHaveLength(before + 1));
+    expect((await listLogs(own.db, f.accountId, { level: "warn" })).data).toEqual([]);
     expect((await findCallBySipId(own.db, f.accountId, callId))!.status).toBe("routed");
     expect((await cacSnapshot(own.live, f.accountId)).every((c) => c.call_ids.includes(row.id))).toBe(true);
   });

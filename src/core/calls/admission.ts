@@ -11,6 +11,7 @@ import { acquireSlots, releaseSlots } from "../cac/cac.service.ts";
 import type { EventInput } from "../events/bus.ts";
 import { findCallBySipId, insertTrace, type NewTraceStep } from "./calls.store.ts";
 import { handleDialogEvent } from "./dialog.ts";
+import { recordLog } from "../logs/logs.service.ts";
 import { createAdmissionWriter, type AdmissionWriter } from "./admission-writer.ts";
 import { cacTtlMs } from "./cac-config.ts";
 
@@ -197,15 +198,21 @@ export async function settleUndeliveredReply(platform: Platform, reply: RouteRep
   if (await platform.live.get(servedKey(accountId, sipCallId))) return "answered by a retry";
   const call = await findCallBySipId(platform.db, accountId, sipCallId);
   if (!call || call.status !== "routed") return "went on";
-  await insertTrace(platform.db, [
-    {
-      account_id: accountId,
-      call_id: call.id,
-      at_ms: Date.now(),
-      step: "edge",
-      result: "the edge stopped waiting for this reply and refused the call (503): never placed",
-      data: null,
-    },
+  const now = Date.now();
+  await Promise.all([
+    insertTrace(platform.db, [
+      { account_id: accountId, call_id: call.id, at_ms: now, step: "edge", result: "the edge stopped waiting for this reply and refused the call (503): never placed", data: null },
+    ]),
+    // The account's operators see it too (GET /v1/logs): a sign the control plane answers the edge too slowly.
+    recordLog(platform.db, {
+      accountId,
+      level: "warn",
+      source: "edge",
+      callId: call.id,
+      message: "The edge stopped waiting for this call's routing reply and refused it (503): it was ended as not placed.",
+      data: { sip_call_id: sipCallId, to: call.to },
+      ts: now,
+    }),
   ]);
   await handleDialogEvent(platform, { type: "dialog", callId: sipCallId, account_id: accountId, state: "terminated", sip_code: 503, hangup_cause: "NORMAL_TEMPORARY_FAILURE" });
   return "ended";
