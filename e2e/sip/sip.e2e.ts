@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
 import { api, freePorts, nextMediaPort, HAVE_SIP_TOOLS, IN_CI, runSipp, startKamailio, startParley, startSipp, type Kamailio, type Parley, type Proc } from "./harness.ts";
 import { addSipUser, createSipTenant, PASSWORD, type SipTenant } from "./tenant.ts";
+import { eventually as eventuallyPasses } from "../../test/support/eventually.ts";
 
 const RUN = HAVE_SIP_TOOLS || IN_CI;
 const stores = process.env.SIP_E2E_DATABASE_URL ? { databaseUrl: process.env.SIP_E2E_DATABASE_URL, redisUrl: process.env.SIP_E2E_REDIS_URL } : {};
@@ -70,17 +71,7 @@ async function cac(): Promise<any> {
 }
 
 /** Waits until `check` passes (events reach Parley asynchronously). */
-async function eventually<T>(check: () => Promise<T>, timeoutMs = 5000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      return await check();
-    } catch (error) {
-      if (Date.now() > deadline) throw error;
-      await Bun.sleep(200);
-    }
-  }
-}
+const eventually = <T>(check: () => Promise<T>, timeoutMs = 5000) => eventuallyPasses(check, timeoutMs, 200);
 
 describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
   test("REGISTER: 401 challenge, then 200 with digest; Parley's presence shows the binding", async () => {

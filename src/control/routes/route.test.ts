@@ -21,6 +21,7 @@ import type { LiveStore } from "../../core/live/live-store.ts";
 import { cacSnapshot } from "../../core/cac/cac.service.ts";
 import { listTrace } from "../../core/calls/calls.store.ts";
 import { listLogs } from "../../core/logs/logs.service.ts";
+import { eventually } from "../../../test/support/eventually.ts";
 
 let platform: Platform;
 let server: { server: { port?: number } | null; stop(): Promise<unknown> | unknown };
@@ -242,17 +243,6 @@ describe(`POST /route: a reply the edge stopped waiting for [${storeKind}]`, () 
   }
 
   const settled = (outcome: string) => lines.filter((l) => l.includes("undelivered /route reply settled") && l.includes(`"outcome":"${outcome}"`));
-  async function eventually<T>(check: () => Promise<T> | T, timeoutMs = 5000): Promise<T> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      try {
-        return await check();
-      } catch (error) {
-        if (Date.now() > deadline) throw error;
-        await Bun.sleep(25);
-      }
-    }
-  }
 
   test("a call admitted for a reply nobody got is ended as not placed (503, failed) and gives its CAC slots back", async () => {
     const { f, callId, body } = await inbound();
