@@ -67,6 +67,41 @@ describe(`POST /route [${storeKind}]`, () => {
     expect(r.body.rtjson).toMatchObject({ action: "reject", code: 407, reason: "Proxy Authentication Required", account_id: null });
   });
 
+  test("refusals by the account's rules and soft limits exceeded leave a warn line in the account log, one a minute per kind", async () => {
+    const f = await routeFixture(platform, { max_out: 10 });
+    const user = await f.user({ max_simultaneous: 10 });
+    const device = await f.device(user);
+    await f.route({ via: "carrier", priority: 1000 });
+    await f.phoneList("dnc_out", ["447700900999"]);
+    await f.callLimit({ name: "burst", direction: "out", period_sec: 3600, max_count: 1, hard: 0 });
+    const did = await f.number({ dest_kind: "flow", dest_id: await f.flow(), max_channels: 1 });
+    const fromDevice = (to: string) => json({ callId: `n-${randomUUID()}`, from: "1001", fromDomain: "x", to, account_id: f.accountId, user_id: user, device_id: device, source_ip: "10.0.0.9" });
+    const warnings = async () => (await listLogs(platform.db, f.accountId, { level: "warn" })).data;
+
+    // Ordinary outcomes are not noted: a short number that is no extension.
+    expect((await fromDevice("999")).body.rtjson).toMatchObject({ action: "reject", code: 484 });
+    expect(await warnings()).toEqual([]);
+    // Do-not-call, twice: one line.
+    for (let i = 0; i < 2; i++) expect((await fromDevice("447700900999")).body.rtjson).toMatchObject({ action: "reject", code: 603 });
+    let lines = await warnings();
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject({ source: "platform", data: { code: 603, direction: "outbound", to: "447700900999" } });
+    expect(lines[0]!.message).toStartWith("Call from 1001 to 447700900999 refused (603 Decline): do not call");
+    // The soft limit (1 an hour) is exceeded by the second call out, which goes on: noted once.
+    for (let i = 0; i < 3; i++) { const r = (await fromDevice("14155550123")).body.rtjson; expect(r.action, JSON.stringify(r)).toBe("outbound"); }
+    lines = await warnings();
+    expect(lines).toHaveLength(2);
+    expect(lines[0]!.message).toContain("burst soft limit exceeded");
+    // A capacity ceiling: the DID's one channel is held, the next inbound call is refused 503.
+    const inbound = () => json({ callId: `n-${randomUUID()}`, from: "14155550000", fromDomain: "carrier", to: did.e164, source_ip: "192.0.2.1" });
+    expect((await inbound()).body.rtjson.action).toBe("flow");
+    expect((await inbound()).body.rtjson).toMatchObject({ action: "reject", code: 503 });
+    lines = await warnings();
+    expect(lines).toHaveLength(3);
+    expect(lines[0]!.message).toContain(`refused (503 Service Unavailable): number ${did.id} at its limit of 1`);
+    expect(lines[0]!.call_id).toMatch(/^call_/);
+  });
+
   test("malformed input is 400 validation_failed", async () => {
     for (const body of [{}, { callId: "", from: "", fromDomain: "", to: "1" }, { callId: "x", from: "", fromDomain: "", to: "1", source_country: "USA" }, { callId: 5, from: "", fromDomain: "", to: "1" }]) {
       const r = await json(body);
