@@ -12,6 +12,7 @@ import type { EventInput } from "../events/bus.ts";
 import { findCallBySipId, insertTrace, type NewTraceStep } from "./calls.store.ts";
 import { handleDialogEvent } from "./dialog.ts";
 import { recordLog } from "../logs/logs.service.ts";
+import { noteDecision } from "./decision-notes.ts";
 import { createAdmissionWriter, type AdmissionWriter } from "./admission-writer.ts";
 import { cacTtlMs } from "./cac-config.ts";
 
@@ -170,7 +171,12 @@ async function admitNew(platform: Platform, decision: RouteDecision, accountId: 
     await releaseSlots(platform.live, accountId, id, slots);
     throw error;
   }
-  if (inserted) await noteDecision(platform, call, steps, reply);
+  if (inserted) {
+    // A line in the account log is worth less than the call: its failure fails nothing.
+    await noteDecision(platform, call, steps, reply).catch((error: unknown) => {
+      platform.log.warn("account log line not written", { account_id: accountId, error: String(error) });
+    });
+  }
   if (!inserted) {
     // Another instance recorded this Call-ID first (its claim had expired): its reply wins.
     await releaseSlots(platform.live, accountId, id, slots);
@@ -179,63 +185,6 @@ async function admitNew(platform: Platform, decision: RouteDecision, accountId: 
     throw new Error("the call's Call-ID is recorded but its record was not found");
   }
   return withCallId;
-}
-
-/**
- * Refusal codes that mean one of the account's own rules or limits said no, which its operators want
- * to see in the account log: policies (ACL, geo, call limits, the toll-fraud gate, an inactive
- * account) 403, anonymity 433, capacity or no outbound route 503, do-not-call 603. A busy or
- * unregistered user, an unknown number and the like are ordinary outcomes (the call records say them).
- */
-const NOTED_CODES = new Set([403, 433, 503, 603]);
-/** At most one line per account and kind of note per this long, per instance (a flood of refusals is one line a minute). */
-const NOTE_EVERY_MS = 60_000;
-const noted = new WeakMap<Platform, Map<string, number>>();
-
-/** True when no line of this kind was written for the account within NOTE_EVERY_MS (and claims it). */
-function dueNote(platform: Platform, key: string, now: number): boolean {
-  let seen = noted.get(platform);
-  if (!seen) {
-    seen = new Map();
-    noted.set(platform, seen);
-  }
-  const last = seen.get(key);
-  if (last !== undefined && now - last < NOTE_EVERY_MS) return false;
-  if (seen.size >= 10_000) for (const [k, at] of seen) if (now - at >= NOTE_EVERY_MS) seen.delete(k);
-  seen.set(key, now);
-  return true;
-}
-
-/**
- * The account log's line for a decision worth an operator's attention: a call refused by the
- * account's rules or limits, or a soft call limit exceeded (the call went on). Rate-limited per kind.
- */
-async function noteDecision(platform: Platform, call: { account_id: string; id: string; from: string; to: string; direction: string }, steps: readonly TraceStep[], reply: RouteReply): Promise<void> {
-  const now = Date.now();
-  const who = `Call from ${call.from || "anonymous"} to ${call.to}`;
-  const later = "Others like it in the next minute are not logged here; GET /v1/calls lists every call.";
-  const notes: Array<{ key: string; message: string; data: Record<string, unknown> }> = [];
-  const code = reply.rtjson.code;
-  if (reply.rtjson.action === "reject" && code !== undefined && NOTED_CODES.has(code)) {
-    const cac = steps.find((s) => s.step === "cac" && s.result.startsWith("refused"));
-    const rejected = steps.find((s) => s.step === "reject");
-    const why = cac ? cac.result.replace(/^refused: /, "") : (rejected?.result.replace(/^\d+ [^:]*: /, "") ?? "");
-    if (code !== 603 || why.startsWith("do not call")) {
-      notes.push({
-        key: `refused ${code}`,
-        message: `${who} refused (${code} ${reply.rtjson.reason ?? ""}): ${why}. ${later}`,
-        data: { code, direction: call.direction, from: call.from, to: call.to },
-      });
-    }
-  }
-  for (const step of steps) {
-    const limit = step.step === "call_limit" && step.data?.soft === true ? step.result.replace(/^warning: /, "") : null;
-    if (limit) notes.push({ key: `soft ${limit.split(" soft limit")[0]}`, message: `${who}: ${limit}. ${later}`, data: { direction: call.direction, from: call.from, to: call.to } });
-  }
-  for (const note of notes) {
-    if (!dueNote(platform, `${call.account_id}\u0000${note.key}`, now)) continue;
-    await recordLog(platform.db, { accountId: call.account_id, level: "warn", source: "platform", callId: call.id, message: note.message, data: note.data, ts: now });
-  }
 }
 
 /** What settleUndeliveredReply found. */
