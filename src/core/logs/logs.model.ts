@@ -41,6 +41,7 @@ export namespace LogModel {
       cursor: t.Optional(t.String({ maxLength: 200, description: "next_cursor of the previous page." })),
       level: t.Optional(t.Union([t.Literal("debug"), t.Literal("info"), t.Literal("warn"), t.Literal("error")], { description: "Only this level and above (warn: warn and error)." })),
       call_id: t.Optional(t.String({ minLength: 1, maxLength: 64, description: "Only lines of this call." })),
+      source: t.Optional(t.Union(LOG_SOURCES.map((s) => t.Literal(s)), { description: `Only lines from this source: ${LOG_SOURCES.join(", ")}.` })),
     },
     { additionalProperties: false },
   );

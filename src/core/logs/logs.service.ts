@@ -71,14 +71,18 @@ function toEntry(row: AccountLogRow): LogModel.Entry {
 export async function listLogs(
   db: DbOrTx,
   accountId: string,
-  query: { limit?: number; cursor?: string; level?: LogLevelName; call_id?: string },
+  query: { limit?: number; cursor?: string; level?: LogLevelName; call_id?: string; source?: LogSource },
 ): Promise<{ data: LogModel.Entry[]; next_cursor?: string }> {
   const limit = query.limit ?? LOG_PAGE_DEFAULT;
   const before = decodeCursor(query.cursor);
   const rows = await listLogRows(
     db,
     accountId,
-    { ...(query.level && query.level !== "debug" ? { levels: levelsFrom(query.level) } : {}), ...(query.call_id !== undefined ? { callId: query.call_id } : {}) },
+    {
+      ...(query.level && query.level !== "debug" ? { levels: levelsFrom(query.level) } : {}),
+      ...(query.call_id !== undefined ? { callId: query.call_id } : {}),
+      ...(query.source !== undefined ? { source: query.source } : {}),
+    },
     before,
     limit + 1,
   );

@@ -14,13 +14,14 @@ export async function insertLog(db: DbOrTx, row: NewLogRow): Promise<void> {
 export async function listLogRows(
   db: DbOrTx,
   accountId: string,
-  filter: { levels?: readonly string[]; callId?: string },
+  filter: { levels?: readonly string[]; callId?: string; source?: string },
   beforeId: string | null,
   limit: number,
 ): Promise<AccountLogRow[]> {
   const where: SQL[] = [eq(accountLogs.account_id, accountId)];
   if (filter.levels) where.push(inArray(accountLogs.level, [...filter.levels]));
   if (filter.callId !== undefined) where.push(eq(accountLogs.call_id, filter.callId));
+  if (filter.source !== undefined) where.push(eq(accountLogs.source, filter.source));
   if (beforeId) where.push(lt(accountLogs.id, beforeId));
   return db
     .select()

@@ -68,6 +68,15 @@ describe(`/v1/logs happy [${storeKind}]`, () => {
     expect(await logs(t, "?call_id=call_B")).toEqual([]);
   });
 
+  test("source narrows to one producer, and combines with the others", async () => {
+    const t = await seedTenant(platform);
+    await seedLines(t);
+    expect((await logs(t, "?source=flow")).map((l) => l.message)).toEqual(["Dial failed", "Played greeting", "Node entered"]);
+    expect((await logs(t, "?source=flow&level=info&call_id=call_A")).map((l) => l.message)).toEqual(["Dial failed", "Played greeting"]);
+    expect((await logs(t, "?source=edge")).map((l) => l.message)).toEqual(["Slow /route reply"]);
+    expect(await logs(t, "?source=webhook")).toEqual([]);
+  });
+
   test("keyset pages: a full page carries next_cursor, the last page none, no line twice", async () => {
     const t = await seedTenant(platform);
     const ids = await seedLines(t);
@@ -120,7 +129,7 @@ describe(`/v1/logs happy [${storeKind}]`, () => {
 describe(`/v1/logs errors and security [${storeKind}]`, () => {
   test("400 for a bad level, limit or cursor; nothing else changes", async () => {
     const t = await seedTenant(platform);
-    for (const q of ["?level=fatal", "?limit=501", "?limit=0", "?cursor=abc", "?verbose=1"]) {
+    for (const q of ["?level=fatal", "?limit=501", "?limit=0", "?cursor=abc", "?verbose=1", "?source=kernel", "?source="]) {
       const r = await call(app, "GET", `/v1/logs${q}`, { key: t.key });
       expect(r.status).toBe(400);
       expect(r.body.error).toBe("validation_failed");
