@@ -15,11 +15,8 @@ import type { EventInput } from "../events/bus.ts";
 import type { Platform } from "../platform.ts";
 import { insertCalls, insertTrace, sipKey, type NewCallRecord, type NewTraceStep } from "./calls.store.ts";
 
-/**
- * Transactions in flight at once per process: one. More only take the batches apart and add commits
- * for the machine to run (docs/decisions.md has the measurements).
- */
-const WRITERS = 1;
+/** Transactions in flight at once per process (more would only take the batches apart). */
+const WRITERS = 2;
 /** Most calls one transaction writes. */
 const MAX_BATCH = 256;
 
