@@ -66,6 +66,18 @@ async function open(key: string, query = "", at = host): Promise<StreamConnectio
   return conn;
 }
 
+/**
+ * Connects with `query` (e.g. `?ticket=…`) on `at` and expects the ticket refused (4401) before any
+ * message; returns the close reason.
+ */
+async function refusedAt(query: string, at = host): Promise<string> {
+  const conn = new StreamConnection(`${at.base}/v1/events/stream${query}`);
+  const closed = await conn.closed;
+  expect(closed.code).toBe(CLOSE.ticketRefused);
+  expect(conn.messages).toEqual([]);
+  return closed.reason;
+}
+
 const testEvent = (accountId: string, message: string) => platform.events.emit(accountId, "test", { message, webhook_id: null, ts: Date.now() });
 
 const callStarted = (accountId: string, n: number) =>
@@ -120,31 +132,21 @@ describe(`realtime stream: tickets [${storeKind}]`, () => {
     expect(conn.events()[0]).toEqual({ type: "event", id: emitted.id, event: "test", account_id: t.accountId, data: emitted.data, ts: emitted.ts });
     conn.close();
 
-    const again = new StreamConnection(`${host.base}/v1/events/stream?ticket=${minted.ticket}`);
-    const refused = await again.closed;
-    expect(refused.code).toBe(CLOSE.ticketRefused);
-    expect(refused.reason).toContain("already used");
-    expect(again.messages).toEqual([]);
+    expect(await refusedAt(`?ticket=${minted.ticket}`)).toContain("already used");
   });
 
   test("an expired ticket is refused, and spent", async () => {
     const t = await seedTenant(platform);
     const later = realtime({ clock: () => Date.now() + 61_000 });
     const minted = await ticket(t.key);
-    const conn = new StreamConnection(`${later.base}/v1/events/stream?ticket=${minted.ticket}`);
-    const refused = await conn.closed;
-    expect(refused).toEqual({ code: CLOSE.ticketRefused, reason: expect.stringContaining("expired") });
-    const retry = new StreamConnection(`${host.base}/v1/events/stream?ticket=${minted.ticket}`);
-    expect((await retry.closed).code).toBe(CLOSE.ticketRefused);
+    expect(await refusedAt(`?ticket=${minted.ticket}`, later)).toContain("expired");
+    await refusedAt(`?ticket=${minted.ticket}`);
   });
 
   test("missing, malformed and invented tickets are refused with 4401", async () => {
     const t = await seedTenant(platform);
     const forged = `rt1.${t.accountId}.${"A".repeat(43)}`;
-    for (const query of ["", "?ticket=nope", `?ticket=${forged}`]) {
-      const conn = new StreamConnection(`${host.base}/v1/events/stream${query}`);
-      expect((await conn.closed).code).toBe(CLOSE.ticketRefused);
-    }
+    for (const query of ["", "?ticket=nope", `?ticket=${forged}`]) await refusedAt(query);
   });
 
   test("a bad events filter is refused with 4400 before the ticket is spent", async () => {
@@ -407,11 +409,7 @@ describe(`realtime stream: the credential behind a socket [${storeKind}]`, () =>
     const minted = await ticket(t.key);
     const other = await secondKey(t.accountId);
     expect((await call(api, "DELETE", `/v1/keys/${t.keyId}`, { key: other.secret })).status).toBe(200);
-    const conn = new StreamConnection(`${host.base}/v1/events/stream?ticket=${minted.ticket}`);
-    const closed = await conn.closed;
-    expect(closed.code).toBe(CLOSE.ticketRefused);
-    expect(closed.reason).toBe("ticket_refused: the API key that minted the ticket was revoked");
-    expect(conn.messages).toEqual([]);
+    expect(await refusedAt(`?ticket=${minted.ticket}`)).toBe("ticket_refused: the API key that minted the ticket was revoked");
   });
 
   test("revoking a key closes its open sockets at once with 4403; another key's socket stays and keeps its events", async () => {
@@ -466,9 +464,7 @@ describe(`realtime stream: the credential behind a socket [${storeKind}]`, () =>
     expect(closed.reason).toBe("credential_revoked: the console session that minted the ticket expired");
 
     const late = await mintTicket(platform.live, { accountId: t.accountId, kind: "events", scopes: ["events"], credentialExpiresAt: Date.now() - 1 });
-    const refused = new StreamConnection(`${host.base}/v1/events/stream?ticket=${late.ticket}`);
-    expect(await refused.closed).toEqual({ code: CLOSE.ticketRefused, reason: "ticket_refused: the console session that minted the ticket expired" });
-    expect(refused.messages).toEqual([]);
+    expect(await refusedAt(`?ticket=${late.ticket}`)).toBe("ticket_refused: the console session that minted the ticket expired");
   });
 
   test("without a revocation message (a lost one), the periodic check closes the socket", async () => {
@@ -504,8 +500,7 @@ describe.skipIf(!process.env.TEST_REDIS_URL)(`realtime stream: two instances sha
     const onB = await other.events.emit(t.accountId, "test", { message: "from instance B", webhook_id: null, ts: Date.now() });
     await conn.until(() => conn.events().length === 2);
     expect(ids(conn.messages).sort()).toEqual([onA.id, onB.id].sort());
-    const reuse = new StreamConnection(`${host.base}/v1/events/stream?ticket=${minted.ticket}`);
-    expect((await reuse.closed).code).toBe(CLOSE.ticketRefused);
+    await refusedAt(`?ticket=${minted.ticket}`);
     conn.close();
   });
 
