@@ -121,6 +121,20 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
       return list;
     });
     expect(JSON.stringify(cdrs[0])).toContain("1002");
+    // The callee answered: the user the call was routed to, not the caller.
+    const cdr = await eventually(async () => {
+      const c = (await calls())[0];
+      expect(c).toMatchObject({ status: "completed", answered: 1 });
+      return c;
+    });
+    expect(cdr.agent_id).toMatch(/^us_/);
+    expect(cdr.agent_id).not.toBe(cdr.user_id);
+    // The end carries the answer's time (answered_ts), the same the confirmed event gave.
+    const trace = await api("GET", `${parley.publicUrl}/v1/calls/${cdr.id}/trace`, undefined, { "x-api-key": tenant.key });
+    const steps = trace.body.data.steps as Array<{ step: string; result: string; at: number; data: Record<string, unknown> | null }>;
+    const confirmed = steps.find((x) => x.step === "dialog" && x.result.startsWith("confirmed"));
+    const end = steps.find((x) => x.step === "dialog" && x.result.startsWith("terminated"));
+    expect(end?.data?.answered_ts, JSON.stringify(steps)).toBe(confirmed!.at);
     await eventually(async () => expect(JSON.stringify(await cac())).not.toMatch(/"(current|active|count)":[1-9]/));
     // The digest went to /route with the call (no separate /auth for an INVITE).
     expect(kamailio.log()).toMatch(new RegExp(`ctl /route rc=200 us=\\d+ action=proxy to=1002 call=${escapeRe(r.callIds.at(-1)!)}`));

@@ -76,12 +76,17 @@ const TYPE_MISMATCH = /^Expected (string|array|number|integer|boolean|object|nul
  */
 function readableMessage(e: {
   message?: string;
-  schema?: { anyOf?: Array<{ type?: string; format?: string }> };
+  schema?: { anyOf?: Array<{ type?: string; format?: string; const?: unknown }> };
   errors?: Iterable<{ message?: string }>[];
 }): string {
   if (e.message === "Unexpected property") return "This field cannot be set here.";
   if (e.message === "Expected union value") {
     const anyOf = e.schema?.anyOf ?? [];
+    // A choice of values (format=json|csv): every value allowed, not only the first member's.
+    const choices = anyOf.filter((s) => s.const !== undefined).map((s) => JSON.stringify(s.const).replaceAll('"', "'"));
+    if (choices.length > 1 && choices.length === anyOf.filter((s) => s.type !== "null").length) {
+      return `Expected one of ${choices.slice(0, -1).join(", ")} or ${choices.at(-1)}.`;
+    }
     const coercion = (s: { type?: string; format?: string } | undefined) => s?.type === "string" && s.format !== undefined;
     const variants = e.errors ?? [];
     for (let i = 0; i < variants.length; i++) {

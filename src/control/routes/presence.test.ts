@@ -341,6 +341,31 @@ describe(`late dialog events [${storeKind}]`, () => {
   });
 });
 
+describe(`dialog events from the future [${storeKind}]`, () => {
+  test("an edge clock ahead of ours is logged, once a minute at most", async () => {
+    const lines: string[] = [];
+    const own = await testPlatform({ logLines: lines, logLevel: "warn" });
+    const ownClient = listenControl(own, [presenceRoutes]);
+    try {
+      const t = await seedTenant(own);
+      const dialog = (ts: number) => ({ type: "dialog", callId: randomUUID(), state: "terminated", account_id: t.accountId, sip_code: 200, ts });
+      const ahead = () => lines.filter((l) => l.includes("dialog events from the future"));
+      // A clock a little ahead (under AHEAD_EVENT_MS): nothing said.
+      expect((await ownClient.post("/presence/event", dialog(Date.now() + 500))).status).toBe(200);
+      expect(ahead()).toEqual([]);
+      expect((await ownClient.post("/presence/events", { events: [dialog(Date.now() + 30_000), dialog(Date.now() + 90_000)] })).status).toBe(200);
+      expect(ahead()).toHaveLength(1);
+      expect(JSON.parse(ahead()[0]!).ahead_ms).toBeGreaterThan(80_000);
+      expect((await ownClient.post("/presence/event", dialog(Date.now() + 60_000))).status).toBe(200);
+      expect(ahead()).toHaveLength(1);
+      expect(lines.filter((l) => l.includes("arrive late"))).toEqual([]);
+    } finally {
+      await ownClient.stop();
+      await own.close();
+    }
+  });
+});
+
 describe(`GET /presence/users [${storeKind}]`, () => {
   test("roster rows and tiles; another account's users never appear", async () => {
     const t = await seedTenant(platform);

@@ -38,25 +38,43 @@ function problems(type: keyof typeof KINDS, body: unknown, prefix = ""): Detail[
 
 /** A dialog event taken this long after it happened at the edge (its `ts`) means the edge's queue is behind. */
 export const LATE_EVENT_MS = 5_000;
-/** At most one warning about late events per this long (a backlog lasts; one line says it). */
-const LATE_WARNING_EVERY_MS = 60_000;
+/** At most one warning of each kind about event times per this long (a backlog lasts; one line says it). */
+const WARNING_EVERY_MS = 60_000;
+
+/** An edge clock this far ahead of ours is worth a warning (times from it are taken as "now"). */
+export const AHEAD_EVENT_MS = 2_000;
 
 /**
  * Watches how late the edge's dialog events arrive. Their `ts` puts the call's times right however
  * late they come, so a backlog in the edge's queue would otherwise show nowhere: past LATE_EVENT_MS
- * it is logged (a warning, at most one a minute, with the worst delay seen).
+ * it is logged (a warning, at most one a minute, with the worst delay seen). An event from the future
+ * (an edge clock ahead of ours, or a `ts` in the wrong unit) is recorded at the time it arrived
+ * (dialog.ts), and past AHEAD_EVENT_MS logged the same way.
  */
 function lateEventWatch(platform: Platform): (events: readonly AnyEvent[]) => void {
-  let warnedAt = -Infinity;
+  let lateWarnedAt = -Infinity;
+  let aheadWarnedAt = -Infinity;
   return (events) => {
     const now = Date.now();
     let worst = 0;
-    for (const e of events) if (e.type === "dialog" && typeof e.ts === "number") worst = Math.max(worst, now - e.ts);
-    if (worst < LATE_EVENT_MS || now - warnedAt < LATE_WARNING_EVERY_MS) return;
-    warnedAt = now;
-    platform.log.warn("dialog events arrive late: the edge's event queue is behind (more EVENT_SHARDS at the edge, or control-plane capacity)", {
-      late_ms: worst,
-    });
+    let ahead = 0;
+    for (const e of events) {
+      if (e.type !== "dialog" || typeof e.ts !== "number") continue;
+      worst = Math.max(worst, now - e.ts);
+      ahead = Math.max(ahead, e.ts - now);
+    }
+    if (worst >= LATE_EVENT_MS && now - lateWarnedAt >= WARNING_EVERY_MS) {
+      lateWarnedAt = now;
+      platform.log.warn("dialog events arrive late: the edge's event queue is behind (more EVENT_SHARDS at the edge, or control-plane capacity)", {
+        late_ms: worst,
+      });
+    }
+    if (ahead >= AHEAD_EVENT_MS && now - aheadWarnedAt >= WARNING_EVERY_MS) {
+      aheadWarnedAt = now;
+      platform.log.warn("dialog events from the future: the edge's clock is ahead of this host's (NTP on both); their times are taken as received", {
+        ahead_ms: ahead,
+      });
+    }
   };
 }
 

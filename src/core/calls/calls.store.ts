@@ -217,6 +217,12 @@ export async function markRingingMany(db: DbOrTx, rows: Array<{ account_id: stri
   );
 }
 
+/**
+ * The user a call was routed to (the reply's `dest_kind` user): the one who answers when the edge
+ * does not name a callee leg's user (the shipped edge does not; a media engine may).
+ */
+const ROUTED_USER = sql.raw(`case when c.reply #>> '{rtjson,vars,dest_kind}' = 'user' then c.reply #>> '{rtjson,vars,dest_id}' end`);
+
 /** markAnswered for many calls: answered once, unless ended; returns the rows it changed. */
 export async function markAnsweredMany(
   db: DbOrTx,
@@ -226,29 +232,37 @@ export async function markAnsweredMany(
   return dialogRows(
     db,
     sql`update call_record c set status = 'answered', answered = 1, answered_ms = v.answered_ms,
-               agent_id = coalesce(c.agent_id, v.agent_id), legs = coalesce(v.legs, c.legs)
+               agent_id = coalesce(c.agent_id, v.agent_id, ${ROUTED_USER}), legs = coalesce(v.legs, c.legs)
         from ${jsonRows(rows, "v", "account_id text, id text, answered_ms bigint, agent_id text, legs jsonb")}
         where ${LIVE_CALL_OF_V} and c.answered = 0
         returning ${DIALOG_LIST}`,
   );
 }
 
+/** A live call about to end: also the DID it came in on (inbound calls are priced by it). */
+export type EndingCall = DialogCall & { did: string | null };
+
 /** The live calls of these keys, locked until the transaction ends (in key order, so two batches cannot deadlock here). */
-export async function lockLiveCalls(db: DbOrTx, keys: Array<{ account_id: string; id: string }>): Promise<DialogCall[]> {
+export async function lockLiveCalls(db: DbOrTx, keys: Array<{ account_id: string; id: string }>): Promise<EndingCall[]> {
   if (!keys.length) return [];
-  return dialogRows(
+  const rows = await rawRows<Record<string, unknown>>(
     db,
-    sql`select ${DIALOG_LIST} from call_record c
+    sql`select ${DIALOG_LIST}, c.reply #>> '{rtjson,vars,did}' as did from call_record c
         where (c.account_id, c.id) in (select k.account_id, k.id from ${jsonRows(keys, "k", "account_id text, id text")})
           and coalesce(c.ended_ms, -1) = -1 and c.status <> 'rejected'
         order by c.account_id, c.id
         for update`,
   );
+  return rows.map((raw) => ({ ...dialogCall(raw), did: (raw.did as string | null) ?? null }));
 }
 
 /** What ending one call writes. */
 export type EndPatch = Pick<CallRecordRow, "account_id" | "id" | "status" | "ended_ms" | "billsec" | "hangup_cause" | "sip_code" | "cost_micro" | "currency" | "rate_plan_id"> & {
   legs: Array<Record<string, unknown>> | null;
+  /** Set when the end reports an answer the record does not have yet (its confirmed event lost or late). */
+  answered_ms?: number | null;
+  /** The answering user the end's legs name, with answered_ms. */
+  agent_id?: string | null;
 };
 
 /** markEnded for many calls: each ended once; returns the rows it changed. */
@@ -258,11 +272,14 @@ export async function markEndedMany(db: DbOrTx, rows: EndPatch[]): Promise<Dialo
     db,
     sql`update call_record c set status = v.status, ended_ms = v.ended_ms, billsec = v.billsec, hangup_cause = v.hangup_cause,
                sip_code = v.sip_code, cost_micro = v.cost_micro, currency = v.currency, rate_plan_id = v.rate_plan_id,
-               legs = coalesce(v.legs, c.legs)
+               legs = coalesce(v.legs, c.legs),
+               answered = case when c.answered = 0 and v.answered_ms is not null then 1 else c.answered end,
+               answered_ms = case when c.answered = 0 and v.answered_ms is not null then v.answered_ms else c.answered_ms end,
+               agent_id = case when c.answered = 0 and v.answered_ms is not null then coalesce(c.agent_id, v.agent_id, ${ROUTED_USER}) else c.agent_id end
         from ${jsonRows(
           rows,
           "v",
-          "account_id text, id text, status text, ended_ms bigint, billsec integer, hangup_cause text, sip_code integer, cost_micro bigint, currency text, rate_plan_id text, legs jsonb",
+          "account_id text, id text, status text, ended_ms bigint, billsec integer, hangup_cause text, sip_code integer, cost_micro bigint, currency text, rate_plan_id text, legs jsonb, answered_ms bigint, agent_id text",
         )}
         where ${LIVE_CALL_OF_V}
         returning ${DIALOG_LIST}`,

@@ -1,5 +1,5 @@
 /** Admission (CAC, record, call.started), dialog lifecycle (answered, ended, cost) and CAC expiry/reset, on the configured stores. */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, afterEach, beforeAll, describe, expect, setSystemTime, test } from "bun:test";
 import { Value } from "@sinclair/typebox/value";
 import { and, eq } from "drizzle-orm";
 import type { Platform } from "../platform.ts";
@@ -26,6 +26,11 @@ beforeAll(async () => {
   platform = await testPlatform();
 });
 afterAll(() => platform.close());
+// Tests that play a call's events ahead move the clock there (nothing is recorded after now).
+afterEach(() => setSystemTime());
+
+/** The clock at `ms` (epoch ms) until the test ends: the edge's events up to then have happened. */
+const clockAt = (ms: number) => setSystemTime(new Date(ms));
 
 async function eventsOf(accountId: string, name: string) {
   return platform.db.select().from(events).where(and(eq(events.account_id, accountId), eq(events.name, name)));
@@ -206,6 +211,7 @@ describe(`dialog events [${storeKind}]`, () => {
     const t = await seedTenant(platform);
     const cid = await admitted(t.accountId, [slot("account_out", t.accountId, 1)], { queueId: "q_1" });
     const row0 = (await findCallBySipId(platform.db, t.accountId, cid))!;
+    clockAt(row0.started_ms + 70_000);
     await handleDialogEvent(platform, { type: "dialog", callId: cid, state: "early", account_id: t.accountId });
     expect((await findCallBySipId(platform.db, t.accountId, cid))!.status).toBe("ringing");
     await handleDialogEvent(platform, {
@@ -307,6 +313,7 @@ describe(`dialog events [${storeKind}]`, () => {
       { type: "dialog", callId: canceled, account_id: b.accountId, state: "terminated", sip_code: 487 },
       { type: "dialog", callId: canceled, account_id: b.accountId, state: "confirmed" },
     ];
+    clockAt(start + 20_000);
     await handleDialogEvents(platform, batch);
     await handleDialogEvents(platform, batch); // the edge sends a batch again when it got no answer
     expect(await findCallBySipId(platform.db, a.accountId, whole)).toMatchObject({
@@ -359,6 +366,7 @@ describe(`dialog events [${storeKind}]`, () => {
       const cid = sipCallId();
       await admitCall(platform, decision(t.accountId, { to, direction }), routeRequest(cid));
       const row = (await findCallBySipId(platform.db, t.accountId, cid))!;
+      clockAt(row.started_ms + billMs + 1_000);
       await handleDialogEvent(platform, { type: "dialog", callId: cid, state: "confirmed", ts: row.started_ms });
       await handleDialogEvent(platform, { type: "dialog", callId: cid, state: "terminated", ts: row.started_ms + billMs });
       const ended = (await findCallBySipId(platform.db, t.accountId, cid))!;
@@ -377,6 +385,111 @@ describe(`dialog events [${storeKind}]`, () => {
     // Internal calls are free.
     expect(await cost("1001", "internal", 30_000)).toEqual([30, 0, "USD"]);
   });
+
+  test("inbound calls are priced by the DID called, not by `to` as a number transform rewrote it", async () => {
+    const t = await seedTenant(platform);
+    await defaultRatePlan(t.accountId, [
+      { prefix: "", direction: "any", per_minute_micro: 100_000, initial_sec: 60, increment_sec: 60, connection_fee_micro: 0 },
+      { prefix: "1415", direction: "inbound", per_minute_micro: 3_000, initial_sec: 1, increment_sec: 1, connection_fee_micro: 0 },
+    ]);
+    const base = decision(t.accountId);
+    const cid = sipCallId();
+    await admitCall(
+      platform,
+      decision(t.accountId, {
+        direction: "inbound",
+        to: "0100",
+        reply: { rtjson: { ...base.reply.rtjson, action: "proxy", vars: { direction: "inbound", did: "14155550100", dest_kind: "user", dest_id: "us_CALLED" } } },
+      }),
+      routeRequest(cid, { to: "14155550100" }),
+    );
+    const row = (await findCallBySipId(platform.db, t.accountId, cid))!;
+    clockAt(row.started_ms + 12_000);
+    await handleDialogEvent(platform, { type: "dialog", callId: cid, state: "confirmed", ts: row.started_ms + 1_000 });
+    await handleDialogEvent(platform, { type: "dialog", callId: cid, state: "terminated", sip_code: 200, ts: row.started_ms + 11_000 });
+    // 10 s at 3,000 µ/min (1/1) = 500; the catch-all line would have billed 100,000.
+    expect(await findCallBySipId(platform.db, t.accountId, cid)).toMatchObject({ to: "0100", billsec: 10, cost_micro: 500, agent_id: "us_CALLED" });
+  });
+
+  test("an answered call of 0 s pays the connection fee; an end the edge puts before the answer ends the call at its answer", async () => {
+    const t = await seedTenant(platform);
+    await defaultRatePlan(t.accountId, [{ prefix: "44", direction: "outbound", per_minute_micro: 6_000, initial_sec: 30, increment_sec: 6, connection_fee_micro: 1_000 }]);
+    for (const endOffset of [1_000, 400]) {
+      const cid = await admitted(t.accountId);
+      const row = (await findCallBySipId(platform.db, t.accountId, cid))!;
+      clockAt(row.started_ms + 2_000);
+      await handleDialogEvent(platform, { type: "dialog", callId: cid, state: "confirmed", ts: row.started_ms + 1_000 });
+      await handleDialogEvent(platform, { type: "dialog", callId: cid, state: "terminated", sip_code: 200, ts: row.started_ms + endOffset });
+      const ended = (await findCallBySipId(platform.db, t.accountId, cid))!;
+      expect(ended).toMatchObject({ status: "completed", answered: 1, billsec: 0, cost_micro: 1_000, answered_ms: row.started_ms + 1_000, ended_ms: row.started_ms + 1_000 });
+    }
+  });
+
+  test("times from an edge clock ahead of ours are taken as now: a bad clock cannot bill the future", async () => {
+    const t = await seedTenant(platform);
+    await defaultRatePlan(t.accountId, [{ prefix: "", direction: "any", per_minute_micro: 60_000, initial_sec: 1, increment_sec: 1, connection_fee_micro: 0 }]);
+    const cid = await admitted(t.accountId);
+    const row = (await findCallBySipId(platform.db, t.accountId, cid))!;
+    clockAt(row.started_ms + 5_000);
+    await handleDialogEvent(platform, { type: "dialog", callId: cid, state: "confirmed", ts: row.started_ms + 2_000 });
+    // Ended "400 days later" (a clock, or a ts unit, gone wrong), received 5 s after the start.
+    await handleDialogEvent(platform, { type: "dialog", callId: cid, state: "terminated", sip_code: 200, ts: row.started_ms + 400 * 86_400_000 });
+    expect(await findCallBySipId(platform.db, t.accountId, cid)).toMatchObject({ ended_ms: row.started_ms + 5_000, billsec: 3, cost_micro: 3_000 });
+    const ended = (await eventsOf(t.accountId, "call.ended")).map((e) => e.data as { billsec: number; ts: number });
+    expect(ended).toEqual([expect.objectContaining({ billsec: 3, ts: row.started_ms + 5_000 })]);
+  });
+
+  test("an end that says when the call was answered answers it, though its confirmed event was lost or comes after", async () => {
+    const t = await seedTenant(platform);
+    await defaultRatePlan(t.accountId, [{ prefix: "", direction: "any", per_minute_micro: 60_000, initial_sec: 1, increment_sec: 1, connection_fee_micro: 0 }]);
+    const base = decision(t.accountId);
+    const toUser = { reply: { rtjson: { ...base.reply.rtjson, vars: { direction: "outbound", dest_kind: "user", dest_id: "us_ROUTED" } } } };
+    const lost = await admitted(t.accountId, [slot("account_out", t.accountId, 10)], toUser);
+    const named = await admitted(t.accountId, [slot("account_out", t.accountId, 10)], toUser);
+    const start = (await findCallBySipId(platform.db, t.accountId, lost))!.started_ms;
+    clockAt(start + 70_000);
+    // No confirmed at all; the end carries the answer time (as the shipped edge sends it).
+    await handleDialogEvent(platform, { type: "dialog", callId: lost, account_id: t.accountId, state: "terminated", sip_code: 200, ts: start + 65_000, answered_ts: start + 4_000 });
+    // The end first, its callee leg naming the user; the confirmed behind it changes nothing.
+    await handleDialogEvents(platform, [
+      {
+        type: "dialog", callId: named, account_id: t.accountId, state: "terminated", sip_code: 200, ts: start + 30_000, answered_ts: start + 10_000,
+        legs: [{ role: "callee", user_id: "us_LEG", state: "terminated" }],
+      },
+      { type: "dialog", callId: named, account_id: t.accountId, state: "confirmed", ts: start + 10_000 },
+    ]);
+    const a = (await findCallBySipId(platform.db, t.accountId, lost))!;
+    expect(a).toMatchObject({ status: "completed", answered: 1, answered_ms: start + 4_000, ended_ms: start + 65_000, billsec: 61, cost_micro: 61_000, agent_id: "us_ROUTED", hangup_cause: "NORMAL_CLEARING" });
+    const b = (await findCallBySipId(platform.db, t.accountId, named))!;
+    expect(b).toMatchObject({ status: "completed", answered: 1, answered_ms: start + 10_000, billsec: 20, agent_id: "us_LEG" });
+    // call.answered (once, at the answer) comes before call.ended, as for any answered call.
+    const answered = (await eventsOf(t.accountId, "call.answered")).map((e) => e.data as { callId: string; ts: number; agent_id: string; wait_sec: number });
+    expect(answered.sort((x, y) => x.ts - y.ts)).toEqual([
+      expect.objectContaining({ callId: a.id, ts: start + 4_000, agent_id: "us_ROUTED", wait_sec: 4 }),
+      expect.objectContaining({ callId: b.id, ts: start + 10_000, agent_id: "us_LEG", wait_sec: 10 }),
+    ]);
+    for (const e of await eventsOf(t.accountId, "call.answered")) expect(Value.Check(EventData["call.answered"], e.data)).toBe(true);
+    expect((await listTrace(platform.db, t.accountId, a.id)).filter((x) => x.step === "dialog").map((x) => x.result)).toEqual([
+      "confirmed: answered (reported with the end)",
+      "terminated: NORMAL_CLEARING, billsec 61",
+    ]);
+    // An end without answered_ts and no confirmed stays an unanswered call.
+    const unanswered = await admitted(t.accountId);
+    await handleDialogEvent(platform, { type: "dialog", callId: unanswered, account_id: t.accountId, state: "terminated", sip_code: 487 });
+    expect(await findCallBySipId(platform.db, t.accountId, unanswered)).toMatchObject({ status: "canceled", answered: 0, answered_ms: null, billsec: 0, cost_micro: 0 });
+  });
+
+  test("a confirmed call to a user is answered by that user when the edge names no callee user", async () => {
+    const t = await seedTenant(platform);
+    const base = decision(t.accountId);
+    const cid = await admitted(t.accountId, [], { reply: { rtjson: { ...base.reply.rtjson, vars: { direction: "internal", dest_kind: "user", dest_id: "us_CALLEE" } } } });
+    await handleDialogEvent(platform, { type: "dialog", callId: cid, state: "confirmed", legs: [{ role: "caller", user_id: "us_CALLER" }, { role: "callee", uri: "sip:1002@192.0.2.7", state: "confirmed" }] });
+    expect(await findCallBySipId(platform.db, t.accountId, cid)).toMatchObject({ answered: 1, agent_id: "us_CALLEE" });
+    // Not a user destination (a trunk, a flow): no agent guessed.
+    const out = await admitted(t.accountId);
+    await handleDialogEvent(platform, { type: "dialog", callId: out, state: "confirmed" });
+    expect(await findCallBySipId(platform.db, t.accountId, out)).toMatchObject({ answered: 1, agent_id: null });
+  });
 });
 
 describe(`calls whose end was never reported [${storeKind}]`, () => {
@@ -388,6 +501,8 @@ describe(`calls whose end was never reported [${storeKind}]`, () => {
     const [answered, ringing, fresh] = [sipCallId(), sipCallId(), sipCallId()];
     for (const cid of [answered, ringing, fresh]) await admitCall(platform, decision(t.accountId, { slots: s }), routeRequest(cid));
     const a0 = (await findCallBySipId(platform.db, t.accountId, answered))!;
+    // Ten minutes on (the events below have happened by then).
+    clockAt(a0.started_ms + 600_000);
     await handleDialogEvent(platform, { type: "dialog", callId: answered, state: "confirmed", ts: a0.started_ms + 2_000 });
     await handleDialogEvent(platform, { type: "dialog", callId: ringing, state: "early" });
     // Answered ten minutes in: its ceiling runs from then.

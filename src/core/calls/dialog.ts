@@ -3,7 +3,8 @@
  * terminated → ended with billsec, hangup cause and cost, CAC slots released (call.ended). Each change
  * is one conditional update in one transaction with its event, so a duplicate or late event changes
  * nothing: terminated twice ends once, confirmed after terminated is ignored, terminated before
- * confirmed is an unanswered call. An event for a Call-ID we never admitted is logged and ignored (the
+ * confirmed is an unanswered call unless the end carries `answered_ts` (the shipped edge sends it),
+ * which answers the call then. Times are the edge's (`ts`), never later than when they arrive. An event for a Call-ID we never admitted is logged and ignored (the
  * edge also reports dialogs of calls the router refused without an account, e.g. unknown DIDs).
  */
 import type { Platform } from "../platform.ts";
@@ -70,6 +71,23 @@ function agentOf(legs: Legs | undefined): string | null {
   return (confirmed?.user_id as string | undefined) ?? null;
 }
 
+/** call.answered of a call answered at `answeredMs`. */
+function answeredEvent(row: DialogCall, answeredMs: number): EventInput {
+  return {
+    accountId: row.account_id,
+    event: "call.answered",
+    data: {
+      callId: row.id,
+      direction: row.direction as "inbound" | "outbound" | "internal",
+      queue_id: row.queue_id,
+      agent_id: row.agent_id,
+      wait_sec: Math.max(0, Math.round((answeredMs - row.started_ms) / 1000)),
+      ts: answeredMs,
+    },
+    ts: answeredMs,
+  };
+}
+
 /** One event of a round with the call it names. */
 interface Item {
   event: DialogEvent;
@@ -117,10 +135,15 @@ export interface EndOptions {
    * billed: billsec 0 and no cost, whatever its answer and end times say.
    */
   unbilled?: boolean;
+  /**
+   * Epoch ms of "now": no time is recorded after it (an edge clock ahead of ours must not bill the
+   * future). Default: when the round is handled; the stale-call sweep gives its own.
+   */
+  now?: number;
 }
 
 /** One round: at most one event per call. */
-async function handleRound(platform: Platform, events: DialogEvent[], { unbilled = false }: EndOptions): Promise<void> {
+async function handleRound(platform: Platform, events: DialogEvent[], { unbilled = false, now = Date.now() }: EndOptions): Promise<void> {
   const keyed = events.filter((e) => e.account_id);
   // The rate plans of the accounts whose calls end are read beside the calls (an event without an
   // account, rare, has its plan read after).
@@ -132,13 +155,15 @@ async function handleRound(platform: Platform, events: DialogEvent[], { unbilled
   const found = new Map<string, DialogCall>();
   for (const call of calls) found.set(`${call.account_id}\u0000${call.sip_call_id}`, call);
   const items: Item[] = [];
+  // Nothing happened after now: an edge clock ahead of ours (or a ts in seconds × 1000 too many)
+  // must not bill the future.
   for (const event of events) {
     const call = event.account_id ? found.get(`${event.account_id}\u0000${event.callId}`) : await findCallBySipIdAnyAccount(platform.db, event.callId);
     if (!call) {
       platform.log.info("dialog event for an unknown call ignored", { state: event.state, account_id: event.account_id ?? null });
       continue;
     }
-    items.push({ event, call, at: event.ts ?? Date.now(), legs: event.legs as Legs | undefined });
+    items.push({ event, call, at: Math.min(event.ts ?? now, now), legs: event.legs as Legs | undefined });
   }
   if (!items.length) return;
   const early = items.filter((i) => i.event.state === "early");
@@ -175,32 +200,28 @@ async function handleRound(platform: Platform, events: DialogEvent[], { unbilled
       const item = answerOf.get(`${row.account_id}\u0000${row.id}`)!;
       const answeredMs = Math.max(item.at, item.call.started_ms);
       trace(row, item.at, "confirmed: answered");
-      emits.push({
-        accountId: row.account_id,
-        event: "call.answered",
-        data: {
-          callId: row.id,
-          direction: row.direction as "inbound" | "outbound" | "internal",
-          queue_id: row.queue_id,
-          agent_id: row.agent_id,
-          wait_sec: Math.max(0, Math.round((answeredMs - row.started_ms) / 1000)),
-          ts: answeredMs,
-        },
-        ts: answeredMs,
-      });
+      emits.push(answeredEvent(row, answeredMs));
     }
 
     const endOf = byId(terminated);
     const patches: EndPatch[] = [];
-    const detail = new Map<string, { answered: boolean; cause: string; at: number; data: Record<string, unknown> }>();
+    const detail = new Map<string, { answered: boolean; lateAnswerMs: number | null; cause: string; at: number; data: Record<string, unknown> }>();
     for (const fresh of ending) {
       const key = `${fresh.account_id}\u0000${fresh.id}`;
       const { event, call, at, legs } = endOf.get(key)!;
-      const endedMs = Math.max(at, call.started_ms);
-      const wasAnswered = fresh.answered === 1 && fresh.answered_ms !== null;
-      const billsec = wasAnswered && !unbilled ? Math.max(0, Math.ceil((endedMs - fresh.answered_ms!) / 1000)) : 0;
+      let endedMs = Math.max(at, call.started_ms);
+      // The end says when the call was answered and the record has no answer (its confirmed event
+      // was lost, or is behind the end): answered then, between the start and the end.
+      const lateAnswerMs =
+        fresh.answered === 1 || event.answered_ts === undefined ? null : Math.min(Math.max(Math.min(event.answered_ts, now), fresh.started_ms), endedMs);
+      const answeredMs = fresh.answered === 1 ? fresh.answered_ms : lateAnswerMs;
+      const wasAnswered = answeredMs !== null;
+      // An end the edge's times put before the answer: ended when answered (0 s).
+      if (answeredMs !== null) endedMs = Math.max(endedMs, answeredMs);
+      const billsec = answeredMs !== null && !unbilled ? Math.ceil((endedMs - answeredMs) / 1000) : 0;
       const cause = event.hangup_cause ?? hangupCauseOf(event.sip_code, wasAnswered);
-      const price = priceCall(plans.get(fresh.account_id) ?? null, fresh.direction as "inbound" | "outbound" | "internal", fresh.to, billsec);
+      const direction = fresh.direction as "inbound" | "outbound" | "internal";
+      const price = priceCall(plans.get(fresh.account_id) ?? null, direction, direction === "inbound" && fresh.did ? fresh.did : fresh.to, billsec, wasAnswered && !unbilled);
       patches.push({
         account_id: fresh.account_id,
         id: fresh.id,
@@ -213,13 +234,18 @@ async function handleRound(platform: Platform, events: DialogEvent[], { unbilled
         currency: price.currency,
         rate_plan_id: price.rate_plan_id,
         legs: legs ?? null,
+        answered_ms: lateAnswerMs,
+        agent_id: lateAnswerMs === null ? null : agentOf(legs),
       });
       detail.set(key, {
         answered: wasAnswered,
+        lateAnswerMs,
         cause,
         at,
         data: {
           sip_code: event.sip_code ?? null,
+          // The edge's answer time as the end reported it (checked against the record's).
+          ...(event.answered_ts !== undefined ? { answered_ts: event.answered_ts } : {}),
           cost_micro: price.cost_micro,
           ...(unbilled ? { unbilled: "the end was never reported" } : {}),
           ...(price.prefix !== null ? { rate_prefix: price.prefix, billed_sec: price.billed_sec } : {}),
@@ -229,6 +255,11 @@ async function handleRound(platform: Platform, events: DialogEvent[], { unbilled
     const ended = await markEndedMany(tx, patches);
     for (const row of ended) {
       const d = detail.get(`${row.account_id}\u0000${row.id}`)!;
+      if (d.lateAnswerMs !== null) {
+        // Answered as the end reports it: the answer is traced and announced first, as it happened.
+        trace(row, d.lateAnswerMs, "confirmed: answered (reported with the end)");
+        emits.push(answeredEvent(row, d.lateAnswerMs));
+      }
       trace(row, d.at, `terminated: ${d.cause}, billsec ${row.billsec}`, d.data);
       emits.push({
         accountId: row.account_id,

@@ -44,7 +44,7 @@ export async function endStaleCalls(platform: Platform, now: number = Date.now()
         ts: (call.answered_ms ?? call.started_ms) + ttl,
       })),
       {},
-      { unbilled: true },
+      { unbilled: true, now },
     );
     // A call of an account that is gone is refused (its record goes with the account).
     closed += refused.filter((r) => r === null).length;

@@ -72,14 +72,15 @@ export interface CallPrice {
 
 /**
  * Prices an ended call: internal calls and unanswered calls are free; otherwise connection fee +
- * per-minute price × billed seconds / 60, rounded to the nearest micro-unit. Outbound calls are
- * priced by the number called; inbound by the account's number that was called (`to`).
+ * per-minute price × billed seconds / 60, rounded to the nearest micro-unit (an answered call of 0
+ * seconds pays the fee alone). Outbound calls are priced by the number called; inbound by the
+ * account's number that was called (its E.164, not `to` as a number transform rewrote it).
  * @example priceCall(plan, "outbound", "442071234567", 61) // 60/60 at 10,000 µ/min → 20,000
  */
-export function priceCall(plan: RatePlanRow | null, direction: CallDirection, to: string, billsec: number): CallPrice {
+export function priceCall(plan: RatePlanRow | null, direction: CallDirection, number: string, billsec: number, answered = billsec > 0): CallPrice {
   const none = { cost_micro: 0, currency: plan?.currency ?? null, rate_plan_id: plan?.id ?? null, prefix: null, billed_sec: 0 };
-  if (!plan || direction === "internal" || billsec <= 0) return none;
-  const line = matchRate(plan.rates, direction, to);
+  if (!plan || direction === "internal" || !answered) return none;
+  const line = matchRate(plan.rates, direction, number);
   if (!line) return none;
   const billed = billedSeconds(billsec, line.initial_sec, line.increment_sec);
   return {

@@ -1,5 +1,5 @@
 /** Rate plans: the docs/config-file.md example applied through the config file, exported back unchanged, and pricing calls. */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setSystemTime, test } from "bun:test";
 import type { Platform } from "../platform.ts";
 import { seedTenant, storeKind, testPlatform } from "../../../test/support/platform.ts";
 import { applyConfig } from "../config-file/applier.ts";
@@ -68,8 +68,14 @@ describe(`rate_plans in the config file [${storeKind}]`, () => {
     const cid = sipCallId();
     await admitCall(platform, decision(t.accountId, { to: "442079460000" }), routeRequest(cid));
     const row = (await findCallBySipId(platform.db, t.accountId, cid))!;
-    await handleDialogEvent(platform, { type: "dialog", callId: cid, state: "confirmed", ts: row.started_ms });
-    await handleDialogEvent(platform, { type: "dialog", callId: cid, state: "terminated", ts: row.started_ms + 31_000 });
+    // The call's events as they happen: the clock at its end (nothing is recorded after now).
+    setSystemTime(new Date(row.started_ms + 31_000));
+    try {
+      await handleDialogEvent(platform, { type: "dialog", callId: cid, state: "confirmed", ts: row.started_ms });
+      await handleDialogEvent(platform, { type: "dialog", callId: cid, state: "terminated", ts: row.started_ms + 31_000 });
+    } finally {
+      setSystemTime();
+    }
     // 4420, 30/6: 31 s bills 36 s → 1,000 + 6,000 × 36 / 60 = 4,600.
     expect(await findCallBySipId(platform.db, t.accountId, cid)).toMatchObject({ billsec: 31, cost_micro: 4600, currency: "USD", rate_plan_id: plan!.id });
 

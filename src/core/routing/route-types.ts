@@ -125,6 +125,13 @@ export const DialogEvent = T.Object(
     ),
     /** When it happened at the edge, epoch ms (default: when we received it). */
     ts: T.Optional(EpochMs("When it happened at the edge, epoch ms (default: when we received it).")),
+    /**
+     * terminated only: when the dialog was answered at the edge, epoch ms. The call counts as answered
+     * then even if its confirmed event was lost or comes later (which is ignored once a call ended).
+     */
+    answered_ts: T.Optional(
+      EpochMs("terminated only: when the dialog was answered at the edge, epoch ms; the call counts as answered then even if its confirmed event was lost or comes after the end."),
+    ),
   },
   { additionalProperties: true },
 );

@@ -121,6 +121,15 @@ describe(`GET /v1/calls [${storeKind}]`, () => {
       expect(r.status, q).toBe(400);
       expect(r.body.error).toBe("validation_failed");
     }
+    // A choice names every value it accepts, not only the first.
+    const choices: Array<[string, string, string]> = [
+      ["format", "xml", "Expected one of 'json' or 'csv'."],
+      ["direction", "sideways", "Expected one of 'inbound', 'outbound' or 'internal'."],
+    ];
+    for (const [name, value, message] of choices) {
+      const r = await call(app, "GET", `/v1/calls?${name}=${value}`, { key: t.key });
+      expect(r.body.details, name).toEqual([{ path: `/query/${name}`, message }]);
+    }
     // A bound broken by a number written another way is still named by its field.
     for (const [q, path] of [["until=1e20", "/query/until"], ["since=2.534023008e11", "/query/since"], ["limit=0501", "/query/limit"]]) {
       const r = await call(app, "GET", `/v1/calls?${q}`, { key: t.key });
