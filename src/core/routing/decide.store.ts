@@ -278,6 +278,10 @@ const trunkBySourceSql = sql`select coalesce(json_agg(m.c order by m.len desc, m
     group by t.account_id, t.id
     order by len desc, t.id limit ${sql.raw(String(MAX_SOURCE_TRUNKS))}) m`;
 
+/** Whether `ip` is in an ACL of any active, ip-authenticated, inbound-capable trunk (whatever it is calling). */
+const trunkSourceSql = sql`select exists (select 1 from sip_trunk_acl acl join sip_trunk t on t.account_id = acl.account_id and t.id = acl.trunk_id
+    where t.status = 'active' and t.inbound_auth = 'ip' and t.direction <> 'outbound' and ${p("ip")}::inet <<= acl.cidr::inet) as ctx`;
+
 /** A trunk the edge authenticated (register / digest): by account and id. */
 const trunkByIdSql = sql`select json_build_object('trunk', ${TRUNK("t")}, 'transforms', ${list(sql`select json_agg(${TRANSFORM} ${TRANSFORM_ORDER})
     from number_transform x where x.account_id = t.account_id and x.direction in ('inbound_dst','inbound_cid')
@@ -362,6 +366,7 @@ function prepareAll(db: DbOrTx) {
   return {
     trunkBySource: one("route_trunk_by_source", trunkBySourceSql),
     trunkById: one("route_trunk_by_id", trunkByIdSql),
+    trunkSource: one("route_trunk_source", trunkSourceSql),
     did: one("route_did", didSql),
     device: one("route_device", deviceSql),
     target: one("route_target", targetSql),
@@ -397,6 +402,15 @@ function first<T>(rows: Array<{ ctx: unknown }>): T | null {
  */
 export async function loadTrunksBySource(db: DbOrTx, ip: string, dialled: string): Promise<TrunkContext[]> {
   return first<TrunkContext[]>(await statements(db).trunkBySource.execute({ ip, e164: dialled })) ?? [];
+}
+
+/**
+ * Whether `ip` belongs to an IP-authenticated trunk, though none of those trunks could take the number
+ * called ({@link loadTrunksBySource} found none): such a call is to an unknown number, not from a
+ * device that has yet to authenticate (a trunk cannot answer a challenge).
+ */
+export async function isTrunkSource(db: DbOrTx, ip: string): Promise<boolean> {
+  return first<boolean>(await statements(db).trunkSource.execute({ ip })) === true;
 }
 
 /** An active, inbound-capable trunk of the account by id (authenticated by the edge), or null. */

@@ -129,6 +129,21 @@ describe(`decideRoute classification [${storeKind}]`, () => {
     expect(short.accountId).toBe(last.f.accountId);
   });
 
+  test("a trunk's address calling a number none of its accounts holds gets 404, never a challenge", async () => {
+    const f = await routeFixture(platform);
+    const other = await routeFixture(platform);
+    const own = await f.number({ dest_kind: "hangup" });
+    const foreign = await other.number({ dest_kind: "hangup" });
+    await f.trunk({ name: "plain-pbx", inbound_auth: "ip" }, ["198.18.9.0/29"]);
+    expect((await decideRoute(testDeps(platform), req({ to: own.e164, source_ip: "198.18.9.3" }))).reply.rtjson).toMatchObject({ action: "reject", code: 603 });
+    for (const to of [freshE164("1999"), foreign.e164]) {
+      const d = await decideRoute(testDeps(platform), req({ to, source_ip: "198.18.9.3" }));
+      expect(d.reply.rtjson, to).toMatchObject({ action: "reject", code: 404 });
+      expect(d.reply.rtjson.vars.auth_required).toBeUndefined();
+      expect(steps(d)).toContain("which none of its accounts holds");
+    }
+  });
+
   test("a disabled trunk is not recognized: its address must authenticate like anyone else", async () => {
     const f = await routeFixture(platform);
     const did = await f.number({ dest_kind: "hangup" });
@@ -244,13 +259,19 @@ describe(`decideRoute inbound DIDs [${storeKind}]`, () => {
     expect(steps(third)).toContain("call_limit");
   });
 
-  test("inbound ACL rules on the source address", async () => {
+  test("inbound ACL rules on the source address: the DID's own; the account's are about its devices", async () => {
     const f = await routeFixture(platform);
     const flow = await f.flow();
     const did = await f.number({ dest_kind: "flow", dest_id: flow });
     await f.aclRule({ scope_kind: "did", scope_id: did.id, rule_type: "ip_deny", value: "192.0.2.66/32" });
     expect((await decideRoute(testDeps(platform), req({ to: did.e164, source_ip: "192.0.2.66" }))).reply.rtjson.code).toBe(403);
     expect((await decideRoute(testDeps(platform), req({ to: did.e164, source_ip: "192.0.2.67" }))).reply.rtjson.action).toBe("flow");
+    // An account-wide allow list (the office network its phones call from) does not cut off the
+    // carrier's or the account's trunks' calls to its numbers.
+    await f.aclRule({ rule_type: "ip_allow", value: "203.0.113.0/24" });
+    await f.trunk({ name: "pbx-acl", inbound_auth: "ip" }, ["198.18.7.0/28"]);
+    expect((await decideRoute(testDeps(platform), req({ to: did.e164, source_ip: CARRIER_IP }))).reply.rtjson.action).toBe("flow");
+    expect((await decideRoute(testDeps(platform), req({ to: did.e164, source_ip: "198.18.7.2" }))).reply.rtjson.action).toBe("flow");
   });
 });
 

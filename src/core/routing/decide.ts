@@ -23,6 +23,7 @@ import {
   loadTarget,
   loadTrunkById,
   loadTrunksBySource,
+  isTrunkSource,
   type DeviceContext,
   type RouteAccount,
   type RouteAclRule,
@@ -140,6 +141,12 @@ export async function decideRoute(deps: RouteDeps, req: RouteRequest, known: { d
       step(draft, "classify", `inbound from the carrier (${ip})`);
       return inbound(deps, draft, [null]);
     }
+    if (await isTrunkSource(deps.db, ip)) {
+      // A trunk's address calling a number none of its accounts has: 404, never a challenge (the
+      // edge would challenge that address's next calls at once, and a trunk cannot answer).
+      step(draft, "classify", `inbound from a trunk's address ${ip} to ${dialledDigits(req.to)}, which none of its accounts holds`);
+      return reject(draft, 404, "Not Found", "unknown number");
+    }
   }
   // Not a trunk, not the carrier, no credentials: a device that has yet to authenticate. The edge
   // asks /route before challenging, so IP-authenticated trunks and the carrier are never challenged.
@@ -221,7 +228,9 @@ async function inbound(deps: RouteDeps, draft: DecisionDraft, candidates: Array<
   if (account.status !== "active") return reject(draft, 403, "Forbidden", `account ${account.status}`);
   if (number.status === "disabled") return reject(draft, 480, "Temporarily Unavailable", "number disabled");
   if (number.status === "virtual" && !source) return reject(draft, 404, "Not Found", "virtual number: not reachable from the carrier");
-  const acl = aclVerdict(draft, ctx.acls);
+  // The source of an inbound call is the carrier's or a trunk's address: the account's ACL rules are
+  // about its devices (where phones may call and register from); a DID's own rules apply here.
+  const acl = aclVerdict(draft, ctx.acls.filter((r) => r.scope_kind !== "account"));
   if (acl) return acl;
   if (isAnonymous(draft.req) && number.allow_anonymous !== 1) {
     step(draft, "anonymous", "anonymous caller, number refuses anonymous calls");
