@@ -110,7 +110,15 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
 
   test("INVITE: 407, then authenticated to a registered device; call completes, BYE; CDR written, CAC back to zero", async () => {
     const before = (await calls()).length;
-    const r = await invite("1001", "1002");
+    const call = invite("1001", "1002", "invite.xml", ["-d", "1500"]);
+    // While it lasts, both ends are on the call in the roster (the callee named by the edge's events).
+    const status = async (ext: string) =>
+      (await api("GET", `${parley.controlUrl}/presence/users?accountId=${tenant.accountId}`)).body.data.find((u: any) => u.extension === ext);
+    await eventually(async () => {
+      expect(await status("1002")).toMatchObject({ status: "on_call", on_call: 1 });
+      expect(await status("1001")).toMatchObject({ on_call: 1 });
+    }, 4000);
+    const r = await call;
     expect(r.code, r.stderr).toBe(0);
     // No credentials: 100 Trying, /route asked first (not a trunk, not the carrier) → 407; then the digest.
     expect(r.statuses.slice(0, 3)).toEqual([100, 407, 100]);
@@ -136,6 +144,7 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
     const end = steps.find((x) => x.step === "dialog" && x.result.startsWith("terminated"));
     expect(end?.data?.answered_ts, JSON.stringify(steps)).toBe(confirmed!.at);
     await eventually(async () => expect(JSON.stringify(await cac())).not.toMatch(/"(current|active|count)":[1-9]/));
+    await eventually(async () => expect(await status("1002")).toMatchObject({ on_call: 0 }));
     // The digest went to /route with the call (no separate /auth for an INVITE).
     expect(kamailio.log()).toMatch(new RegExp(`ctl /route rc=200 us=\\d+ action=proxy to=1002 call=${escapeRe(r.callIds.at(-1)!)}`));
     expect(kamailio.log()).not.toMatch(new RegExp(`ctl /auth .*call=${escapeRe(r.callIds.at(-1)!)}`));
