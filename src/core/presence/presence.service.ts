@@ -191,6 +191,19 @@ export async function applyRegistration(live: LiveStore, input: RegistrationInpu
   });
 }
 
+/**
+ * Removes every binding of a device (disabled, deleted, or moved to another user: `userId` is the user
+ * it was registered for), so the roster stops counting it at once. The router also never rings a
+ * binding of a device that is not active, whatever the live store still holds.
+ */
+export async function forgetDevice(live: LiveStore, accountId: string, userId: string, deviceId: string, now: number = Date.now()): Promise<number> {
+  const bound = await live.zrangeByScore(presenceKeys.deviceContacts(accountId, deviceId), -Infinity, Infinity);
+  await Promise.all(
+    bound.map(({ member }) => applyRegistration(live, { account_id: accountId, user_id: userId, device_id: deviceId, contact: member, expires: 0, webrtc: 0 }, now)),
+  );
+  return bound.length;
+}
+
 /** Live bindings of a whole account, per user: how many contacts and which devices. One read. */
 export async function accountRegistrations(
   live: LiveStore,

@@ -69,6 +69,9 @@ export interface RouteUser {
   voicemail_id: string | null;
 }
 
+/** A user a call may ring: its forwards, and its active devices (only their bindings are rung). */
+export type RoutedUser = RouteUser & { forwards: RouteForward[]; devices: string[] };
+
 export interface RouteForward {
   id: string;
   user_id: string | null;
@@ -184,7 +187,7 @@ export interface DeviceContext {
   /** Extension with these digits. */
   extension: (RouteExtension & { schedule: RouteSchedule | null }) | null;
   /** User with this username. */
-  user: (RouteUser & { forwards: RouteForward[] }) | null;
+  user: RoutedUser | null;
   /** Every outbound_* transform of the account (account, route and trunk scopes), in order. */
   outTransforms: RouteTransform[];
 }
@@ -192,7 +195,7 @@ export interface DeviceContext {
 /** One hop of a route target (an extension, user, forward or flow of the account). */
 export interface TargetContext {
   extension: (RouteExtension & { schedule: RouteSchedule | null }) | null;
-  user: (RouteUser & { forwards: RouteForward[] }) | null;
+  user: RoutedUser | null;
   forward: RouteForward | null;
   flow: { id: string; is_published: number; version: number } | null;
 }
@@ -256,7 +259,8 @@ const ACL = sql.raw(`json_build_object('id', r.id, 'name', r.name, 'scope_kind',
 
 const extensionOf = (where: SQL) => sql`(select json_build_object(${ROUTED("e")}, 'digits', e.digits,
     'schedule', ${scheduleOf(sql`e.account_id`, sql`e.schedule_id`)}) from extension e where ${where})`;
-const userOf = (where: SQL) => sql`(select ${USER_FIELDS("u")}, 'forwards', ${forwardsWhere(sql`f.account_id = u.account_id and f.user_id = u.id`)})
+const userOf = (where: SQL) => sql`(select ${USER_FIELDS("u")}, 'forwards', ${forwardsWhere(sql`f.account_id = u.account_id and f.user_id = u.id`)},
+    'devices', coalesce((select json_agg(d.id) from device d where d.account_id = u.account_id and d.user_id = u.id and d.status = 'active'), '[]'::json))
     from app_user u where ${where})`;
 
 // ---- statements -------------------------------------------------------------------------------

@@ -286,6 +286,19 @@ describe(`decideRoute internal calls [${storeKind}]`, () => {
     return { f, alice, bob, aliceDev, bobDev, from };
   }
 
+  test("a binding of a device disabled or removed since it registered is never rung", async () => {
+    const o = await office();
+    const off = await o.f.device(o.bob, { status: "disabled" });
+    const live = contact(o.bob, o.bobDev, "sip:1002@10.1.1.2:5060");
+    const stale = [contact(o.bob, off, "sip:1002@10.1.1.9:5060"), contact(o.bob, "dev_GONE", "sip:1002@10.1.1.8:5060")];
+    const d = await decideRoute(testDeps(platform, { contacts: { [o.bob]: [...stale, live] } }), o.from("1002"));
+    expect(d.reply.rtjson.routes!.map((r) => r.uri)).toEqual(["sip:1002@10.1.1.2:5060"]);
+    expect(steps(d)).toContain("2 binding(s) of inactive devices left out");
+    // Only such bindings: the user is not reachable (here: to the user's voicemail).
+    const none = await decideRoute(testDeps(platform, { contacts: { [o.bob]: stale } }), o.from("1002"));
+    expect(steps(none)).toContain("no registered contacts");
+  });
+
   test("to a user: proxy to each registered contact in parallel, ring timeout, user slot", async () => {
     const o = await office();
     const contacts = [

@@ -34,6 +34,7 @@ import {
   type RoutedRow,
   type RouteSchedule,
   type RouteTransform,
+  type RoutedUser,
   type RouteUser,
   type TrunkContext,
 } from "./decide.store.ts";
@@ -385,7 +386,7 @@ function setFailovers(draft: DecisionDraft, forwards: readonly RouteForward[], v
   if (engine && Object.keys(draft.vars).some((k) => k.startsWith("failover_"))) draft.vars.media_engine = engine;
 }
 
-async function toUser(deps: RouteDeps, draft: DecisionDraft, account: RouteAccount, user: RouteUser & { forwards: RouteForward[] }): Promise<RouteDecision> {
+async function toUser(deps: RouteDeps, draft: DecisionDraft, account: RouteAccount, user: RoutedUser): Promise<RouteDecision> {
   draft.vars.dest_kind = "user";
   draft.vars.dest_id = user.id;
   // The call's user: the caller for a call from a device, else (a carrier's or a trunk's call) the user it rings.
@@ -398,7 +399,12 @@ async function toUser(deps: RouteDeps, draft: DecisionDraft, account: RouteAccou
     return forwardCall(deps, draft, account, always);
   }
   const byTrigger = (t: RouteForward["trigger"]) => user.forwards.find((f) => f.trigger === t) ?? null;
-  const [active, contacts] = await Promise.all([deps.userCallCount(account.id, user.id), deps.contacts(account.id, user.id)]);
+  const [active, registered] = await Promise.all([deps.userCallCount(account.id, user.id), deps.contacts(account.id, user.id)]);
+  // Bindings of a device disabled or removed since it registered are never rung (they would stay
+  // until they expire, up to a day).
+  const activeDevices = new Set(user.devices);
+  const contacts = registered.filter((c) => activeDevices.has(c.device_id));
+  if (contacts.length < registered.length) step(draft, "user", `${registered.length - contacts.length} binding(s) of inactive devices left out`);
   if (active >= user.max_simultaneous) {
     step(draft, "user", `busy: ${active} of ${user.max_simultaneous} simultaneous calls`);
     const busy = byTrigger("busy");

@@ -166,12 +166,13 @@ export async function updateUser(db: DbOrTx, accountId: string, id: string, patc
  * `used_by`) while a route target, ring group or queue refers to the user or a ring group to one of
  * its devices.
  */
-export async function deleteUser(db: DbOrTx, accountId: string, id: string): Promise<void> {
-  await db.transaction(async (tx) => {
+export async function deleteUser(db: DbOrTx, accountId: string, id: string): Promise<{ deviceIds: string[] }> {
+  return db.transaction(async (tx) => {
     if (!(await lockUserForDelete(tx, accountId, id))) throw notFound("user");
     await assertNotInUse(tx, accountId, "user", id);
     for (const device of await listDevicesOfUser(tx, accountId, id)) await assertNotInUse(tx, accountId, "device", device.id);
-    await deleteDevicesOfUser(tx, accountId, id);
+    const deviceIds = await deleteDevicesOfUser(tx, accountId, id);
     await deleteUserRow(tx, accountId, id);
+    return { deviceIds };
   });
 }

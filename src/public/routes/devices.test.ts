@@ -12,6 +12,7 @@ import { call, type Json } from "../../../test/support/http.ts";
 import { rawRows } from "../../core/db/migrate.ts";
 import { newId } from "../../core/ids/ids.ts";
 import { defaultRealm } from "../../core/devices/realm.ts";
+import { applyRegistration, userContacts } from "../../core/presence/presence.service.ts";
 
 let platform: Platform;
 let app: ReturnType<typeof createPublicApp>;
@@ -230,6 +231,40 @@ describe(`/v1/devices happy [${storeKind}]`, () => {
     expect(r.body.data.user_id).toBe(b.id);
     expect((await call(app, "GET", `/v1/users/${b.id}`, { key: t.key })).body.data.devices.map((d: Json) => d.id)).toEqual([device.id]);
     expect((await call(app, "GET", `/v1/users/${a.id}`, { key: t.key })).body.data.devices).toEqual([]);
+  });
+
+  test("a device disabled, given a new password, moved or deleted, and a user deleted, leave no registration behind", async () => {
+    const t = await seedTenant(platform);
+    const user = await createUser(t, "reg-1001");
+    const other = await createUser(t, "reg-1002");
+    const register = async (device: Json, contact: string) => {
+      await applyRegistration(platform.live, { account_id: t.accountId, user_id: device.user_id, device_id: device.id, contact, expires: 3600, webrtc: 0 });
+    };
+    const bound = async (userId: string) => (await userContacts(platform.live, t.accountId, userId)).map((c) => c.contact).sort();
+    const [a, b, c, d] = [
+      await createDevice(t, { user_id: user.id, auth_username: "reg-a" }),
+      await createDevice(t, { user_id: user.id, auth_username: "reg-b" }),
+      await createDevice(t, { user_id: user.id, auth_username: "reg-c" }),
+      await createDevice(t, { user_id: user.id, auth_username: "reg-d" }),
+    ];
+    for (const [device, host] of [[a, "a"], [b, "b"], [c, "c"], [d, "d"]] as const) await register(device, `sip:1001@${host}.example`);
+    expect(await bound(user.id)).toHaveLength(4);
+    // A label change keeps the registration.
+    expect((await call(app, "PATCH", `/v1/devices/${a.id}`, { key: t.key, body: { label: "desk" } })).status).toBe(200);
+    expect(await bound(user.id)).toHaveLength(4);
+    expect((await call(app, "PATCH", `/v1/devices/${a.id}`, { key: t.key, body: { status: "disabled" } })).status).toBe(200);
+    expect((await call(app, "PATCH", `/v1/devices/${b.id}`, { key: t.key, body: { password: `${PASSWORD}-2` } })).status).toBe(200);
+    expect((await call(app, "PATCH", `/v1/devices/${c.id}`, { key: t.key, body: { user_id: other.id } })).status).toBe(200);
+    expect(await bound(user.id)).toEqual(["sip:1001@d.example"]);
+    expect(await bound(other.id)).toEqual([]);
+    expect((await call(app, "DELETE", `/v1/devices/${d.id}`, { key: t.key })).status).toBe(200);
+    expect(await bound(user.id)).toEqual([]);
+    // A user deleted takes its devices' registrations along.
+    const e = await createDevice(t, { user_id: other.id, auth_username: "reg-e" });
+    await register(e, "sip:1002@e.example");
+    expect(await bound(other.id)).toHaveLength(1);
+    expect((await call(app, "DELETE", `/v1/users/${other.id}`, { key: t.key })).status).toBe(200);
+    expect(await bound(other.id)).toEqual([]);
   });
 
   test("delete removes the device and its digest identity", async () => {

@@ -4,6 +4,7 @@ import { Type as T } from "@sinclair/typebox";
 import type { Platform } from "../../core/platform.ts";
 import { DeviceModel } from "../../core/devices/devices.model.ts";
 import { createDevice, deleteDevice, getDevice, listDevices, updateDevice } from "../../core/devices/devices.service.ts";
+import { forgetDevice } from "../../core/presence/presence.service.ts";
 import { DEFAULT_PAGE_SIZE } from "../../core/pagination/pagination.ts";
 import { FlagQuery, PageQuery } from "../../http/page-query.ts";
 import { apiModels } from "../../http/api-models.ts";
@@ -74,7 +75,14 @@ export function deviceRoutes(platform: Platform) {
     })
     .patch(
       "/:id",
-      async ({ principal, params, body }) => ({ ok: true as const, data: await updateDevice(platform.db, principal.accountId, params.id, body) }),
+      async ({ principal, params, body }) => {
+        const before = await getDevice(platform.db, principal.accountId, params.id);
+        const device = await updateDevice(platform.db, principal.accountId, params.id, body);
+        // Its registrations end when it can no longer authenticate as what it registered as.
+        const moved = device.user_id !== before.user_id || device.auth_username !== before.auth_username || device.realm !== before.realm;
+        if (device.status !== "active" || moved || body.password !== undefined) await forgetDevice(platform.live, principal.accountId, before.user_id, device.id);
+        return { ok: true as const, data: device };
+      },
       {
         scope: "users",
         idempotent: true,
@@ -94,7 +102,9 @@ export function deviceRoutes(platform: Platform) {
     .delete(
       "/:id",
       async ({ principal, params }) => {
+        const before = await getDevice(platform.db, principal.accountId, params.id);
         await deleteDevice(platform.db, principal.accountId, params.id);
+        await forgetDevice(platform.live, principal.accountId, before.user_id, before.id);
         return { ok: true as const };
       },
       {

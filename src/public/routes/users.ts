@@ -10,6 +10,7 @@ import { FlagQuery, PageQuery } from "../../http/page-query.ts";
 import { apiModels } from "../../http/api-models.ts";
 import { DataReply, ListReply, OkReply, errorReplies } from "../../http/reply-models.ts";
 import { apiAccess } from "../plugins/api-access.ts";
+import { forgetDevice } from "../../core/presence/presence.service.ts";
 
 // A 0/1 flag in a query string: literal strings, since query values are text and Elysia does not
 // coerce them into a numeric union (an Integer with bounds would report its error without the field's path).
@@ -102,7 +103,9 @@ export function userRoutes(platform: Platform) {
     .delete(
       "/:id",
       async ({ principal, params }) => {
-        await deleteUser(platform.db, principal.accountId, params.id);
+        const { deviceIds } = await deleteUser(platform.db, principal.accountId, params.id);
+        // The devices went with the user: so do their registrations.
+        await Promise.all(deviceIds.map((deviceId) => forgetDevice(platform.live, principal.accountId, params.id, deviceId)));
         return { ok: true as const };
       },
       {
