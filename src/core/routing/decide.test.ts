@@ -243,6 +243,29 @@ describe(`decideRoute inbound DIDs [${storeKind}]`, () => {
     expect(String(d2.reply.rtjson.vars.failover_busy)).toMatch(/^forward:fwd_/);
   });
 
+  test("a forward's number passes the do-not-call lists and geo policies like a number dialled", async () => {
+    const f = await routeFixture(platform);
+    const flow = await f.flow();
+    const dnc = await f.number({ dest_kind: "flow", dest_id: flow });
+    const german = await f.number({ dest_kind: "flow", dest_id: flow });
+    const allowed = await f.number({ dest_kind: "flow", dest_id: flow });
+    await f.phoneList("dnc_out", ["12125550101"]);
+    await f.geo("denylist", ["DE"]);
+    await f.phoneList("allow", ["4930999999"]);
+    await f.forward({ number_id: dnc.id, number: "12125550101", trigger: "always" });
+    await f.forward({ number_id: german.id, number: "493012345678", trigger: "always" });
+    await f.forward({ number_id: allowed.id, number: "4930999999", trigger: "always" });
+    const toDnc = await decideRoute(testDeps(platform), req({ to: dnc.e164, source_ip: CARRIER_IP }));
+    expect(toDnc.reply.rtjson).toMatchObject({ action: "reject" });
+    expect([403, 603]).toContain(toDnc.reply.rtjson.code!);
+    expect(steps(toDnc)).toContain("do-not-call");
+    const toDe = await decideRoute(testDeps(platform), req({ to: german.e164, source_ip: CARRIER_IP }));
+    expect(toDe.reply.rtjson).toMatchObject({ action: "reject", code: 403 });
+    expect(steps(toDe)).toContain("refuses DE");
+    // An allow list holds the number: out it goes.
+    expect((await decideRoute(testDeps(platform), req({ to: allowed.e164, source_ip: CARRIER_IP }))).reply.rtjson.action).toBe("outbound");
+  });
+
   test("inbound call limits: a hard per-period limit refuses past its count, a concurrent one becomes a CAC ceiling", async () => {
     const f = await routeFixture(platform, { max_in: 50 });
     const flow = await f.flow();
@@ -314,7 +337,8 @@ describe(`decideRoute internal calls [${storeKind}]`, () => {
       { uri: "sip:1002@10.1.1.2:5060", dst_uri: "sip:198.51.100.7:40000", socket: "udp:192.0.2.1:5060", fr_inv_timer: 30000, headers: { extra: expect.stringContaining(`X-Account-Id: ${o.f.accountId}`) } },
       { uri: "sip:1002@10.1.1.3:5060;transport=tcp", path: "<sip:edge2.example;lr>", fr_inv_timer: 30000, headers: { extra: expect.any(String) } },
     ]);
-    expect(d.slots).toEqual([{ level: "user", id: o.bob, limit: 2 }]);
+    // The callee's slot, and the caller's own ceiling (alice: 2).
+    expect(d.slots).toEqual([{ level: "user", id: o.alice, limit: 2 }, { level: "user", id: o.bob, limit: 2 }]);
     // Bob has a mailbox: busy and no-answer fail over to it.
     expect(d.reply.rtjson.vars).toMatchObject({ failover_busy: "voicemail:vm_bob", failover_no_answer: "voicemail:vm_bob" });
   });
@@ -330,6 +354,17 @@ describe(`decideRoute internal calls [${storeKind}]`, () => {
     expect(inbound.deviceId).toBeNull();
     const internal = await decideRoute(testDeps(platform, { contacts: c }), o.from("1002"));
     expect(internal.userId).toBe(o.alice);
+  });
+
+  test("the caller's max_simultaneous holds for internal calls too (to a user or through an extension)", async () => {
+    const o = await office();
+    const digits = "7345";
+    await o.f.extension({ digits, dest_kind: "user", dest_id: o.bob });
+    const c = { [o.bob]: [contact(o.bob, o.bobDev, "sip:1002@10.1.1.2")] };
+    for (const to of ["1002", digits]) {
+      const d = await decideRoute(testDeps(platform, { contacts: c }), o.from(to));
+      expect(d.slots, to).toContainEqual({ level: "user", id: o.alice, limit: 2 });
+    }
   });
 
   test("a user at max_simultaneous: 486, or the busy forward", async () => {
@@ -379,7 +414,10 @@ describe(`decideRoute internal calls [${storeKind}]`, () => {
 
   test("an unknown extension that is not a number is 404; an unknown device is 403", async () => {
     const o = await office();
-    expect((await decideRoute(testDeps(platform), o.from("sales"))).reply.rtjson.code).toBe(404);
+    const misdial = await decideRoute(testDeps(platform), o.from("sales"));
+    expect(misdial.reply.rtjson.code).toBe(404);
+    // A name dialled from a phone is an internal call that found nobody, not an outbound one.
+    expect(misdial.direction).toBe("internal");
     const bad = await decideRoute(testDeps(platform), o.from("1002", { device_id: "dev_nope" }));
     expect(bad.reply.rtjson.code).toBe(403);
   });

@@ -436,6 +436,30 @@ async function toUser(deps: RouteDeps, draft: DecisionDraft, account: RouteAccou
 
 // ---- forwards and outbound legs ---------------------------------------------------------------
 
+/**
+ * The destination's policies: do-not-call (phone lists dnc_out, the account's /v1/dnc) and geo
+ * policies, unless an allow list holds the number. For every number a call goes out to: dialled by a
+ * device, or a forward's (else a forward would be a way around them).
+ */
+function destinationVerdict(draft: DecisionDraft, ctx: Awaited<ReturnType<typeof loadOutbound>>, e164: string): RouteDecision | null {
+  if (ctx.lists.includes("allow")) {
+    step(draft, "dnc", `${e164} is on an allow list: do-not-call and geo policies skipped`);
+    return null;
+  }
+  if (ctx.lists.includes("dnc_out")) return dncReject(draft, "on a do-not-call phone list");
+  if (ctx.dnc) return dncReject(draft, "on the account's do-not-call list");
+  const country = countryOfE164(e164);
+  for (const g of ctx.geo) {
+    const listed = country !== null && g.countries.includes(country);
+    if ((g.mode === "allowlist" && !listed) || (g.mode === "denylist" && listed)) {
+      step(draft, "geo", `${g.name} (${g.scope_kind} ${g.mode}) refuses ${country ?? "unknown country"}`);
+      return reject(draft, 403, "Forbidden", `destination country ${country ?? "unknown"} not allowed`);
+    }
+  }
+  if (ctx.geo.length) step(draft, "geo", `${country ?? "unknown country"} allowed by ${ctx.geo.map((g) => g.name).join(", ")}`);
+  return null;
+}
+
 async function forwardCall(deps: RouteDeps, draft: DecisionDraft, account: RouteAccount, fwd: RouteForward): Promise<RouteDecision> {
   draft.vars.forward_id = fwd.id;
   if (fwd.confirm === 1) {
@@ -444,6 +468,8 @@ async function forwardCall(deps: RouteDeps, draft: DecisionDraft, account: Route
   }
   const cid = fwd.cid_mode === "custom" && fwd.cid_number ? fwd.cid_number : fwd.cid_mode === "did" && draft.vars.did ? String(draft.vars.did) : draft.from;
   const ctx = await loadOutbound(deps.db, account.id, draft.userId ?? "", fwd.number, Math.floor(draft.now.getTime() / 1000));
+  const refused = destinationVerdict(draft, ctx, fwd.number);
+  if (refused) return refused;
   addSlot(draft, "account_out", account.id, account.max_out);
   return pickRoutes(deps, draft, account, ctx.routes, [], fwd.number, { number: cid, name: null });
 }
@@ -541,8 +567,12 @@ async function fromDevice(deps: RouteDeps, draft: DecisionDraft, accountId: stri
   const caller = ctx.caller;
   draft.userId = caller.id;
   draft.deviceId = ctx.device.id;
+  // The caller's own ceiling holds for every call they place, internal ones too (outbound calls add
+  // it with the account's): their `user` slot, beside the callee's.
+  const callerSlot = () => addSlot(draft, "user", caller.id, caller.max_simultaneous);
   if (ctx.extension) {
     draft.direction = "internal";
+    callerSlot();
     step(draft, "classify", `internal from ${caller.username} to extension ${ctx.extension.digits}`);
     step(draft, "extension", `${ctx.extension.digits} (${ctx.extension.id})`);
     const target = scheduledTarget(draft, ctx.extension, ctx.extension.schedule, account.timezone);
@@ -551,15 +581,18 @@ async function fromDevice(deps: RouteDeps, draft: DecisionDraft, accountId: stri
   }
   if (ctx.user) {
     draft.direction = "internal";
+    callerSlot();
     step(draft, "classify", `internal from ${caller.username} to user ${ctx.user.username}`);
     return toUser(deps, draft, account, ctx.user);
   }
-  draft.direction = "outbound";
   const digits = dialledDigits(draft.req.to);
   if (!/^[0-9*#]+$/.test(digits)) {
+    // A name no user or extension has: a misdialled internal call, not an outbound one.
+    draft.direction = "internal";
     step(draft, "classify", `no extension or user ${draft.req.to} in the account`);
     return reject(draft, 404, "Not Found", "no such extension or user");
   }
+  draft.direction = "outbound";
   step(draft, "classify", `outbound from ${caller.username} (${ctx.device.id}) to ${digits}`);
   return outboundCall(deps, draft, account, caller, digits, ctx.outTransforms);
 }
@@ -582,20 +615,8 @@ async function outboundCall(
   const ctx = await loadOutbound(deps.db, account.id, caller.id, e164, Math.floor(draft.now.getTime() / 1000));
   const acl = aclVerdict(draft, ctx.acls);
   if (acl) return acl;
-  if (ctx.lists.includes("allow")) {
-    step(draft, "dnc", `${e164} is on an allow list: do-not-call and geo policies skipped`);
-  } else {
-    if (ctx.lists.includes("dnc_out")) return dncReject(draft, "on a do-not-call phone list");
-    if (ctx.dnc) return dncReject(draft, "on the account's do-not-call list");
-    for (const g of ctx.geo) {
-      const listed = country !== null && g.countries.includes(country);
-      if ((g.mode === "allowlist" && !listed) || (g.mode === "denylist" && listed)) {
-        step(draft, "geo", `${g.name} (${g.scope_kind} ${g.mode}) refuses ${country ?? "unknown country"}`);
-        return reject(draft, 403, "Forbidden", `destination country ${country ?? "unknown"} not allowed`);
-      }
-    }
-    if (ctx.geo.length) step(draft, "geo", `${country ?? "unknown country"} allowed by ${ctx.geo.map((g) => g.name).join(", ")}`);
-  }
+  const refused = destinationVerdict(draft, ctx, e164);
+  if (refused) return refused;
   addSlot(draft, "account_out", account.id, account.max_out);
   addSlot(draft, "user", caller.id, caller.max_simultaneous);
   const limited = await callLimits(deps, draft, ctx.limits, "out", (l) => (l.scope_kind === "user" ? ["user", caller.id] : ["account_out", account.id]));
