@@ -55,6 +55,18 @@ describe("blockedReason", () => {
     ["2002:0a00:0001:1::1", /private.*inside an IPv6/],
     ["64:ff9b:1::1", /local-use NAT64/],
     ["2001:0:4136:e378::1", /Teredo/],
+    ["198.18.0.1", /benchmarking/],
+    ["198.19.255.254", /benchmarking/],
+    ["192.0.0.8", /IETF protocol/],
+    ["192.0.2.1", /documentation/],
+    ["198.51.100.7", /documentation/],
+    ["203.0.113.9", /documentation/],
+    ["2001:db8::1", /documentation/],
+    ["100::1", /discard-only/],
+    ["::127.0.0.1", /IPv4-compatible/],
+    ["::8.8.8.8", /IPv4-compatible/],
+    ["::ffff:0:7f00:1", /IPv4-translated/],
+    ["::ffff:127.0.0.1", /loopback/],
   ];
   for (const [address, why] of blocked) {
     test(`${address} is refused`, () => {
@@ -62,7 +74,7 @@ describe("blockedReason", () => {
     });
   }
 
-  const allowed = ["8.8.8.8", "1.1.1.1", "172.15.255.255", "172.32.0.1", "100.63.255.255", "100.128.0.1", "169.253.255.255", "11.0.0.1", "192.167.1.1", "2606:4700:4700::1111", "2001:db8::1", "::ffff:8.8.8.8", "fec0::1", "64:ff9b::808:808", "2002:808:808::1"];
+  const allowed = ["8.8.8.8", "1.1.1.1", "172.15.255.255", "172.32.0.1", "100.63.255.255", "100.128.0.1", "169.253.255.255", "11.0.0.1", "192.167.1.1", "2606:4700:4700::1111", "2a00:1450:4001:80b::200e", "::ffff:8.8.8.8", "198.17.255.255", "198.20.0.1", "192.0.1.255", "203.0.114.1", "fec0::1", "64:ff9b::808:808", "2002:808:808::1"];
   for (const address of allowed) {
     test(`${address} is public`, () => {
       expect(blockedReason(address)).toBeNull();
