@@ -11,6 +11,7 @@ import { seedConsoleUser, seedTenant, storeKind, TEST_ADMIN_TOKEN, testPlatform 
 import { call } from "../../test/support/http.ts";
 import { listenControl } from "../control/routes/control-listener.fixture.ts";
 import { edgeAuthRoutes } from "../control/routes/edge-auth.ts";
+import { routeRoutes } from "../control/routes/route.ts";
 
 let platform: Platform;
 const lines: string[] = [];
@@ -100,6 +101,28 @@ describe(`host base [${storeKind}]`, () => {
       const form = await control.post("/auth", { username: "1001\u0000", realm: "r", nonce: "n", uri: "sip:x", response: "0".repeat(32), method: "REGISTER" }, "form");
       expect(form.status).toBe(400);
       expect((form.body as { details: Array<{ path: string }> }).details[0]!.path).toBe("/username");
+    } finally {
+      await control.stop();
+    }
+  });
+
+  test("a lone UTF-16 surrogate in a body (not Unicode text) is a 400 naming where, on the API and at the edge", async () => {
+    const t = await seedTenant(platform);
+    const app = createPublicApp(platform);
+    const keysBefore = (await call(app, "GET", "/v1/keys", { key: t.key })).body.data.length;
+    for (const label of ["a\ud800", "\udfffb"]) {
+      const r = await call(app, "POST", "/v1/keys", { key: t.key, body: { label } });
+      expect(r.status).toBe(400);
+      expect(r.body.details).toEqual([{ path: "/label", message: expect.stringContaining("surrogate") }]);
+    }
+    expect((await call(app, "GET", "/v1/keys", { key: t.key })).body.data.length).toBe(keysBefore);
+    // A pair is a character like any other.
+    expect((await call(app, "POST", "/v1/keys", { key: t.key, body: { label: "emoji \ud83d\ude00" } })).status).toBe(201);
+    const control = listenControl(platform, [routeRoutes]);
+    try {
+      const r = await control.post("/route", { callId: "lone-surrogate", from: "a\ud800", fromDomain: "x", to: "1002", source_ip: "192.0.2.1" });
+      expect(r.status).toBe(400);
+      expect((r.body as { details: Array<{ path: string }> }).details[0]!.path).toBe("/from");
     } finally {
       await control.stop();
     }
