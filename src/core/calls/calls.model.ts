@@ -110,8 +110,13 @@ export namespace CallModel {
     answered: T.Integer({ minimum: 0, description: "Of those, answered." }),
     billsec: T.Integer({ minimum: 0, description: "Sum of billsec." }),
     minutes: T.Number({ minimum: 0, description: "billsec / 60, rounded to 2 decimals (rating may bill more: see the rate plan's increments)." }),
-    spend_micro: T.Integer({ minimum: 0, description: "Sum of the calls' cost, micro-units of currency." }),
+    spend_micro: T.Integer({ minimum: 0, description: "Sum of the cost of the calls priced in `currency`, micro-units of it." }),
   };
+
+  const SpendByCurrency = (what: string) =>
+    T.Record(T.String({ pattern: "^[A-Z]{3}$" }), T.Integer({ minimum: 0 }), {
+      description: `${what}, per currency the calls were priced in (a plan whose currency changed leaves calls in the old one): never added across currencies.`,
+    });
 
   export const UsageQuery = t.Object(
     {
@@ -127,8 +132,9 @@ export namespace CallModel {
       since: EpochSec("Start of the range."),
       until: EpochSec("End of the range (exclusive)."),
       timezone: T.String({ description: "The account's timezone (days of the daily series)." }),
-      currency: Nullable(T.String({ description: "Currency of the default rate plan." })),
+      currency: Nullable(T.String({ description: "Currency of the default rate plan (without one: the currency the range's calls were priced in, if only one)." })),
       ...Totals,
+      spend_by_currency: SpendByCurrency("Spend of the range"),
       daily: T.Optional(T.Array(T.Object({ day: T.String({ description: "YYYY-MM-DD." }), ...Totals }, { additionalProperties: false }))),
     },
     { additionalProperties: false },
@@ -141,7 +147,8 @@ export namespace CallModel {
       rate_plan: Nullable(T.Object({ id: T.String(), name: T.String(), currency: T.String() }, { additionalProperties: false })),
       currency: Nullable(T.String()),
       month_start: EpochSec("Start of the current month in the account's timezone."),
-      month_to_date_spend_micro: T.Integer({ minimum: 0 }),
+      month_to_date_spend_micro: T.Integer({ minimum: 0, description: "Month-to-date cost of the calls priced in `currency`." }),
+      month_to_date_spend_by_currency: SpendByCurrency("Month-to-date spend"),
       month_to_date_calls: T.Integer({ minimum: 0 }),
     },
     { additionalProperties: false },

@@ -19,6 +19,7 @@ import {
   monthStartMs,
   usageByDay,
   usageTotals,
+  spendByCurrency,
   type CallFilter,
   type CallKey,
   type UsageTotals,
@@ -196,6 +197,16 @@ const withMinutes = (t: UsageTotals) => ({
   spend_micro: t.cost_micro,
 });
 
+/**
+ * The currency spend is reported in: the default rate plan's; without a plan, the one the calls were
+ * priced in when there is only one (else none: see the per-currency figures).
+ */
+function reportedCurrency(planCurrency: string | null, byCurrency: Record<string, number>): string | null {
+  if (planCurrency) return planCurrency;
+  const used = Object.keys(byCurrency);
+  return used.length === 1 ? used[0]! : null;
+}
+
 /** Spend, minutes and counts of calls started in [since, until); with daily, per day in the account's timezone. */
 export async function getUsage(db: DbOrTx, accountId: string, query: { since?: number; until?: number; daily?: "0" | "1" }): Promise<CallModel.Usage> {
   const account = await accountOf(db, accountId);
@@ -203,16 +214,18 @@ export async function getUsage(db: DbOrTx, accountId: string, query: { since?: n
   const untilMs = query.until === undefined ? nowMs : query.until * 1000;
   const sinceMs = query.since === undefined ? await monthStartMs(db, account.timezone, nowMs) : query.since * 1000;
   if (untilMs <= sinceMs) throw validationFailed([{ path: "/query/until", message: "until must be after since." }]);
-  const plan = await defaultRatePlan(db, accountId);
+  const [plan, byCurrency] = await Promise.all([defaultRatePlan(db, accountId), spendByCurrency(db, accountId, sinceMs, untilMs)]);
+  const currency = reportedCurrency(plan?.currency ?? null, byCurrency);
   const usage: CallModel.Usage = {
     since: Math.floor(sinceMs / 1000),
     until: Math.floor(untilMs / 1000),
     timezone: account.timezone,
-    currency: plan?.currency ?? null,
-    ...withMinutes(await usageTotals(db, accountId, sinceMs, untilMs)),
+    currency,
+    ...withMinutes(await usageTotals(db, accountId, sinceMs, untilMs, currency)),
+    spend_by_currency: byCurrency,
   };
   if (query.daily === "1") {
-    usage.daily = (await usageByDay(db, accountId, sinceMs, untilMs, account.timezone)).map((d) => ({ day: d.day, ...withMinutes(d) }));
+    usage.daily = (await usageByDay(db, accountId, sinceMs, untilMs, account.timezone, currency)).map((d) => ({ day: d.day, ...withMinutes(d) }));
   }
   return usage;
 }
@@ -222,14 +235,16 @@ export async function getBalance(db: DbOrTx, accountId: string): Promise<CallMod
   const account = await accountOf(db, accountId);
   const nowMs = Date.now();
   const startMs = await monthStartMs(db, account.timezone, nowMs);
-  const plan = await defaultRatePlan(db, accountId);
-  const totals = await usageTotals(db, accountId, startMs, nowMs + 1);
+  const [plan, byCurrency] = await Promise.all([defaultRatePlan(db, accountId), spendByCurrency(db, accountId, startMs, nowMs + 1)]);
+  const currency = reportedCurrency(plan?.currency ?? null, byCurrency);
+  const totals = await usageTotals(db, accountId, startMs, nowMs + 1, currency);
   return {
     status: account.status as CallModel.Balance["status"],
     rate_plan: plan ? { id: plan.id, name: plan.name, currency: plan.currency } : null,
-    currency: plan?.currency ?? null,
+    currency,
     month_start: Math.floor(startMs / 1000),
     month_to_date_spend_micro: totals.cost_micro,
+    month_to_date_spend_by_currency: byCurrency,
     month_to_date_calls: totals.count,
   };
 }

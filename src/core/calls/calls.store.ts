@@ -1,5 +1,5 @@
 /** Queries on call records and their traces. The only file of this capability that touches drizzle. */
-import { and, asc, desc, eq, getTableColumns, gte, isNull, lt, ne, sql, type SQL, type SQLWrapper } from "drizzle-orm";
+import { and, asc, desc, eq, getTableColumns, gte, isNotNull, isNull, lt, ne, sql, type SQL, type SQLWrapper } from "drizzle-orm";
 import { columnList, columnReader, jsonRows } from "../db/sql-text.ts";
 import { resultRows, type DbOrTx } from "../db/db.ts";
 import { rawRows } from "../db/migrate.ts";
@@ -422,12 +422,13 @@ export interface UsageTotals {
   cost_micro: number;
 }
 
-const totals = {
+/** The totals; cost only of calls priced in `currency` (micro-units of different currencies never add up). */
+const totalsIn = (currency: string | null) => ({
   count: sql<number>`count(*)::int`,
   answered: sql<number>`coalesce(sum(${callRecords.answered}), 0)::int`,
   billsec: sql<number>`coalesce(sum(${callRecords.billsec}), 0)::bigint`,
-  cost_micro: sql<number>`coalesce(sum(${callRecords.cost_micro}), 0)::bigint`,
-};
+  cost_micro: sql<number>`coalesce(sum(${callRecords.cost_micro}) filter (where ${callRecords.currency} = ${currency ?? ""}), 0)::bigint`,
+});
 
 function usageWhere(accountId: string, sinceMs: number, untilMs: number): SQL {
   return and(eq(callRecords.account_id, accountId), gte(callRecords.started_ms, sinceMs), lt(callRecords.started_ms, untilMs), ne(callRecords.status, "rejected"))!;
@@ -440,17 +441,35 @@ const asTotals = (r: { count: unknown; answered: unknown; billsec: unknown; cost
   cost_micro: Number(r.cost_micro),
 });
 
-/** Count, answered, billsec and cost of the account's admitted calls started in [since, until). */
-export async function usageTotals(db: DbOrTx, accountId: string, sinceMs: number, untilMs: number): Promise<UsageTotals> {
-  const [row] = await db.select(totals).from(callRecords).where(usageWhere(accountId, sinceMs, untilMs));
+/** Count, answered, billsec and cost (of the calls priced in `currency`) of the account's admitted calls started in [since, until). */
+export async function usageTotals(db: DbOrTx, accountId: string, sinceMs: number, untilMs: number, currency: string | null): Promise<UsageTotals> {
+  const [row] = await db.select(totalsIn(currency)).from(callRecords).where(usageWhere(accountId, sinceMs, untilMs));
   return asTotals(row!);
 }
 
+/** The cost of the account's calls started in [since, until), per currency they were priced in (those that cost something). */
+export async function spendByCurrency(db: DbOrTx, accountId: string, sinceMs: number, untilMs: number): Promise<Record<string, number>> {
+  const rows = await db
+    .select({ currency: callRecords.currency, cost: sql<number>`sum(${callRecords.cost_micro})::bigint` })
+    .from(callRecords)
+    .where(and(usageWhere(accountId, sinceMs, untilMs), sql`${callRecords.cost_micro} > 0`, isNotNull(callRecords.currency)))
+    .groupBy(callRecords.currency)
+    .orderBy(callRecords.currency);
+  return Object.fromEntries(rows.map((r) => [r.currency!, Number(r.cost)]));
+}
+
 /** The same totals per calendar day (YYYY-MM-DD) in `timezone`, days with calls only, oldest first. */
-export async function usageByDay(db: DbOrTx, accountId: string, sinceMs: number, untilMs: number, timezone: string): Promise<Array<UsageTotals & { day: string }>> {
+export async function usageByDay(
+  db: DbOrTx,
+  accountId: string,
+  sinceMs: number,
+  untilMs: number,
+  timezone: string,
+  currency: string | null,
+): Promise<Array<UsageTotals & { day: string }>> {
   const day = sql<string>`to_char(to_timestamp(${callRecords.started_ms} / 1000.0) at time zone ${timezone}, 'YYYY-MM-DD')`;
   const rows = await db
-    .select({ day, ...totals })
+    .select({ day, ...totalsIn(currency) })
     .from(callRecords)
     .where(usageWhere(accountId, sinceMs, untilMs))
     // By position: the expression repeated would bind the timezone as a second parameter, which

@@ -230,10 +230,29 @@ describe(`usage, balance, live, CAC reset [${storeKind}]`, () => {
     expect(none.body.data).toMatchObject({ status: "active", rate_plan: null, currency: null, month_to_date_spend_micro: 0 });
     const planId = newId("rp");
     await insertRatePlan(platform.db, { account_id: t.accountId, id: planId, name: "Retail", currency: "EUR", is_default: 1, rates: [], created_at: nowSeconds(), updated_at: nowSeconds() });
-    await seedCalls(t.accountId, 3, nowSeconds() - 120, () => ({ cost_micro: 2500 }));
-    await seedCalls(t.accountId, 1, none.body.data.month_start - 3600, () => ({ cost_micro: 99_999 }));
+    await seedCalls(t.accountId, 3, nowSeconds() - 120, () => ({ cost_micro: 2500, currency: "EUR" }));
+    await seedCalls(t.accountId, 1, none.body.data.month_start - 3600, () => ({ cost_micro: 99_999, currency: "EUR" }));
     const r = await call(app, "GET", "/v1/balance", { key: t.key });
     expect(r.body.data).toMatchObject({ status: "active", rate_plan: { id: planId, name: "Retail", currency: "EUR" }, currency: "EUR", month_to_date_spend_micro: 7500, month_to_date_calls: 3 });
+    expect(r.body.data.month_to_date_spend_by_currency).toEqual({ EUR: 7500 });
+  });
+
+  test("spend priced in different currencies (a plan's currency changed) is never added up", async () => {
+    const t = await seedTenant(platform);
+    const at = nowSeconds() - 600;
+    await seedCalls(t.accountId, 2, at, () => ({ cost_micro: 4000, currency: "USD" }));
+    // Without a plan: one currency used is the one reported; two are reported apart only.
+    expect((await call(app, "GET", "/v1/balance", { key: t.key })).body.data).toMatchObject({ currency: "USD", month_to_date_spend_micro: 8000 });
+    await seedCalls(t.accountId, 1, at + 1, () => ({ cost_micro: 50_000, currency: "EUR" }));
+    const mixed = (await call(app, "GET", "/v1/balance", { key: t.key })).body.data;
+    expect(mixed).toMatchObject({ currency: null, month_to_date_spend_micro: 0, month_to_date_spend_by_currency: { USD: 8000, EUR: 50_000 }, month_to_date_calls: 3 });
+    // With a plan in EUR: EUR spend is the figure, USD stays beside it.
+    await insertRatePlan(platform.db, { account_id: t.accountId, id: newId("rp"), name: "Euro", currency: "EUR", is_default: 1, rates: [], created_at: nowSeconds(), updated_at: nowSeconds() });
+    const balance = (await call(app, "GET", "/v1/balance", { key: t.key })).body.data;
+    expect(balance).toMatchObject({ currency: "EUR", month_to_date_spend_micro: 50_000, month_to_date_spend_by_currency: { USD: 8000, EUR: 50_000 } });
+    const usage = (await call(app, "GET", `/v1/usage?since=${at - 1}&daily=1`, { key: t.key })).body.data;
+    expect(usage).toMatchObject({ currency: "EUR", count: 3, spend_micro: 50_000, spend_by_currency: { USD: 8000, EUR: 50_000 } });
+    expect(usage.daily.reduce((sum: number, d: Json) => sum + d.spend_micro, 0)).toBe(50_000);
   });
 
   test("GET /v1/live lists the account's agents (state, pause reason) and queue configs, never another account's", async () => {
