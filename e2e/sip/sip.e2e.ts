@@ -22,13 +22,19 @@ let kamailio: Kamailio;
 let tenant: SipTenant;
 let deviceUas: Proc;
 let carrierUas: Proc;
+let busyUas: Proc;
+let engineUas: Proc;
 let devicePort: number;
 let carrierPort: number;
+/** A device that answers every call 486 Busy Here. */
+let busyPort: number;
+/** The sipp standing in for a media engine (MEDIA_ENGINES): it takes failovers, and checks their X-Dest. */
+let enginePort: number;
 
 beforeAll(async () => {
   if (!RUN) return;
-  [devicePort, carrierPort] = freePorts(2) as [number, number];
-  parley = await startParley(stores);
+  [devicePort, carrierPort, busyPort, enginePort] = freePorts(4) as [number, number, number, number];
+  parley = await startParley(stores, { MEDIA_ENGINES: `sip:127.0.0.1:${enginePort}` });
   tenant = await createSipTenant(parley, { carrierPort, maxOut: null, users: [{ username: "1001" }, { username: "1002" }, { username: "1003", max: 1 }], inboundAcl: [TRUNK_IP] });
   kamailio = await startKamailio({
     controlPort: parley.controlPort,
@@ -38,13 +44,15 @@ beforeAll(async () => {
   });
   deviceUas = startSipp("uas.xml", ["-p", String(devicePort), "-mp", String(nextMediaPort())]);
   carrierUas = startSipp("uas.xml", ["-p", String(carrierPort), "-mp", String(nextMediaPort())]);
+  busyUas = startSipp("uas-busy.xml", ["-p", String(busyPort)]);
+  engineUas = startSipp("media-engine.xml", ["-p", String(enginePort), "-mp", String(nextMediaPort())]);
   await Bun.sleep(300);
 }, 180_000);
 
 afterAll(async () => {
   // SIP_E2E_LOG=<file>: keep Kamailio's log for diagnosis.
   if (process.env.SIP_E2E_LOG && kamailio) await Bun.write(process.env.SIP_E2E_LOG, kamailio.log());
-  for (const p of [deviceUas, carrierUas, kamailio, parley]) await p?.stop();
+  for (const p of [deviceUas, carrierUas, busyUas, engineUas, kamailio, parley]) await p?.stop();
 });
 
 const edge = () => `127.0.0.1:${kamailio.port}`;
@@ -148,6 +156,27 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
     // The digest went to /route with the call (no separate /auth for an INVITE).
     expect(kamailio.log()).toMatch(new RegExp(`ctl /route rc=200 us=\\d+ action=proxy to=1002 call=${escapeRe(r.callIds.at(-1)!)}`));
     expect(kamailio.log()).not.toMatch(new RegExp(`ctl /auth .*call=${escapeRe(r.callIds.at(-1)!)}`));
+  });
+
+  test("a busy callee's call goes on to their voicemail at the media engine: the edge's failover, with X-Dest", async () => {
+    const h = { "x-api-key": tenant.key };
+    const busy = await addSipUser(parley, tenant, "1004");
+    const box = await api("POST", `${parley.publicUrl}/v1/voicemails`, { name: "1004's box" }, h);
+    expect(box.status, JSON.stringify(box.body)).toBe(201);
+    expect((await api("PATCH", `${parley.publicUrl}/v1/users/${busy.userId}`, { voicemail_id: box.body.data.id }, h)).status).toBe(200);
+    expect((await register("1004", busyPort)).code).toBe(0);
+    const r = await invite("1001", "1004");
+    // The phone said 486; the caller got the media engine's 200 (which it gives only with X-Dest and X-Failover).
+    expect(r.code, r.stderr + r.stdout.slice(-1500)).toBe(0);
+    expect(r.statuses).toContain(200);
+    const callId = r.callIds.at(-1)!;
+    expect(kamailio.log()).toMatch(new RegExp(`failover: 486 to voicemail:${escapeRe(box.body.data.id)} via sip:127\\.0\\.0\\.1:${enginePort} call=${escapeRe(callId)}`));
+    const cdr = await eventually(async () => {
+      const c = (await calls()).find((x) => x.sip_call_id === callId);
+      expect(c).toMatchObject({ status: "completed", answered: 1 });
+      return c;
+    });
+    expect(cdr.to).toBe("1004");
   });
 
   test("a second INVITE without credentials from the same address is challenged at once, without asking /route", async () => {
