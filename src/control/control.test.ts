@@ -37,6 +37,32 @@ describe(`control host admin [${storeKind}]`, () => {
     expect(login.status).toBe(200);
   });
 
+  test("the operator suspends, reactivates and closes an account: its API keys stop and start with it; closed is final", async () => {
+    const acc = (await call(app, "POST", "/admin/accounts", { headers: admin, body: { name: "Initech" } })).body.data;
+    const key = (await call(app, "POST", "/admin/keys", { headers: admin, body: { account_id: acc.id, label: "ops", scopes: ["*"] } })).body.data.secret;
+    const pub = createPublicApp(platform);
+    expect((await call(pub, "GET", "/v1/whoami", { key })).status).toBe(200);
+    const suspend = await call(app, "PATCH", `/admin/accounts/${acc.id}`, { headers: admin, body: { status: "suspended", max_out: 5 } });
+    expect(suspend.status).toBe(200);
+    expect(suspend.body.data).toMatchObject({ id: acc.id, status: "suspended", max_out: 5 });
+    expect((await call(app, "GET", `/admin/accounts/${acc.id}`, { headers: admin })).body.data.status).toBe("suspended");
+    expect((await call(pub, "GET", "/v1/whoami", { key })).status).toBe(401);
+    expect((await call(app, "PATCH", `/admin/accounts/${acc.id}`, { headers: admin, body: { status: "active" } })).body.data.status).toBe("active");
+    expect((await call(pub, "GET", "/v1/whoami", { key })).status).toBe(200);
+    expect((await call(app, "PATCH", `/admin/accounts/${acc.id}`, { headers: admin, body: { status: "closed" } })).body.data.status).toBe("closed");
+    const reopen = await call(app, "PATCH", `/admin/accounts/${acc.id}`, { headers: admin, body: { status: "active" } });
+    expect(reopen.status).toBe(409);
+    expect(reopen.body).toMatchObject({ error: "conflict", field: "status" });
+    // Bad input changes nothing; an unknown account is a 404; the token is required.
+    for (const body of [{}, { status: "paused" }, { parent_id: null }, { max_in: -1 }]) {
+      const r = await call(app, "PATCH", `/admin/accounts/${acc.id}`, { headers: admin, body });
+      expect(r.status, JSON.stringify(body)).toBe(400);
+    }
+    expect((await call(app, "PATCH", "/admin/accounts/acc_nope", { headers: admin, body: { status: "suspended" } })).status).toBe(404);
+    expect((await call(app, "GET", "/admin/accounts/acc_nope", { headers: admin })).status).toBe(404);
+    expect((await call(app, "PATCH", `/admin/accounts/${acc.id}`, { body: { status: "active" } })).status).toBe(401);
+  });
+
   test("a reseller's child account; a non-reseller cannot be a parent", async () => {
     const parent = await call(app, "POST", "/admin/accounts", { headers: admin, body: { name: "Reseller", is_reseller: 1 } });
     const child = await call(app, "POST", "/admin/accounts", { headers: admin, body: { name: "Child", parent_id: parent.body.data.id } });

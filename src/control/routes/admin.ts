@@ -2,7 +2,7 @@
 import { Elysia } from "elysia";
 import type { Platform } from "../../core/platform.ts";
 import { AccountModel } from "../../core/accounts/accounts.model.ts";
-import { createAccount } from "../../core/accounts/accounts.service.ts";
+import { adminPatchAccount, createAccount, getAccount } from "../../core/accounts/accounts.service.ts";
 import { AuthModel } from "../../core/auth/auth.model.ts";
 import { createApiKey, createConsoleUser } from "../../core/auth/auth.service.ts";
 import { validationFailed, AppError } from "../../core/errors/app-error.ts";
@@ -22,6 +22,25 @@ export function adminRoutes(platform: Platform) {
       body: AccountModel.AdminCreate,
       response: { 201: DataReply(AccountModel.Account), ...errorReplies(400, 401, 415) },
     })
+    .get("/accounts/:id", async ({ params }) => ({ ok: true as const, data: await getAccount(db, params.id) }), {
+      params: T.Object({ id: T.String({ maxLength: 64 }) }),
+      response: { 200: DataReply(AccountModel.Account), ...errorReplies(400, 401, 404) },
+    })
+    .patch(
+      "/accounts/:id",
+      async ({ params, body }) => {
+        const data = await adminPatchAccount(db, params.id, body);
+        // Keys, tokens and streams of a suspended or closed account stop at once, on every instance.
+        await platform.credentials.invalidateAccount(params.id);
+        return { ok: true as const, data };
+      },
+      {
+      parse: "json",
+      params: T.Object({ id: T.String({ maxLength: 64 }) }),
+      body: AccountModel.AdminPatch,
+      response: { 200: DataReply(AccountModel.Account), ...errorReplies(400, 401, 404, 409, 415) },
+      },
+    )
     .post(
       "/keys",
       async ({ body, status }) => {

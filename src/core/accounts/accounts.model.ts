@@ -71,4 +71,18 @@ export namespace AccountModel {
     { additionalProperties: false },
   );
   export type AdminCreate = Static<typeof AdminCreate>;
+
+  /** PATCH /admin/accounts/{id} (control host, operators): what only the operator may change. */
+  export const AdminPatch = T.Object(
+    {
+      status: T.Optional(Status),
+      name: T.Optional(T.String({ minLength: 1, maxLength: 200 })),
+      max_in: T.Optional(Nullable(T.Integer({ minimum: 0 }))),
+      max_out: T.Optional(Nullable(T.Integer({ minimum: 0 }))),
+      max_dialer: T.Optional(Nullable(T.Integer({ minimum: 0 }))),
+      rate_limit_requests: T.Optional(Nullable(T.Integer({ minimum: 1 }))),
+    },
+    { additionalProperties: false, minProperties: 1 },
+  );
+  export type AdminPatch = Static<typeof AdminPatch>;
 }

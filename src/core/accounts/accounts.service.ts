@@ -1,6 +1,6 @@
 /** Use cases on accounts. Each begins with its access rule; none knows about HTTP. */
 import type { DbOrTx } from "../db/db.ts";
-import { AppError, notFound, validationFailed } from "../errors/app-error.ts";
+import { AppError, conflict, notFound, validationFailed } from "../errors/app-error.ts";
 import { newId } from "../ids/ids.ts";
 import { nowSeconds } from "../db/columns.ts";
 import { decodeCursor, toPage } from "../pagination/pagination.ts";
@@ -74,6 +74,22 @@ export async function getAccount(db: DbOrTx, accountId: string): Promise<Account
 
 /** Applies the self-service fields that were sent; nothing else can change through here. */
 export async function patchAccount(db: DbOrTx, accountId: string, patch: AccountModel.Patch): Promise<AccountModel.Account> {
+  const row = await updateAccount(db, accountId, { ...patch, updated_at: nowSeconds() });
+  if (!row) throw notFound("account");
+  return toAccount(row);
+}
+
+/**
+ * Operator changes to an account: its status (suspend a tenant that stopped paying or was
+ * compromised: its API keys, console logins and SIP devices stop working, its numbers refuse calls;
+ * close it for good), name and ceilings. A closed account stays closed (409).
+ */
+export async function adminPatchAccount(db: DbOrTx, accountId: string, patch: AccountModel.AdminPatch): Promise<AccountModel.Account> {
+  const current = await findAccount(db, accountId);
+  if (!current) throw notFound("account");
+  if (current.status === "closed" && patch.status !== undefined && patch.status !== "closed") {
+    throw conflict("A closed account cannot be reopened; create a new one.", { field: "status" });
+  }
   const row = await updateAccount(db, accountId, { ...patch, updated_at: nowSeconds() });
   if (!row) throw notFound("account");
   return toAccount(row);
