@@ -74,6 +74,18 @@ describe(`decideRoute outbound [${storeKind}]`, () => {
     expect((await decideRoute(testDeps(platform), c.dial("12"))).reply.rtjson.code).toBe(484);
   });
 
+  test("a number dialled with its + is international already: national-format transforms leave it alone", async () => {
+    const c = await caller();
+    // The usual North American rule: ten digits get the country code.
+    await c.f.transform({ direction: "outbound_dst", match_regex: "^(\\d{10})$", replacement: "1$1" });
+    expect((await decideRoute(testDeps(platform), c.dial("2125550123"))).to).toBe("12125550123");
+    const berlin = await decideRoute(testDeps(platform), c.dial("+4930123456"));
+    expect(berlin.to).toBe("4930123456");
+    expect(berlin.reply.rtjson.vars.country).toBe("DE");
+    expect(steps(berlin)).toContain("international form");
+    expect((await decideRoute(testDeps(platform), c.dial("sip:+4930123456"))).to).toBe("4930123456");
+  });
+
   test("DNC: a dnc_out phone list (account or user scope) and the /v1 dnc list refuse 603; an allow list wins", async () => {
     const c = await caller();
     await c.f.phoneList("dnc_out", ["447700900301"]);

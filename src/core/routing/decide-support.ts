@@ -194,6 +194,11 @@ export function applyTransforms(
 }
 
 /** The dialled number as digits: strips a sip:/tel: scheme, a leading + or 00, and visual separators. */
+/** Whether a dialled number was written in international form (a leading +): it is E.164 already. */
+export function dialledInternational(value: string): boolean {
+  return /^\+/.test(value.trim().replace(/^(sips?|tel):/i, ""));
+}
+
 export function dialledDigits(value: string): string {
   let v = value.trim().replace(/^(sips?|tel):/i, "").replace(/@.*$/, "").replace(/[\s().-]/g, "");
   if (v.startsWith("+")) v = v.slice(1);

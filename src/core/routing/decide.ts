@@ -42,6 +42,7 @@ import {
   addSlot,
   applyTransforms,
   dialledDigits,
+  dialledInternational,
   hostOf,
   outbound,
   proxy,
@@ -605,7 +606,10 @@ async function outboundCall(
   digits: string,
   transforms: readonly RouteTransform[],
 ): Promise<RouteDecision> {
-  const e164 = applyTransforms(draft, "outbound_dst", transforms, digits, (t) => t.scope_kind === "account");
+  // A number dialled with its + is international already: national-format rules (10 digits → 1…)
+  // must not rewrite it.
+  const e164 = dialledInternational(draft.req.to) ? digits : applyTransforms(draft, "outbound_dst", transforms, digits, (t) => t.scope_kind === "account");
+  if (dialledInternational(draft.req.to)) step(draft, "transform", `+${digits} dialled in international form: account transforms skipped`);
   if (!E164.test(e164)) {
     step(draft, "number", `${e164} is not an E.164 number after transforms`);
     return reject(draft, 484, "Address Incomplete", "not an E.164 destination");
