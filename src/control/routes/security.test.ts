@@ -83,6 +83,8 @@ describe(`/security endpoints: errors [${storeKind}]`, () => {
       ["POST", "/security/report", { node, bans: [], ts: 1e20 }, "/ts"],
       ["POST", "/security/allow", { address: "10.0.0.0/99" }, "/address"],
       ["POST", "/security/allow", { address: "not an address" }, "/address"],
+      // Host bits below the prefix: refused as in trunk ACLs, not widened to 10.0.0.0/8 in silence.
+      ["POST", "/security/allow", { address: "10.0.0.1/8" }, "/address"],
       ["POST", "/security/allow", { address: `${net}1`, extra: 1 }, "/extra"],
       ["GET", "/security/bans?status=gone", undefined, "/query/status"],
       ["GET", "/security/bans?q=x'--", undefined, "/query/q"],

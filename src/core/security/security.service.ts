@@ -9,6 +9,7 @@ import { nowSeconds } from "../db/columns.ts";
 import { notFound, validationFailed, type ErrorDetail } from "../errors/app-error.ts";
 import { ipAllowed } from "../net/cidr.ts";
 import { canonicalIp, canonicalRange } from "./address.ts";
+import { canonicalCidr } from "../trunks/cidr-text.ts";
 import { SecurityModel } from "./security.model.ts";
 import type { SecurityAllowRow, SecurityBanRow } from "./security.schema.ts";
 import {
@@ -179,6 +180,9 @@ export async function listAllowlist(db: DbOrTx): Promise<SecurityModel.Allow[]> 
 export async function addToAllowlist(db: DbOrTx, input: SecurityModel.AddAllow, now = nowSeconds()): Promise<SecurityModel.AddAllowResult & { created: boolean }> {
   const range = canonicalRange(input.address);
   if (!range) throw validationFailed([{ path: "/address", message: "Not an IP address or CIDR range." }]);
+  // "10.0.0.1/8" is refused as trunk ACLs refuse it, not widened in silence: the writer meant something else.
+  const written = canonicalCidr(input.address);
+  if ("error" in written) throw validationFailed([{ path: "/address", message: written.error }]);
   return db.transaction(async (tx) => {
     const existed = (await listAllow(tx)).some((a) => a.address === range.text);
     const entry = await upsertAllow(tx, { address: range.text, note: input.note ?? null, created_at: now });
