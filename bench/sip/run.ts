@@ -31,9 +31,12 @@ import { BenchError, cpuPercent, cpuSnapshot, createScratchDatabase, databaseUrl
 const RATES = (process.env.BENCH_SIP_RATES ?? "100,200,400,800").split(",").map((s) => Number(s.trim())).filter((n) => n > 0);
 const SECONDS = Number(process.env.BENCH_SIP_SECONDS ?? 60);
 const HOLD_MS = 1000;
-/** Callees: a user may hold at most 100 calls (max_simultaneous ≤ 100), so the load is spread. */
+/**
+ * Callees and callers: a user may hold at most 100 calls (max_simultaneous ≤ 100, and it covers the
+ * calls a user places as well as those it takes), so the load is spread over 20 of each.
+ */
 const CALLEES = 20;
-const CALLER = "1001";
+const CALLERS = Array.from({ length: CALLEES }, (_, i) => String(1000 + i));
 const SCENARIO = join(import.meta.dir, "call.xml");
 /** Kamailio's allocator for both edges (docs/edge-protocols.md recommends tlsf; BENCH_SIP_MM=qm compares Debian's default). */
 const MEMORY_MANAGER = process.env.BENCH_SIP_MM || "tlsf";
@@ -137,7 +140,7 @@ async function load(port: number, rate: number, domain: string, csv: string): Pr
   const cpuBefore = cpuSnapshot(cpuGroups);
   const t0 = performance.now();
   const r = await runSippLoad(port, [
-    "-inf", csv, "-au", CALLER, "-ap", PASSWORD, "-key", "from_user", CALLER, "-key", "domain", domain,
+    "-inf", csv, "-key", "domain", domain,
     "-d", String(HOLD_MS), "-r", String(rate), "-rp", "1000", "-m", String(total),
     "-recv_timeout", "20000", "-timeout", `${SECONDS + 60}s`, "-buff_size", String(8 * 1024 * 1024),
   ]);
@@ -239,7 +242,7 @@ await runBench(async () => {
   cpuGroups = { parley: parley.proc.pid, postgres: "postgres", kamailio: "kamailio", redis: "redis-server", sipp: "sipp" };
   children.add(parleyChild);
   const [uasPort, carrierPort] = freePorts(2) as [number, number];
-  const tenant: SipTenant = await createSipTenant(parley, { carrierPort, maxOut: null, users: [{ username: CALLER }] });
+  const tenant: SipTenant = await createSipTenant(parley, { carrierPort, maxOut: null, users: CALLERS.map((username) => ({ username, max: 100 })) });
   const callees = Array.from({ length: CALLEES }, (_, i) => String(2000 + i));
   for (const u of callees) await addSipUser(parley, tenant, u, 100);
 
@@ -256,7 +259,8 @@ await runBench(async () => {
     if (r.code !== 0) throw new BenchError(`REGISTER ${u} failed: ${r.stderr.slice(-500)}`);
   }
   const csv = join(scratch, "callees.csv");
-  writeFileSync(csv, `SEQUENTIAL\n${callees.map((c) => `${c};`).join("\n")}\n`);
+  // Each line: callee; caller; the caller's credentials (sipp's [authentication] keyword, per call).
+  writeFileSync(csv, `SEQUENTIAL\n${callees.map((c, i) => `${c};${CALLERS[i]};[authentication username=${CALLERS[i]} password=${PASSWORD}];`).join("\n")}\n`);
 
   const sql = pgClient(dbUrl, { max: 1, onnotice: () => {} });
   const rows: Array<{ rate: number; base: Step; real: Step }> = [];
