@@ -96,7 +96,9 @@ describe(`ban reports [${storeKind}]`, () => {
     expect(await searchBans(platform.db, { q: `${net}17` }, now + 30)).toEqual([]);
     expect((await searchBans(platform.db, { q: `${net}2` }, now + 30)).map((x) => x.status)).toEqual(["lifted", "lifted"]);
 
-    expect((await addToAllowlist(platform.db, { address: `${net}20/28` }, now)).created).toBe(false); // same range, written another way
+    expect((await addToAllowlist(platform.db, { address: `${net}16/28` }, now)).created).toBe(false); // the same range again
+    // Host bits below the prefix: refused (as in trunk ACLs), not widened to the range in silence.
+    await expect(addToAllowlist(platform.db, { address: `${net}20/28` }, now)).rejects.toMatchObject({ code: "validation_failed" });
     expect((await listAllowlist(platform.db)).find((a) => a.address === `${net}16/28`)?.note).toBe("carrier");
     await removeFromAllowlist(platform.db, `${net}16/28`);
     expect((await listAllowlist(platform.db)).some((a) => a.address === `${net}16/28`)).toBe(false);
