@@ -146,7 +146,12 @@ export async function exchangeDeliveries(database: Pick<Database, "db" | "queue"
             returning d.account_id, d.id
           ), failures as (
             insert into account_log (account_id, id, ts, level, source, message, call_id, data)
-            select u.account_id, u.log_id, u.next_attempt_at, 'warn', 'webhook', u.log_message, null, u.log_data
+            select u.account_id, u.log_id, u.next_attempt_at, 'warn', 'webhook', u.log_message, null,
+                   -- Given up without a new attempt (the subscription or event gone): the last attempt's
+                   -- status, as the delivery keeps it (this statement sees the row as it was).
+                   case when u.log_data->'last_status' = 'null'::jsonb
+                     then u.log_data || jsonb_build_object('last_status', (select l.last_status from webhook_delivery l where l.account_id = u.account_id and l.id = u.id))
+                     else u.log_data end
             from u join fin on fin.account_id = u.account_id and fin.id = u.id
             where u.status = 'failed' and u.log_id is not null
           ), ret as (

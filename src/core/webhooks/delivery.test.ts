@@ -373,6 +373,10 @@ describe(`webhook delivery [${storeKind}]`, () => {
     );
     expect(row).toMatchObject({ status: "failed", attempts: 1, last_status: 503, last_error: "the subscription was removed" });
     expect(receiver.at(path)).toHaveLength(1);
+    // The account log's line says the same as the delivery: the last attempt's status.
+    const [line] = (await listLogs(platform.db, t.accountId, { level: "warn" })).data;
+    expect(line).toMatchObject({ message: `Webhook ${hook.id}: test not delivered after 1 attempt: the subscription was removed.` });
+    expect(line!.data).toMatchObject({ attempts: 1, last_status: 503 });
   });
 
   test("a claim left by a crashed worker is taken again after its lease, and delivered once", async () => {

@@ -166,9 +166,9 @@ export type EventPayload<E extends EventName> = Static<(typeof EventData)[E]>;
 
 /** What fires each event (SPEC.md section 6). */
 const DESCRIPTIONS: Record<EventName, string> = {
-  "call.started": "A call is routed.",
+  "call.started": "A call is routed (a call /route refuses has a call record, status rejected, and no events).",
   "call.answered": "A call is answered.",
-  "call.ended": "A call ends.",
+  "call.ended": "A call that started ends (once per call.started).",
   "agent.state": "An agent's state changes (login, pause, ready and so on).",
   "message.received": "An inbound message arrives.",
   "message.status": "A message's delivery status updates.",
