@@ -112,8 +112,10 @@ describe(`realtime host [${storeKind}]`, () => {
     expect(await page.text()).toContain("<div id=\"root\">");
     const config = await (await fetch(`${http}/config.json`)).json();
     expect(config.realtimeUrl).toBe(platform.config.urls.realtime);
-    const plain = await fetch(`${http}/v1/events/stream`);
-    expect(plain.status).toBeGreaterThanOrEqual(400);
+    // A plain GET of the stream (no upgrade) is told what it is.
+    const plain = await fetch(`${http}/v1/events/stream?ticket=x`);
+    expect(plain.status).toBe(400);
+    expect(await plain.json()).toMatchObject({ ok: false, error: "validation_failed", details: [{ path: "/headers/upgrade", message: expect.stringContaining("WebSocket") }] });
   });
 });
 

@@ -18,6 +18,7 @@ import type { PlatformEvent } from "../core/events/bus.ts";
 import type { EventName } from "../core/webhooks/event-catalog.ts";
 import { redeemTicket, type TicketKind, type TicketRefusal } from "../core/tickets/tickets.service.ts";
 import { describeError } from "../http/describe-error.ts";
+import { validationFailed } from "../core/errors/app-error.ts";
 import type { StreamCredential } from "../core/auth/credential-resolver.ts";
 import { EventHub } from "./event-hub.ts";
 import { CLOSE, STREAM_PATH, closeReason, parseClientMessage, parseEventFilter } from "./stream-protocol.ts";
@@ -377,6 +378,16 @@ export function eventStream(platform: Platform, options: EventStreamOptions = {}
         clients.delete(ws.id);
         stopTimerWhenIdle();
       },
-    });
+    })
+    // A plain GET (no WebSocket upgrade) is told what this is, not "no such endpoint".
+    .get(
+      STREAM_PATH,
+      () => {
+        throw validationFailed([
+          { path: "/headers/upgrade", message: "This is a WebSocket endpoint: connect with Upgrade: websocket and ?ticket= from POST /v1/events/ticket." },
+        ]);
+      },
+      { detail: { hide: true } },
+    );
   return { plugin, hub: deps.hub, closeAll, connections: () => clients.size };
 }
