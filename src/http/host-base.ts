@@ -9,6 +9,7 @@ import type { Platform } from "../core/platform.ts";
 import { describeError } from "./describe-error.ts";
 import { beginRequest, requestMeta } from "./request-context.ts";
 import { apiModels } from "./api-models.ts";
+import { formatMessage } from "../core/validation/formats.ts";
 
 export type HostName = "public" | "console" | "realtime" | "control";
 
@@ -101,7 +102,7 @@ function readableMessage(e: {
     if (types.length > 1) return `Expected ${types.slice(0, -1).join(", ")} or ${types.at(-1)}.`;
     return "Invalid value.";
   }
-  return e.message ?? "Invalid value.";
+  return formatMessage(e.message ?? "Invalid value.");
 }
 
 /**

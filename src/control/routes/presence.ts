@@ -5,6 +5,7 @@ import { TypeCompiler } from "@sinclair/typebox/compiler";
 import type { Platform } from "../../core/platform.ts";
 import { AppError, validationFailed } from "../../core/errors/app-error.ts";
 import { PresenceModel } from "../../core/presence/presence.model.ts";
+import { formatMessage } from "../../core/validation/formats.ts";
 import { handleAgent, handleDialog, handleDialogs, handleRegister, presenceRoster } from "../../core/presence/presence-events.ts";
 import { apiModels } from "../../http/api-models.ts";
 import { OkReply, errorReplies } from "../../http/reply-models.ts";
@@ -31,7 +32,7 @@ function problems(type: keyof typeof KINDS, body: unknown, prefix = ""): Detail[
   for (const e of compiled.Errors(body)) {
     if (seen.has(e.path)) continue;
     seen.add(e.path);
-    details.push({ path: `${prefix}${e.path}`, message: e.message === "Unexpected property" ? "This field cannot be set here." : e.message });
+    details.push({ path: `${prefix}${e.path}`, message: e.message === "Unexpected property" ? "This field cannot be set here." : formatMessage(e.message) });
   }
   return details;
 }

@@ -8,7 +8,6 @@ import { Elysia } from "elysia";
 import { Type as T } from "@sinclair/typebox";
 import type { Platform } from "../../core/platform.ts";
 import { validationFailed } from "../../core/errors/app-error.ts";
-import { parseIp } from "../../core/net/cidr.ts";
 import { RouteRequest, type RouteReply } from "../../core/routing/route-types.ts";
 import { decideRoute, routeDeps } from "../../core/routing/decide.ts";
 import { UNDELIVERED_GRACE_MS, admitCall, settleUndeliveredReply } from "../../core/calls/admission.ts";
@@ -84,11 +83,6 @@ export function routeRoutes(platform: Platform, options: RouteRoutesOptions = {}
       "/route",
       async ({ body, request }): Promise<RouteResult> => {
         const { auth, ...req } = body;
-        // An address that is not one (ip:port, a name) would pass as "no source": trunks unrecognized,
-        // their callers challenged. Said, as /auth says it.
-        if (req.source_ip !== undefined && req.source_ip !== "" && !parseIp(req.source_ip)) {
-          throw validationFailed([{ path: "/source_ip", message: "Not an IP address (without a port)." }]);
-        }
         if (!auth) return answer(await admitCall(platform, await decideRoute(deps, req), req), request, req.callId);
         const named = (["account_id", "user_id", "device_id"] as const).filter((k) => req[k]);
         if (named.length) throw validationFailed(named.map((k) => ({ path: `/${k}`, message: "Not allowed with auth: the digest names the device." })));

@@ -19,7 +19,6 @@ import {
   monthStartMs,
   usageByDay,
   usageTotals,
-  spendByCurrency,
   type CallFilter,
   type CallKey,
   type UsageTotals,
@@ -214,14 +213,14 @@ export async function getUsage(db: DbOrTx, accountId: string, query: { since?: n
   const untilMs = query.until === undefined ? nowMs : query.until * 1000;
   const sinceMs = query.since === undefined ? await monthStartMs(db, account.timezone, nowMs) : query.since * 1000;
   if (untilMs <= sinceMs) throw validationFailed([{ path: "/query/until", message: "until must be after since." }]);
-  const [plan, byCurrency] = await Promise.all([defaultRatePlan(db, accountId), spendByCurrency(db, accountId, sinceMs, untilMs)]);
+  const [plan, { byCurrency, ...totals }] = await Promise.all([defaultRatePlan(db, accountId), usageTotals(db, accountId, sinceMs, untilMs)]);
   const currency = reportedCurrency(plan?.currency ?? null, byCurrency);
   const usage: CallModel.Usage = {
     since: Math.floor(sinceMs / 1000),
     until: Math.floor(untilMs / 1000),
     timezone: account.timezone,
     currency,
-    ...withMinutes(await usageTotals(db, accountId, sinceMs, untilMs, currency)),
+    ...withMinutes({ ...totals, cost_micro: currency === null ? 0 : (byCurrency[currency] ?? 0) }),
     spend_by_currency: byCurrency,
   };
   if (query.daily === "1") {
@@ -235,17 +234,16 @@ export async function getBalance(db: DbOrTx, accountId: string): Promise<CallMod
   const account = await accountOf(db, accountId);
   const nowMs = Date.now();
   const startMs = await monthStartMs(db, account.timezone, nowMs);
-  const [plan, byCurrency] = await Promise.all([defaultRatePlan(db, accountId), spendByCurrency(db, accountId, startMs, nowMs + 1)]);
+  const [plan, { byCurrency, count }] = await Promise.all([defaultRatePlan(db, accountId), usageTotals(db, accountId, startMs, nowMs + 1)]);
   const currency = reportedCurrency(plan?.currency ?? null, byCurrency);
-  const totals = await usageTotals(db, accountId, startMs, nowMs + 1, currency);
   return {
     status: account.status as CallModel.Balance["status"],
     rate_plan: plan ? { id: plan.id, name: plan.name, currency: plan.currency } : null,
     currency,
     month_start: Math.floor(startMs / 1000),
-    month_to_date_spend_micro: totals.cost_micro,
+    month_to_date_spend_micro: currency === null ? 0 : (byCurrency[currency] ?? 0),
     month_to_date_spend_by_currency: byCurrency,
-    month_to_date_calls: totals.count,
+    month_to_date_calls: count,
   };
 }
 

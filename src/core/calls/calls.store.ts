@@ -1,5 +1,5 @@
 /** Queries on call records and their traces. The only file of this capability that touches drizzle. */
-import { and, asc, desc, eq, getTableColumns, gte, isNotNull, isNull, lt, ne, sql, type SQL, type SQLWrapper } from "drizzle-orm";
+import { and, asc, desc, eq, getTableColumns, gte, isNull, lt, ne, sql, type SQL, type SQLWrapper } from "drizzle-orm";
 import { columnList, columnReader, jsonRows } from "../db/sql-text.ts";
 import { resultRows, type DbOrTx } from "../db/db.ts";
 import { rawRows } from "../db/migrate.ts";
@@ -422,11 +422,15 @@ export interface UsageTotals {
   cost_micro: number;
 }
 
-/** The totals; cost only of calls priced in `currency` (micro-units of different currencies never add up). */
-const totalsIn = (currency: string | null) => ({
+const counts = {
   count: sql<number>`count(*)::int`,
   answered: sql<number>`coalesce(sum(${callRecords.answered}), 0)::int`,
   billsec: sql<number>`coalesce(sum(${callRecords.billsec}), 0)::bigint`,
+};
+
+/** The totals; cost only of calls priced in `currency` (micro-units of different currencies never add up). */
+const totalsIn = (currency: string | null) => ({
+  ...counts,
   cost_micro: sql<number>`coalesce(sum(${callRecords.cost_micro}) filter (where ${callRecords.currency} = ${currency ?? ""}), 0)::bigint`,
 });
 
@@ -441,21 +445,31 @@ const asTotals = (r: { count: unknown; answered: unknown; billsec: unknown; cost
   cost_micro: Number(r.cost_micro),
 });
 
-/** Count, answered, billsec and cost (of the calls priced in `currency`) of the account's admitted calls started in [since, until). */
-export async function usageTotals(db: DbOrTx, accountId: string, sinceMs: number, untilMs: number, currency: string | null): Promise<UsageTotals> {
-  const [row] = await db.select(totalsIn(currency)).from(callRecords).where(usageWhere(accountId, sinceMs, untilMs));
-  return asTotals(row!);
-}
-
-/** The cost of the account's calls started in [since, until), per currency they were priced in (those that cost something). */
-export async function spendByCurrency(db: DbOrTx, accountId: string, sinceMs: number, untilMs: number): Promise<Record<string, number>> {
+/**
+ * Count, answered and billsec of the account's admitted calls started in [since, until), and their
+ * cost per currency they were priced in (currencies that cost something), in one pass over them.
+ */
+export async function usageTotals(
+  db: DbOrTx,
+  accountId: string,
+  sinceMs: number,
+  untilMs: number,
+): Promise<Omit<UsageTotals, "cost_micro"> & { byCurrency: Record<string, number> }> {
   const rows = await db
-    .select({ currency: callRecords.currency, cost: sql<number>`sum(${callRecords.cost_micro})::bigint` })
+    .select({ currency: callRecords.currency, ...counts, cost_micro: sql<number>`coalesce(sum(${callRecords.cost_micro}), 0)::bigint` })
     .from(callRecords)
-    .where(and(usageWhere(accountId, sinceMs, untilMs), sql`${callRecords.cost_micro} > 0`, isNotNull(callRecords.currency)))
+    .where(usageWhere(accountId, sinceMs, untilMs))
     .groupBy(callRecords.currency)
     .orderBy(callRecords.currency);
-  return Object.fromEntries(rows.map((r) => [r.currency!, Number(r.cost)]));
+  const out = { count: 0, answered: 0, billsec: 0, byCurrency: {} as Record<string, number> };
+  for (const r of rows) {
+    const t = asTotals(r);
+    out.count += t.count;
+    out.answered += t.answered;
+    out.billsec += t.billsec;
+    if (r.currency !== null && t.cost_micro > 0) out.byCurrency[r.currency] = t.cost_micro;
+  }
+  return out;
 }
 
 /** The same totals per calendar day (YYYY-MM-DD) in `timezone`, days with calls only, oldest first. */

@@ -4,8 +4,9 @@
  * is one conditional update in one transaction with its event, so a duplicate or late event changes
  * nothing: terminated twice ends once, confirmed after terminated is ignored, terminated before
  * confirmed is an unanswered call unless the end carries `answered_ts` (the shipped edge sends it),
- * which answers the call then. Times are the edge's (`ts`), never later than when they arrive. An event for a Call-ID we never admitted is logged and ignored (the
- * edge also reports dialogs of calls the router refused without an account, e.g. unknown DIDs).
+ * which answers the call then. Times are the edge's (`ts`), never later than when they arrive. An
+ * event for a Call-ID we never admitted is logged and ignored (the edge also reports dialogs of calls
+ * the router refused without an account, e.g. unknown DIDs).
  */
 import type { Platform } from "../platform.ts";
 import type { DialogEvent } from "../routing/route-types.ts";

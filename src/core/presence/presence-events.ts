@@ -17,7 +17,6 @@ import {
   missingQueueIds,
 } from "./presence.store.ts";
 import { agentLiveState, applyAgentEvent, refreshAgentAfterCalls } from "./agent-state.ts";
-import { parseIp } from "../net/cidr.ts";
 
 /** Optional clock for tests that inject short expiries (epoch ms). */
 export interface PresenceClock {
@@ -34,7 +33,6 @@ export async function handleRegister(platform: Platform, input: PresenceModel.Re
   if (input.user_id !== undefined && input.user_id !== device.user_id) {
     throw validationFailed([{ path: "/user_id", message: "Not the user of this device." }]);
   }
-  if (input.source_ip !== undefined && !parseIp(input.source_ip)) throw validationFailed([{ path: "/source_ip", message: "Not an IP address." }]);
   if (input.expires > 0 && (device.device_status !== "active" || device.account_status !== "active")) {
     throw new AppError("forbidden", "This device may not register.");
   }

@@ -1,7 +1,7 @@
 /** TypeBox models of POST /presence/event and GET /presence/users. */
 import { Type as T, type Static } from "@sinclair/typebox";
 import { t } from "elysia";
-import { Flag, IdOf, Nullable } from "../validation/fields.ts";
+import { Flag, IdOf, IpAddress, Nullable } from "../validation/fields.ts";
 import { DialogEvent } from "../routing/route-types.ts";
 import { MAX_REGISTER_EXPIRES_SEC } from "./presence.service.ts";
 
@@ -26,7 +26,7 @@ export namespace PresenceModel {
       expires: T.Integer({ minimum: 0, maximum: MAX_REGISTER_EXPIRES_SEC, description: `Seconds the binding lives, 0–${MAX_REGISTER_EXPIRES_SEC}; 0 removes it.` }),
       user_agent: T.Optional(T.String({ maxLength: 255 })),
       transport: T.Optional(T.String({ pattern: "^(?:udp|tcp|tls|ws|wss|sctp|UDP|TCP|TLS|WS|WSS|SCTP)$", description: "udp, tcp, tls, ws, wss or sctp." })),
-      source_ip: T.Optional(T.String({ maxLength: 64, description: "Address the REGISTER came from." })),
+      source_ip: T.Optional(IpAddress("Address the REGISTER came from.")),
       source_port: T.Optional(T.Integer({ minimum: 1, maximum: 65535 })),
       received: T.Optional(T.String({ maxLength: 1024, description: "Received URI when the source differs from the Contact (NAT)." })),
       path: T.Optional(T.String({ maxLength: 2048, description: "Path header (RFC 3327)." })),

@@ -608,8 +608,9 @@ async function outboundCall(
 ): Promise<RouteDecision> {
   // A number dialled with its + is international already: national-format rules (10 digits → 1…)
   // must not rewrite it.
-  const e164 = dialledInternational(draft.req.to) ? digits : applyTransforms(draft, "outbound_dst", transforms, digits, (t) => t.scope_kind === "account");
-  if (dialledInternational(draft.req.to)) step(draft, "transform", `+${digits} dialled in international form: account transforms skipped`);
+  const international = dialledInternational(draft.req.to);
+  if (international) step(draft, "transform", `+${digits} dialled in international form: account transforms skipped`);
+  const e164 = international ? digits : applyTransforms(draft, "outbound_dst", transforms, digits, (t) => t.scope_kind === "account");
   if (!E164.test(e164)) {
     step(draft, "number", `${e164} is not an E.164 number after transforms`);
     return reject(draft, 484, "Address Incomplete", "not an E.164 destination");

@@ -4,7 +4,7 @@
  * endpoints. Field names follow DESIGN.md section 4 (camelCase request fields of the edge).
  */
 import { Type as T, type Static } from "@sinclair/typebox";
-import { EpochMs } from "../validation/fields.ts";
+import { EpochMs, IpAddress } from "../validation/fields.ts";
 
 /** POST /route: form or JSON, same names (DESIGN.md section 4). */
 export const RouteRequest = T.Object(
@@ -13,7 +13,7 @@ export const RouteRequest = T.Object(
     from: T.String({ maxLength: 255, description: "Caller: user part of From (number or SIP user), may be empty for anonymous." }),
     fromDomain: T.String({ maxLength: 255, description: "Domain of From (the account's SIP realm for devices)." }),
     to: T.String({ minLength: 1, maxLength: 255, description: "Called: user part of the Request-URI." }),
-    source_ip: T.Optional(T.String({ maxLength: 64, description: "Where the INVITE came from (trunk ACLs)." })),
+    source_ip: T.Optional(IpAddress("Where the INVITE came from (trunk ACLs).")),
     transport: T.Optional(T.String({ maxLength: 16 })),
     fromName: T.Optional(T.String({ maxLength: 255, description: "Display name of From." })),
     privacy: T.Optional(T.String({ maxLength: 64, description: "Privacy header (id, none), for anonymous callers." })),

@@ -1,6 +1,6 @@
 /** TypeBox models of POST /auth (the edge asks whether a SIP digest is right). */
 import { Type as T, type Static } from "@sinclair/typebox";
-import { Flag } from "../validation/fields.ts";
+import { Flag, IpAddress } from "../validation/fields.ts";
 
 export namespace SipAuthModel {
   /**
@@ -22,7 +22,7 @@ export namespace SipAuthModel {
         T.String({ pattern: "^[Mm][Dd]5(-[Ss][Ee][Ss][Ss])?$", description: "MD5 (default) or MD5-sess; any other algorithm is refused." }),
       ),
       opaque: T.Optional(T.String({ maxLength: 255, description: "Echoed by the client; the edge owns it, we ignore it." })),
-      source_ip: T.Optional(T.String({ maxLength: 64, description: "Address the request came from; failed attempts are counted per address." })),
+      source_ip: T.Optional(IpAddress("Address the request came from; failed attempts are counted per address.")),
       transport: T.Optional(T.String({ maxLength: 16, description: "udp, tcp, tls, ws or wss." })),
       user_agent: T.Optional(T.String({ maxLength: 255, description: "User-Agent header, for the logs." })),
     },

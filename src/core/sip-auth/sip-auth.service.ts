@@ -8,7 +8,6 @@ import type { Db } from "../db/db.ts";
 import { accountKey, globalKey, type LiveStore } from "../live/live-store.ts";
 import type { Logger } from "../log/logger.ts";
 import type { Platform } from "../platform.ts";
-import { parseIp } from "../net/cidr.ts";
 import type { SipAuthModel } from "./sip-auth.model.ts";
 import { digestEquals, expectedResponse } from "./sip-digest.ts";
 import { findDigestIdentity, findDigestIdentityWithContext, type DigestIdentity } from "./sip-auth.store.ts";
@@ -105,7 +104,6 @@ async function verifyDigest<I extends DigestIdentity>(
     if (missing.length) throw validationFailed(missing);
   }
   const sourceIp = input.source_ip === undefined ? null : input.source_ip.trim().toLowerCase();
-  if (sourceIp !== null && !parseIp(sourceIp)) throw validationFailed([{ path: "/source_ip", message: "Not an IP address." }]);
   const sess = input.algorithm !== undefined && input.algorithm.toLowerCase() === "md5-sess";
   if (sess && input.cnonce === undefined) throw validationFailed([{ path: "/cnonce", message: "Required with MD5-sess." }]);
 

@@ -23,6 +23,9 @@ export const MAX_EPOCH_MS = MAX_EPOCH_SEC * 1000 + 999;
 export const EpochSec = (description: string) => T.Integer({ minimum: 0, maximum: MAX_EPOCH_SEC, description });
 
 /** An instant in epoch milliseconds, from 0 to {@link MAX_EPOCH_MS}. */
+/** An IP address (no port), as the edge reports where a request came from. */
+export const IpAddress = (description: string) => T.String({ format: "ip-text", maxLength: 64, description });
+
 export const EpochMs = (description: string) => T.Integer({ minimum: 0, maximum: MAX_EPOCH_MS, description });
 
 /** A whole number ≥ 1. */

@@ -4,6 +4,7 @@
  * with TypeBox) and domain code agree, and OpenAPI shows the format name.
  */
 import { FormatRegistry } from "@sinclair/typebox";
+import { parseIp } from "../net/cidr.ts";
 
 // ISO 3166-1 alpha-2, officially assigned codes.
 const COUNTRIES = new Set(
@@ -53,6 +54,19 @@ export function isLanguageTag(value: string): boolean {
 }
 
 FormatRegistry.Set("iana-timezone", isTimeZone);
+// An IPv4 or IPv6 address (IPv4-mapped, [bracketed] and %zone forms included), never with a port.
+FormatRegistry.Set("ip-text", (v) => parseIp(v.trim()) !== null);
 FormatRegistry.Set("iso-country", isCountryCode);
 FormatRegistry.Set("bcp47", isLanguageTag);
 FormatRegistry.Set("email", (v) => /^[^\s@]+@[^\s@]+$/.test(v) && v.length <= 254);
+
+/** What a failed format says, where TypeBox's "Expected string to match 'x' format" says too little. */
+const FORMAT_MESSAGES: Record<string, string> = {
+  "ip-text": "Not an IP address (an address without a port).",
+};
+
+/** A validation message, made plain for the formats above that have a message of their own. */
+export function formatMessage(message: string): string {
+  const name = /^Expected string to match '([^']+)' format$/.exec(message)?.[1];
+  return (name !== undefined ? FORMAT_MESSAGES[name] : undefined) ?? message;
+}
