@@ -5,7 +5,7 @@
  *   parley migrate
  *   parley admin account create --name NAME [--timezone TZ] [--parent-id ID] [--reseller] [--rate-limit N]
  *   parley admin key create --account-id ID [--label L] [--scopes a,b]
- *   parley admin console-user create --account-id ID --email E (--password P | --password-stdin) [--scopes a,b]
+ *   parley admin console-user create --account-id ID --email E (--password P | --password-stdin) [--scopes a,b] [--user-id us_…]
  *   parley config plan|apply|export|schema …   (the config-managed resources, from a YAML or JSON file)
  */
 import { parseArgs } from "node:util";
@@ -32,7 +32,7 @@ const USAGE = `Usage:
   parley migrate
   parley admin account create --name NAME [--timezone TZ] [--parent-id ID] [--reseller] [--rate-limit N]
   parley admin key create --account-id ID [--label LABEL] [--scopes a,b]
-  parley admin console-user create --account-id ID --email EMAIL (--password P | --password-stdin) [--scopes a,b]
+  parley admin console-user create --account-id ID --email EMAIL (--password P | --password-stdin) [--scopes a,b] [--user-id us_…]
   parley config plan FILE --account-id ID [--format yaml|json] [--json]
   parley config apply FILE --account-id ID [--format yaml|json] [--yes]
   parley config export --account-id ID [--format yaml|json] [--output FILE]
@@ -113,6 +113,7 @@ async function admin(config: Config, args: string[]): Promise<void> {
       email: { type: "string" },
       password: { type: "string" },
       "password-stdin": { type: "boolean" },
+      "user-id": { type: "string" },
     },
     strict: true,
   });
@@ -135,7 +136,13 @@ async function admin(config: Config, args: string[]): Promise<void> {
       out = { id: key.id, secret: key.secret, label: key.label, scopes: key.scopes };
     } else if (what === "console-user") {
       const password = values["password-stdin"] ? (await Bun.stdin.text()).replace(/\r?\n$/, "") : values.password;
-      const input = checked(AuthModel.AdminCreateConsoleUser, { account_id: values["account-id"], email: values.email, password, scopes });
+      const input = checked(AuthModel.AdminCreateConsoleUser, {
+        account_id: values["account-id"],
+        email: values.email,
+        password,
+        scopes,
+        ...(values["user-id"] === undefined ? {} : { user_id: values["user-id"] }),
+      });
       out = await createConsoleUser(platform.db, input);
     } else {
       throw new UsageError(USAGE);

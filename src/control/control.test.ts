@@ -1,4 +1,5 @@
 /** The control host: admin token gate, admin endpoints, IP allowlist, the two 501 stubs. */
+import { createUser } from "../core/users/users.service.ts";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Platform } from "../core/platform.ts";
 import { createControlApp } from "./app.ts";
@@ -35,6 +36,21 @@ describe(`control host admin [${storeKind}]`, () => {
     expect(cu.text).not.toContain("password");
     const login = await call(createConsoleApp(platform), "POST", "/login", { body: { email, password: "a long enough password" } });
     expect(login.status).toBe(200);
+    expect(cu.body.data.user_id).toBeNull();
+    // A login that acts as one of the account's users (an agent).
+    const agent = await createUser(platform.db, accountId, { username: "2001", display_name: "Agent" });
+    const asAgent = await call(app, "POST", "/admin/console-users", {
+      headers: admin,
+      body: { account_id: accountId, email: `agent-${Date.now()}@globex.test`, password: "a long enough password", user_id: agent.id },
+    });
+    expect(asAgent.status).toBe(201);
+    expect(asAgent.body.data.user_id).toBe(agent.id);
+    const stranger = await call(app, "POST", "/admin/console-users", {
+      headers: admin,
+      body: { account_id: accountId, email: `nobody-${Date.now()}@globex.test`, password: "a long enough password", user_id: "us_NOPE" },
+    });
+    expect(stranger.status).toBe(400);
+    expect(stranger.body.details).toEqual([{ path: "/user_id", message: "No such user in this account." }]);
   });
 
   test("the operator suspends, reactivates and closes an account: its API keys stop and start with it; closed is final", async () => {

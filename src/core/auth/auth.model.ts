@@ -79,6 +79,9 @@ export namespace AuthModel {
       email: T.String({ format: "email", maxLength: 254 }),
       password: T.String({ minLength: 10, maxLength: 200, description: "At least 10 characters." }),
       scopes: T.Optional(T.Array(ScopeName, { minItems: 1, maxItems: 64, uniqueItems: true })),
+      user_id: T.Optional(
+        T.String({ minLength: 1, maxLength: 64, description: "The account's user (us_…) this login acts as: an agent's own call (GET /v1/calls/mine) is this user's." }),
+      ),
     },
     { additionalProperties: false },
   );

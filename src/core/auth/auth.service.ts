@@ -5,6 +5,7 @@ import { newId } from "../ids/ids.ts";
 import { nowSeconds } from "../db/columns.ts";
 import { decodeCursor, toPage } from "../pagination/pagination.ts";
 import { findAccount } from "../accounts/accounts.store.ts";
+import { findUser } from "../users/users.store.ts";
 import type { AuthModel } from "./auth.model.ts";
 import { isScope, ungrantable } from "./scopes.ts";
 import { hashApiKeySecret, newApiKeySecret } from "./secrets-format.ts";
@@ -104,12 +105,15 @@ export function normalizeEmail(email: string): string {
 /** Creates a console login (operator action). Emails are unique across the platform: 409 when taken. */
 export async function createConsoleUser(
   db: DbOrTx,
-  input: { account_id: string; email: string; password: string; scopes?: string[] },
+  input: { account_id: string; email: string; password: string; scopes?: string[]; user_id?: string },
 ): Promise<AuthModel.ConsoleUser> {
   const scopes = input.scopes ?? ["*"];
   checkScopes(scopes, "/scopes");
   const account = await findAccount(db, input.account_id);
   if (!account) throw validationFailed([{ path: "/account_id", message: "No such account." }]);
+  if (input.user_id !== undefined && !(await findUser(db, input.account_id, input.user_id))) {
+    throw validationFailed([{ path: "/user_id", message: "No such user in this account." }]);
+  }
   const now = nowSeconds();
   try {
     const row = await insertConsoleUser(db, {
@@ -118,6 +122,7 @@ export async function createConsoleUser(
       email: normalizeEmail(input.email),
       password_hash: await Bun.password.hash(input.password, { algorithm: "argon2id" }),
       scopes,
+      user_id: input.user_id ?? null,
       created_at: now,
       updated_at: now,
     });

@@ -66,6 +66,15 @@ export async function insertConsoleUser(db: DbOrTx, row: typeof consoleUsers.$in
   return created;
 }
 
+export async function findConsoleUser(db: DbOrTx, accountId: string, id: string): Promise<ConsoleUserRow | null> {
+  const [row] = await db
+    .select()
+    .from(consoleUsers)
+    .where(and(eq(consoleUsers.account_id, accountId), eq(consoleUsers.id, id)))
+    .limit(1);
+  return row ?? null;
+}
+
 export async function findConsoleUserByEmail(db: DbOrTx, email: string): Promise<ConsoleUserRow | null> {
   const [ref] = await db.select().from(consoleLogin).where(eq(consoleLogin.email, email)).limit(1);
   if (!ref) return null;

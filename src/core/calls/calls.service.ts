@@ -1,6 +1,8 @@
 /** Use cases on call records: listing and CSV export, detail, trace, usage, balance, live snapshot, CAC. */
 import { findAccount } from "../accounts/accounts.store.ts";
-import { notFound, validationFailed } from "../errors/app-error.ts";
+import { AppError, notFound, validationFailed } from "../errors/app-error.ts";
+import { findConsoleUser } from "../auth/auth.store.ts";
+import type { Principal } from "../auth/principal.ts";
 import type { Database, DbOrTx } from "../db/db.ts";
 import type { LiveStore } from "../live/live-store.ts";
 import { cacSnapshot, resetCac } from "../cac/cac.service.ts";
@@ -10,6 +12,7 @@ import type { CallModel, CallStatus } from "./calls.model.ts";
 import type { CallRecordRow } from "./calls.schema.ts";
 import {
   findCall,
+  findCurrentCallOfUser,
   findCallBySipIdAnyAccount,
   listActiveCalls,
   listCalls,
@@ -173,6 +176,25 @@ export async function getCallTrace(db: DbOrTx, accountId: string, id: string): P
   const row = await findCall(db, accountId, id);
   if (!row) throw notFound("call");
   return traceOf(db, row);
+}
+
+/**
+ * GET /v1/calls/mine: the call the credential's own user is on now. A console login acts as a user
+ * when it was created with one (user_id); an API key acts as no user.
+ */
+export async function getMyCurrentCall(db: DbOrTx, principal: Principal): Promise<CallModel.Call> {
+  const login = principal.via === "token" && principal.consoleUserId ? await findConsoleUser(db, principal.accountId, principal.consoleUserId) : null;
+  if (!login?.user_id) {
+    throw new AppError(
+      "forbidden",
+      principal.via === "key"
+        ? "An API key acts as no user: /v1/calls/mine needs the session token of a console login created with a user_id."
+        : "This console login acts as no user (it was created without a user_id), so it has no call of its own.",
+    );
+  }
+  const row = await findCurrentCallOfUser(db, principal.accountId, login.user_id);
+  if (!row) throw new AppError("not_found", "Your user is on no call now.");
+  return toCall(row);
 }
 
 /** Control host: the trace by SIP Call-ID (or call_… id with the account), any account. */

@@ -34,6 +34,28 @@ export async function findCall(db: DbOrTx, accountId: string, id: string): Promi
   return row ?? null;
 }
 
+/**
+ * The call `userId` is in now, the latest if several: one it placed (user_id), answered (agent_id) or
+ * that is ringing it (routed to the user and not answered yet). Reads the account's live calls only.
+ */
+export async function findCurrentCallOfUser(db: DbOrTx, accountId: string, userId: string): Promise<CallRecordRow | null> {
+  const c = callRecords;
+  const [row] = await db
+    .select()
+    .from(c)
+    .where(
+      and(
+        eq(c.account_id, accountId),
+        isNull(c.ended_ms),
+        sql`(${c.user_id} = ${userId} or ${c.agent_id} = ${userId}
+             or (${c.answered} = 0 and ${c.reply} #>> '{rtjson,vars,dest_kind}' = 'user' and ${c.reply} #>> '{rtjson,vars,dest_id}' = ${userId}))`,
+      ),
+    )
+    .orderBy(desc(c.started_ms))
+    .limit(1);
+  return row ?? null;
+}
+
 /** The call_record columns, by their database names. */
 const CALL_COLUMNS = new Set(Object.values(getTableColumns(callRecords)).map((c) => c.name));
 /** Column lists of call inserts, by the columns a row gives (the callers give a few fixed sets). */

@@ -16,6 +16,7 @@ import { insertRatePlan } from "../../core/rates/rates.store.ts";
 import { updateAccount } from "../../core/accounts/accounts.store.ts";
 import { CSV_PAGE } from "../../core/calls/calls.service.ts";
 import { createUser } from "../../core/users/users.service.ts";
+import { createConsoleUser, login } from "../../core/auth/auth.service.ts";
 import { createQueue } from "../../core/queues/queues.service.ts";
 import { handleAgent } from "../../core/presence/presence-events.ts";
 
@@ -318,5 +319,93 @@ describe(`usage, balance, live, CAC reset [${storeKind}]`, () => {
 
     await handleDialogEvent(platform, { type: "dialog", callId: cid, state: "terminated" });
     expect((await call(app, "GET", "/v1/live", { key: t.key })).body.data.active_calls).toBe(0);
+  });
+});
+
+describe(`GET /v1/calls/mine [${storeKind}]`, () => {
+  /** A console login acting as `userId` (or as no user), and its session token. */
+  async function tokenOf(accountId: string, userId?: string, scopes: string[] = ["calls"]): Promise<string> {
+    const email = `mine${Date.now()}${Math.floor(Math.random() * 1e6)}@example.test`;
+    const password = "correct horse battery staple";
+    await createConsoleUser(platform.db, { account_id: accountId, email, password, scopes, ...(userId ? { user_id: userId } : {}) });
+    return (await login(platform.db, platform.tokens, { email, password })).token;
+  }
+  /** A call routed to `userId` (an internal call from `fromUser`, when given). */
+  async function callTo(accountId: string, userId: string, fromUser: string | null = null) {
+    const cid = sipCallId();
+    const routed = decision(accountId, {
+      direction: "internal",
+      userId: fromUser,
+      reply: { rtjson: { action: "proxy", account_id: accountId, flow_id: null, vars: { direction: "internal", dest_kind: "user", dest_id: userId } } },
+    });
+    const reply = await admitCall(platform, routed, routeRequest(cid));
+    return { cid, id: reply.rtjson.vars.call_id as string };
+  }
+
+  test("the call the login's user is rung by, then answers; none once it ends", async () => {
+    const t = await seedTenant(platform);
+    const ann = await createUser(platform.db, t.accountId, { username: "401", display_name: "Ann", is_agent: 1 });
+    const bob = await createUser(platform.db, t.accountId, { username: "402", display_name: "Bob" });
+    const annToken = await tokenOf(t.accountId, ann.id);
+    const bobToken = await tokenOf(t.accountId, bob.id);
+    expect((await call(app, "GET", "/v1/calls/mine", { token: annToken })).status).toBe(404);
+
+    const first = await callTo(t.accountId, ann.id, bob.id);
+    const ringing = await call(app, "GET", "/v1/calls/mine", { token: annToken });
+    expect(ringing.status).toBe(200);
+    expect(ringing.body.data).toMatchObject({ id: first.id, direction: "internal", user_id: bob.id });
+    // The caller is on it too.
+    expect((await call(app, "GET", "/v1/calls/mine", { token: bobToken })).body.data.id).toBe(first.id);
+
+    await handleDialogEvent(platform, { type: "dialog", callId: first.cid, state: "confirmed" });
+    const answered = await call(app, "GET", "/v1/calls/mine", { token: annToken });
+    expect(answered.body.data).toMatchObject({ id: first.id, status: "answered", agent_id: ann.id });
+
+    await handleDialogEvent(platform, { type: "dialog", callId: first.cid, state: "terminated", sip_code: 200 });
+    const after = await call(app, "GET", "/v1/calls/mine", { token: annToken });
+    expect(after.status).toBe(404);
+    expect(after.body).toEqual({ ok: false, error: "not_found", message: "Your user is on no call now." });
+  });
+
+  test("a call rung to the user but answered by another is not the user's", async () => {
+    const t = await seedTenant(platform);
+    const ann = await createUser(platform.db, t.accountId, { username: "411", display_name: "Ann" });
+    const cat = await createUser(platform.db, t.accountId, { username: "412", display_name: "Cat" });
+    const annToken = await tokenOf(t.accountId, ann.id);
+    const placed = await callTo(t.accountId, ann.id);
+    // Forwarded on no answer: the call is answered by Cat.
+    await handleDialogEvent(platform, { type: "dialog", callId: placed.cid, state: "confirmed", legs: [{ role: "callee", user_id: cat.id }] } as never);
+    const mine = await call(app, "GET", "/v1/calls/mine", { token: annToken });
+    expect(mine.status).toBe(404);
+    expect((await call(app, "GET", "/v1/calls/mine", { token: await tokenOf(t.accountId, cat.id) })).body.data.id).toBe(placed.id);
+  });
+
+  test("another account's calls are not the user's; keys and logins without a user get 403, other scopes too", async () => {
+    const t = await seedTenant(platform);
+    const other = await seedTenant(platform);
+    const ann = await createUser(platform.db, t.accountId, { username: "421", display_name: "Ann" });
+    // Same user id text in another account: not Ann's.
+    await callTo(other.accountId, ann.id);
+    expect((await call(app, "GET", "/v1/calls/mine", { token: await tokenOf(t.accountId, ann.id) })).status).toBe(404);
+
+    const key = await keyWithScopes(platform, t.accountId, ["calls"]);
+    const byKey = await call(app, "GET", "/v1/calls/mine", { key });
+    expect(byKey.status).toBe(403);
+    expect(byKey.body).toMatchObject({ ok: false, error: "forbidden" });
+    expect(byKey.body.message).toContain("API key acts as no user");
+    const noUser = await call(app, "GET", "/v1/calls/mine", { token: await tokenOf(t.accountId) });
+    expect(noUser.status).toBe(403);
+    expect(noUser.body.message).toContain("without a user_id");
+    const cdrOnly = await call(app, "GET", "/v1/calls/mine", { token: await tokenOf(t.accountId, ann.id, ["cdr"]) });
+    expect(cdrOnly.status).toBe(403);
+    expect(cdrOnly.body).toMatchObject({ error: "forbidden", need: "calls" });
+  });
+
+  test("a login's user_id must be a user of its account", async () => {
+    const t = await seedTenant(platform);
+    const other = await seedTenant(platform);
+    const stranger = await createUser(platform.db, other.accountId, { username: "431", display_name: "Not here" });
+    const input = { account_id: t.accountId, email: `x${Date.now()}@example.test`, password: "correct horse battery staple", user_id: stranger.id };
+    await expect(createConsoleUser(platform.db, input)).rejects.toMatchObject({ code: "validation_failed" });
   });
 });

@@ -1,9 +1,9 @@
-/** GET /v1/calls (+csv), GET /v1/calls/{id}, GET /v1/calls/{id}/trace, POST /v1/cac/reset. */
+/** GET /v1/calls (+csv), GET /v1/calls/mine, GET /v1/calls/{id}, GET /v1/calls/{id}/trace, POST /v1/cac/reset. */
 import { Elysia } from "elysia";
 import { Type as T } from "@sinclair/typebox";
 import type { Platform } from "../../core/platform.ts";
 import { CallModel } from "../../core/calls/calls.model.ts";
-import { getCall, getCallTrace, listCallsPage, resetAccountCac, streamCallsCsv } from "../../core/calls/calls.service.ts";
+import { getCall, getCallTrace, getMyCurrentCall, listCallsPage, resetAccountCac, streamCallsCsv } from "../../core/calls/calls.service.ts";
 import { DEFAULT_PAGE_SIZE } from "../../core/pagination/pagination.ts";
 import { apiModels } from "../../http/api-models.ts";
 import { DataReply, ListReply, errorReplies } from "../../http/reply-models.ts";
@@ -51,6 +51,18 @@ export function callRoutes(platform: Platform) {
         },
       },
     )
+    .get("/v1/calls/mine", async ({ principal }) => ({ ok: true as const, data: await getMyCurrentCall(platform.db, principal) }), {
+      scope: "calls",
+      query: NoQuery,
+      response: { 200: DataReply(CallModel.Call), ...errorReplies(400, 401, 403, 404, 429) },
+      detail: {
+        tags,
+        summary: "The call your own user is on now",
+        description:
+          "For the session token of a console login that acts as a user (created with user_id): the latest call that user placed, answered or is being rung by, still up. " +
+          "404 when there is none; 403 for an API key or a login without a user.",
+      },
+    })
     .get("/v1/calls/:id", async ({ principal, params }) => ({ ok: true as const, data: await getCall(platform.db, principal.accountId, params.id) }), {
       scope: "cdr",
       params: IdParams,
