@@ -59,6 +59,17 @@ describe(`POST /route [${storeKind}]`, () => {
     const b = await post(form.toString(), "application/x-www-form-urlencoded");
     expect(b.status).toBe(200);
     expect(b.body.rtjson).toMatchObject({ action: "flow", flow_id: flow });
+    // Optional fields an edge config fills with empty strings count as absent, in both encodings.
+    const blanks = { source_country: "", trunk_id: "", account_id: "" };
+    const c = await json({ callId: `r-${Date.now()}-c`, from: "14155550000", fromDomain: "carrier", to: did.e164, source_ip: "192.0.2.1", ...blanks });
+    expect(c.status).toBe(200);
+    expect(c.body.rtjson).toMatchObject({ action: "flow", flow_id: flow });
+    const formBlanks = new URLSearchParams({ callId: `r-${Date.now()}-d`, from: "14155550000", fromDomain: "carrier", to: did.e164, source_ip: "192.0.2.1", ...blanks });
+    expect((await post(formBlanks.toString(), "application/x-www-form-urlencoded")).body.rtjson).toMatchObject({ action: "flow", flow_id: flow });
+    // Without a source address the call is not the carrier's: challenged like any unknown caller.
+    const noSource = await json({ callId: `r-${Date.now()}-e`, from: "14155550000", fromDomain: "carrier", to: did.e164, source_ip: "" });
+    expect(noSource.status).toBe(200);
+    expect(noSource.body.rtjson).toMatchObject({ action: "reject", code: 407 });
   });
 
   test("a refusal is a 200 carrying a reject action with the SIP code", async () => {

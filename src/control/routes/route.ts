@@ -27,6 +27,7 @@ const RouteBody = T.Object(
   { additionalProperties: true, description: "POST /route request: form or JSON, same names." },
 );
 
+const prepareRoute = edgeBodyPreparer(RouteBody);
 const prepareAuth = edgeBodyPreparer(SipAuthModel.Request);
 
 /** The reply: the rtjson document, and who authenticated when the request carried `auth`. */
@@ -95,7 +96,10 @@ export function routeRoutes(platform: Platform, options: RouteRoutesOptions = {}
       {
         // Empty optional digest fields count as absent, as on /auth. In a form body `auth` is text, which
         // the schema refuses (400 at /auth): it is taken in JSON bodies only.
-        transform: ({ body, request }) => prepareAuth((body as { auth?: unknown } | null)?.auth, request),
+        transform: ({ body, request }) => {
+          prepareRoute(body, request);
+          prepareAuth((body as { auth?: unknown } | null)?.auth, request);
+        },
         body: RouteBody,
         detail: { summary: "Routing decision for a new call (the edge's rtjson document)" },
       },

@@ -49,6 +49,20 @@ describe("loadConfig", () => {
     }
   });
 
+  test("a master key that is not 32 bytes of hex or base64, and an unreadable CA file, stop start-up naming the variable", () => {
+    const nearMiss = "x".repeat(40);
+    try {
+      loadConfig({ PARLEY_MASTER_KEY: nearMiss });
+      throw new Error("should have thrown");
+    } catch (error) {
+      expect(error).toBeInstanceOf(ConfigError);
+      expect((error as Error).message).toContain("PARLEY_MASTER_KEY: The master key must be 32 bytes");
+      expect((error as Error).message).not.toContain(nearMiss);
+    }
+    expect(loadConfig({ PARLEY_MASTER_KEY: "ab".repeat(32) }).masterKey).toBe("ab".repeat(32));
+    expect(() => loadConfig({ WEBHOOK_CA_FILE: "/nonexistent/ca.pem" })).toThrow(/WEBHOOK_CA_FILE: cannot read "\/nonexistent\/ca.pem" \(ENOENT\)/);
+  });
+
   test("PostgreSQL mode requires shared secrets", () => {
     expect(() => loadConfig({ DATABASE_URL: "postgres://127.0.0.1/x" })).toThrow(/JWT_SECRET and PARLEY_MASTER_KEY/);
   });

@@ -2,6 +2,8 @@
  * Configuration comes only from environment variables, validated once at start. A bad value stops
  * start-up with a message naming the variable (and never echoing a secret's value).
  */
+import { readFileSync } from "node:fs";
+import { parseMasterKey } from "../secrets/master-key.ts";
 import { availableParallelism } from "node:os";
 import { Type as T, type Static } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
@@ -122,6 +124,20 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       carrierAddresses = parseCidrList(e.CARRIER_ADDRESSES);
     } catch (error) {
       problems.push(`CARRIER_ADDRESSES: ${(error as Error).message}`);
+    }
+    if (e.PARLEY_MASTER_KEY !== undefined) {
+      try {
+        parseMasterKey(e.PARLEY_MASTER_KEY);
+      } catch (error) {
+        problems.push(`PARLEY_MASTER_KEY: ${(error as Error).message}`);
+      }
+    }
+    if (e.WEBHOOK_CA_FILE !== undefined) {
+      try {
+        readFileSync(e.WEBHOOK_CA_FILE);
+      } catch (error) {
+        problems.push(`WEBHOOK_CA_FILE: cannot read ${JSON.stringify(e.WEBHOOK_CA_FILE)} (${(error as NodeJS.ErrnoException).code ?? "unreadable"})`);
+      }
     }
     mediaEngines = e.MEDIA_ENGINES.split(",").map((u) => u.trim()).filter(Boolean);
     const badEngine = mediaEngines.find((u) => !/^sips?:[^\s;]+(;[^\s]*)?$/.test(u));
