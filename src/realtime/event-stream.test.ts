@@ -243,8 +243,11 @@ describe(`realtime stream: delivery [${storeKind}]`, () => {
     conn.send({ type: "resume", last_event_id: 9223372036854775807 });
     await conn.until(() => conn.messages.filter((m) => m.type === "error").length === 5);
     expect(conn.messages.filter((m) => m.type === "error").slice(2).map((m) => m.error)).toEqual(["bad_message", "bad_message", "bad_message"]);
+    // Still only test events: a call.started now is filtered out, the test event after it comes.
+    await callStarted(t.accountId, 3);
     const after = await testEvent(t.accountId, "filter kept");
     await conn.until(() => ids(conn.messages).includes(after.id));
+    expect(conn.events().map((m) => m.event)).toEqual(["call.started", "call.ended", "test", "test"]);
     conn.close();
   });
 

@@ -222,7 +222,8 @@ describe(`POST /auth [${storeKind}]`, () => {
     const s = await seedDevice();
     const ip = uniqueIp();
     await platform.live.del(AUTH_FAIL_KEY(ip));
-    const good = digest(s);
+    // Sent from `ip`, so a failure would be counted against it (only the /source_ip case cannot be).
+    const good = { ...digest(s), source_ip: ip };
     const cases: Array<[Record<string, unknown>, string]> = [
       [{ ...good, response: "not-hex" }, "/response"],
       [{ ...good, username: "" }, "/username"],
@@ -233,7 +234,7 @@ describe(`POST /auth [${storeKind}]`, () => {
       [{ ...good, method: "REG ISTER" }, "/method"],
       [{ ...good, source_ip: "not-an-ip" }, "/source_ip"],
       [{ ...good, extra: "x" }, "/extra"],
-      [{ realm: s.realm }, "/username"],
+      [{ realm: s.realm, source_ip: ip }, "/username"],
     ];
     for (const [body, path] of cases) {
       const r = await client.post("/auth", body);
@@ -242,6 +243,9 @@ describe(`POST /auth [${storeKind}]`, () => {
       expect(r.body.details.map((d: { path: string }) => d.path), JSON.stringify(body)).toContain(path);
     }
     expect(await authFailures(platform.live, ip)).toBe(0);
+    // While a wrong password from the same address is counted.
+    expect((await client.post("/auth", { ...digest(s, { password: "wrong-wrong" }), source_ip: ip })).status).toBe(401);
+    expect(await authFailures(platform.live, ip)).toBe(1);
   });
 
   test("the gate: 403 from an address outside CONTROL_ALLOW, even with a right digest", async () => {

@@ -220,10 +220,12 @@ describe(`agents and dialogs [${storeKind}]`, () => {
     const t = await seedTenant(platform);
     const u = await seedUser(t.accountId);
     expect((await client.post("/presence/event", { type: "dialog", callId: "c1", state: "confirmed", account_id: newId("acc") })).status).toBe(404);
-    const r = await client.post("/presence/event", { type: "dialog", callId: randomUUID(), state: "confirmed", account_id: t.accountId, legs: [{ user_id: newId("us") }, { device_id: u.deviceId }] });
+    const ghost = newId("us");
+    const r = await client.post("/presence/event", { type: "dialog", callId: randomUUID(), state: "confirmed", account_id: t.accountId, legs: [{ user_id: ghost }, { device_id: u.deviceId }] });
     expect(r.status).toBe(200);
-    // The leg with only a device id counts for the device's user.
+    // The leg with only a device id counts for the device's user; the unknown user is not tracked.
     expect(await userCallCount(platform.live, t.accountId, u.userId)).toBe(1);
+    expect(await userCallCount(platform.live, t.accountId, ghost)).toBe(0);
   });
 });
 

@@ -13,6 +13,7 @@ import { insertRatePlan } from "../rates/rates.store.ts";
 import { ratePlans } from "../rates/rates.schema.ts";
 import { defaultRatePlan, defaultRatePlans } from "../rates/rates.service.ts";
 import { existingAccountIds, existingUserKeys } from "../presence/presence.store.ts";
+import { createUser } from "../users/users.service.ts";
 import { activeSubscriptions } from "../webhooks/delivery.store.ts";
 import { webhookSubscriptions } from "../webhooks/webhooks.schema.ts";
 import type { CallRecordRow } from "./calls.schema.ts";
@@ -107,6 +108,21 @@ describe(`fixed-text statements of the dialog path [${storeKind}]`, () => {
     expect(await existingAccountIds(platform.db, [t.accountId])).toEqual(new Set([t.accountId]));
     expect(await existingAccountIds(platform.db, [t.accountId, other.accountId, "acc_missing"])).toEqual(new Set([t.accountId, other.accountId]));
     expect(await existingUserKeys(platform.db, [{ account_id: t.accountId, id: "us_missing" }])).toEqual(new Map());
+    const agent = await createUser(platform.db, t.accountId, { username: "501", display_name: "Agent", is_agent: 1 });
+    const plain = await createUser(platform.db, t.accountId, { username: "502", display_name: "Plain" });
+    // is_agent comes back a number on both stores; one key alone and several keys take different texts.
+    expect(await existingUserKeys(platform.db, [{ account_id: t.accountId, id: agent.id }])).toEqual(new Map([[`${t.accountId}\u0000${agent.id}`, { is_agent: 1 }]]));
+    const several = [
+      { account_id: t.accountId, id: agent.id },
+      { account_id: t.accountId, id: plain.id },
+      { account_id: other.accountId, id: plain.id },
+    ];
+    expect(await existingUserKeys(platform.db, several)).toEqual(
+      new Map([
+        [`${t.accountId}\u0000${agent.id}`, { is_agent: 1 }],
+        [`${t.accountId}\u0000${plain.id}`, { is_agent: 0 }],
+      ]),
+    );
 
     await platform.db.insert(webhookSubscriptions).values([
       { account_id: t.accountId, id: newId("wh"), url: "https://a.example.com/h", events: ["call.ended", "call.started"], created_at: nowSeconds(), updated_at: nowSeconds() },

@@ -4,6 +4,7 @@
  * libraries, the retry schedule and fail-fast rules, timeouts, the lease of a crashed worker, per
  * subscription concurrency, the SSRF re-check, and retention.
  */
+import { eventually } from "../../../test/support/eventually.ts";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { sql } from "drizzle-orm";
 import { verify as verifyGithubStyle } from "@octokit/webhooks-methods";
@@ -104,13 +105,17 @@ describe(`webhook delivery [${storeKind}]`, () => {
     const path = freshPath("woken");
     await subscribe(t, path, { events: "test" });
     // A poll far beyond the test: only the wake-up after the commit can find the delivery.
-    await withWorker(async () => {
-      await Bun.sleep(100); // the worker's first scan (at start) has found nothing
+    const worker = startDeliveryWorker(platform, { pollMs: 600_000, timeoutMs: 2000 });
+    try {
+      // The worker's first scan (at start) is over before anything is planned.
+      await eventually(async () => expect(worker.stats().exchanges).toBeGreaterThanOrEqual(1), 5000, 10);
       await platform.events.emit(t.accountId, "call.started", { callId: "call_x", direction: "inbound", from: "1", to: "2", number_id: null, ts: Date.now() });
       await fireTestEvent(platform.events, t.accountId, {});
       const rows = await settled(t.accountId, 1);
       expect(rows.map((r) => [r.event, r.status])).toEqual([["test", "delivered"]]);
-    }, { pollMs: 600_000 });
+    } finally {
+      await worker.stop();
+    }
     expect(receiver.at(path)).toHaveLength(1);
   });
 
@@ -403,15 +408,23 @@ describe(`webhook delivery [${storeKind}]`, () => {
     const paths = [freshPath("pair-a"), freshPath("pair-b")];
     for (const p of paths) await subscribe(t, p);
     const fired = 60;
-    const second = startDeliveryWorker(platform, { pollMs: 50, concurrency: 4 });
+    // A receiver that takes 20 ms a request, so neither worker can drain the backlog before the
+    // other has started.
+    for (const p of paths) receiver.on(p, async () => (await Bun.sleep(20), new Response("ok")));
+    // Planned first, so both workers start on the same backlog of fired × 2 deliveries; each claims
+    // at most 16 × its concurrency at a time.
+    await Promise.all(Array.from({ length: fired }, () => fireTestEvent(platform.events, t.accountId, {})));
+    const first = startDeliveryWorker(platform, { pollMs: 50, timeoutMs: 2000, concurrency: 2 });
+    const second = startDeliveryWorker(platform, { pollMs: 50, timeoutMs: 2000, concurrency: 2 });
     try {
-      await withWorker(async () => {
-        await Promise.all(Array.from({ length: fired }, () => fireTestEvent(platform.events, t.accountId, {})));
-        await settled(t.accountId, fired * 2, 30_000);
-      }, { concurrency: 4 });
+      await settled(t.accountId, fired * 2, 30_000);
     } finally {
-      await second.stop();
+      await Promise.all([first.stop(), second.stop()]);
     }
+    // Both took part: no duplicate below is the claims' doing, not one worker doing everything.
+    expect(first.stats().claimed).toBeGreaterThan(0);
+    expect(second.stats().claimed).toBeGreaterThan(0);
+    expect(first.stats().claimed + second.stats().claimed).toBe(fired * 2);
     for (const p of paths) {
       const ids = receiver.at(p).map((r) => r.headers["webhook-id"]);
       expect(ids).toHaveLength(fired);

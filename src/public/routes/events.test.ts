@@ -81,13 +81,21 @@ describe(`/v1/logs happy [${storeKind}]`, () => {
     const t = await seedTenant(platform);
     const ids = await seedLines(t);
     const seen: string[] = [];
+    const pages: Array<{ size: number; cursor: boolean }> = [];
     let cursor: string | undefined;
     for (let page = 0; page < 5; page++) {
       const r = await call(app, "GET", `/v1/logs?limit=2${cursor ? `&cursor=${cursor}` : ""}`, { key: t.key });
       seen.push(...(r.body.data as Json[]).map((l) => l.id as string));
       cursor = r.body.next_cursor;
+      pages.push({ size: r.body.data.length, cursor: cursor !== undefined });
       if (!cursor) break;
     }
+    // Five lines in pages of two: two full pages with a cursor, then the last one without.
+    expect(pages).toEqual([
+      { size: 2, cursor: true },
+      { size: 2, cursor: true },
+      { size: 1, cursor: false },
+    ]);
     expect(seen).toEqual([...ids].reverse());
   });
 
