@@ -196,8 +196,10 @@ describe(`POST /route [${storeKind}]`, () => {
 
       const once = digest(s.realm, "pw-1001-long");
       expect((await call(once)).status).toBe(200);
-      const replayed = await call(once);
+      const replayId = `ra-${randomUUID()}`;
+      const replayed = await call(once, { callId: replayId });
       expect(replayed.status).toBe(401);
+      expect(await findCallBySipId(platform.db, s.accountId, replayId)).toBeNull();
 
       const both = await call(digest(s.realm, "pw-1001-long"), { account_id: s.accountId, device_id: s.deviceId });
       expect(both.status).toBe(400);

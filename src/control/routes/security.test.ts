@@ -96,6 +96,8 @@ describe(`/security endpoints: errors [${storeKind}]`, () => {
       expect(r.body.details.map((d: Json) => d.path), `${method} ${path}`).toContain(field);
     }
     expect((await send("GET", `/security/bans?q=${net}9`)).body.data).toEqual([]);
+    const allowed = (await send("GET", "/security/allow")).body.data.map((a: Json) => a.address);
+    for (const address of [`${net}1`, "10.0.0.0/8", "10.0.0.1/8", "10.0.0.0/99"]) expect(allowed).not.toContain(address);
     for (const bad of ["not-an-ip", "10.0.0.0%2F99", "%E0%A4%A"]) {
       const r = await send("DELETE", `/security/allow/${bad}`);
       expect(r.status, bad).toBe(400);

@@ -76,6 +76,10 @@ describe(`registrations [${storeKind}]`, () => {
     const a = ids();
     const b = ids();
     await applyRegistration(platform.live, { account_id: a.acc, user_id: a.user, device_id: a.dev, contact: "sip:1@192.0.2.1", expires: 60, webrtc: 0 }, T0);
+    // The binding is there for its own account…
+    expect((await userContacts(platform.live, a.acc, a.user, T0 + 1)).map((c) => c.contact)).toEqual(["sip:1@192.0.2.1"]);
+    expect((await accountRegistrations(platform.live, a.acc, T0 + 1)).size).toBe(1);
+    // …and not for another.
     expect(await userContacts(platform.live, b.acc, a.user, T0 + 1)).toEqual([]);
     expect((await accountRegistrations(platform.live, b.acc, T0 + 1)).size).toBe(0);
   });
