@@ -61,7 +61,7 @@ export function ListReply<S extends TSchema>(item: S) {
   return T.Object({
     ok: T.Literal(true),
     data: T.Array(item),
-    next_cursor: T.Optional(T.String({ description: "Present when more rows follow: send it back as cursor with the same limit." })),
+    next_cursor: T.Optional(T.String({ description: "Present on every full page (limit items): send it back as cursor with the same limit. Absent on the last page." })),
   });
 }
 

@@ -1,4 +1,5 @@
 /** Use cases on call records: listing and CSV export, detail, trace, usage, balance, live snapshot, CAC. */
+import { keysetPage } from "../pagination/pagination.ts";
 import { findAccount } from "../accounts/accounts.store.ts";
 import { AppError, notFound, validationFailed } from "../errors/app-error.ts";
 import { findConsoleUser } from "../auth/auth.store.ts";
@@ -83,10 +84,7 @@ function filterOf(query: Pick<CallModel.ListQuery, "since" | "until" | "directio
 /** Calls started in the range, newest first, keyset-paginated. */
 export async function listCallsPage(db: DbOrTx, accountId: string, query: CallModel.ListQuery & { limit: number }): Promise<{ data: CallModel.Call[]; next_cursor?: string }> {
   const rows = await listCalls(db, accountId, filterOf(query), decodeCallCursor(query.cursor), query.limit + 1);
-  const more = rows.length > query.limit;
-  const page = more ? rows.slice(0, query.limit) : rows;
-  const last = page[page.length - 1];
-  return more && last ? { data: page.map(toCall), next_cursor: encodeCallCursor(last) } : { data: page.map(toCall) };
+  return keysetPage(rows, query.limit, toCall, encodeCallCursor);
 }
 
 /** Columns of the CSV export, in order. */

@@ -1,4 +1,5 @@
 /** Use cases on the do-not-call list, and the check the call path makes before dialing. */
+import { keysetPage } from "../pagination/pagination.ts";
 import type { DbOrTx } from "../db/db.ts";
 import { validationFailed, type ErrorDetail } from "../errors/app-error.ts";
 import { nowSeconds } from "../db/columns.ts";
@@ -76,10 +77,7 @@ export async function listDnc(
     decodeDncCursor(query.cursor),
     query.limit + 1,
   );
-  const more = rows.length > query.limit;
-  const page = more ? rows.slice(0, query.limit) : rows;
-  const last = page[page.length - 1];
-  return more && last ? { data: page.map(toEntry), next_cursor: encodeDncCursor(last.e164) } : { data: page.map(toEntry) };
+  return keysetPage(rows, query.limit, toEntry, (row) => encodeDncCursor(row.e164));
 }
 
 /** Lists numbers in bulk. One invalid number refuses the whole request; nothing is written then. */

@@ -24,12 +24,18 @@ export function decodeCursor(cursor: string | undefined): string | null {
 }
 
 /**
- * Turns `limit + 1` fetched rows into a page: the first `limit` rows, and next_cursor only when
- * more rows exist (a reply without next_cursor is the last page).
+ * Turns fetched rows (at least `limit` when a page is full; callers may fetch one more) into a page:
+ * the first `limit` rows and, as SPEC.md says, a next_cursor on every full page (the page after the
+ * last full one is empty and has none). A reply without next_cursor is the last page.
+ * @example keysetPage(rows, 50, toUser, (r) => encodeCursor(r.id))
  */
-export function toPage<R extends { id: string }, O>(rows: R[], limit: number, map: (row: R) => O): { data: O[]; next_cursor?: string } {
-  const more = rows.length > limit;
-  const pageRows = more ? rows.slice(0, limit) : rows;
+export function keysetPage<R, O>(rows: R[], limit: number, map: (row: R) => O, cursorOf: (row: R) => string): { data: O[]; next_cursor?: string } {
+  const pageRows = rows.length > limit ? rows.slice(0, limit) : rows;
   const last = pageRows[pageRows.length - 1];
-  return more && last ? { data: pageRows.map(map), next_cursor: encodeCursor(last.id) } : { data: pageRows.map(map) };
+  return pageRows.length === limit && last !== undefined ? { data: pageRows.map(map), next_cursor: cursorOf(last) } : { data: pageRows.map(map) };
+}
+
+/** keysetPage for rows ordered by their id. */
+export function toPage<R extends { id: string }, O>(rows: R[], limit: number, map: (row: R) => O): { data: O[]; next_cursor?: string } {
+  return keysetPage(rows, limit, map, (row) => encodeCursor(row.id));
 }

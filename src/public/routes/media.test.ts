@@ -237,7 +237,9 @@ describe(`/v1/media happy [${storeKind}]`, () => {
       cursor = page.body.next_cursor;
       pages++;
     } while (cursor);
-    expect(pages).toBe(3);
+    // Six files in pages of two: three full pages (each with next_cursor, SPEC.md), then an empty one.
+    expect(seen.length).toBe(6);
+    expect(pages).toBe(4);
     expect(seen).toEqual(ids);
   });
 
