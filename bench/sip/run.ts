@@ -17,7 +17,7 @@
  * kamailio.cfg's SIP_WORKERS (64) async worker count; BENCH_SIP_DEFINES adds kamailio.cfg defines to the
  * Parley edge (space-separated, e.g. "EVENT_SHARDS=4 SIP_QUEUE_MAX=16"); BENCH_SIP_MM picks both edges' memory
  * manager (default tlsf, as docs/edge-protocols.md runs it). PARLEY_CPU_PROF=<dir> writes a CPU profile of Parley there.
- * Each run also reports the CPU (percent of one core, from /proc on Linux) of Parley, PostgreSQL (all its
+ * Each run also counts the INVITEs the edge refused 503 itself (its overload guard: no call record) and reports the CPU (percent of one core, from /proc on Linux) of Parley, PostgreSQL (all its
  * processes), Kamailio (both edges), Redis and sipp while the load ran: where the machine's cores went.
  */
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync, existsSync, openSync, readSync, closeSync } from "node:fs";
@@ -128,6 +128,8 @@ interface Step {
   routeDigest?: Latency;
   /** Of those, calls /route refused (CAC 486s, mostly, under load). */
   digestRejects?: number;
+  /** INVITEs the edge refused 503 itself, overloaded (they never reach Parley: no call record). */
+  overloaded?: number;
   events?: Latency;
   cdrs?: { written: number; completed: number; drainSec: number };
   failures: string;
@@ -283,11 +285,12 @@ await runBench(async () => {
       real.routeDigest = latency(log, /^\/route.* auth=1$/);
       real.digestRejects = latency(log, /^\/route.*action=reject.* auth=1$/).n;
       real.events = latency(log, /^\/presence\/events/);
+      real.overloaded = (log.match(/overload: .* INVITE refused with 503/g) ?? []).length;
       rows.push({ rate, base, real });
       console.log(
         `${String(rate).padStart(4)}/s  static: ${base.successful}/${base.attempted} ok in ${fmt(base.wallSec, 1)} s, ${base.failed} failed, ${base.retrans} retrans, setup ${fmt(base.setupMs, 1)} ms` +
           `  |  parley: ${real.successful}/${real.attempted} ok in ${fmt(real.wallSec, 1)} s, ${real.failed} failed, ${real.retrans} retrans, setup ${fmt(real.setupMs, 1)} ms; ` +
-          `CDRs ${real.cdrs.written} (${real.cdrs.completed} completed, drained ${fmt(real.cdrs.drainSec, 0)} s)` +
+          `CDRs ${real.cdrs.written} (${real.cdrs.completed} completed, drained ${fmt(real.cdrs.drainSec, 0)} s); ${real.overloaded} INVITEs refused 503 by the edge's overload guard` +
           (base.failures || real.failures ? `\n        failures: static [${base.failures}] parley [${real.failures}]` : "") +
           `\n        CPU, % of one core: static ${cpuLine(base.cpu)}  |  parley ${cpuLine(real.cpu)}`,
       );
@@ -298,7 +301,7 @@ await runBench(async () => {
   }
 
   console.log("\nms (p50/p99) as Kamailio saw the control calls; ratio = Parley's successful calls / the static baseline's.");
-  console.log("rate | attempted | ok static | ok parley | failed | retrans | /route without credentials (n) | /route with digest (n, rejected) | /presence/events batches | CDRs (completed) | ratio | setup ms static/parley");
+  console.log("rate | attempted | ok static | ok parley | failed | retrans | /route without credentials (n) | /route with digest (n, rejected) | /presence/events batches | CDRs (completed) | edge overload 503s | ratio | setup ms static/parley");
   for (const { rate, base, real } of rows) {
     console.log(
       [
@@ -312,6 +315,7 @@ await runBench(async () => {
         `${lat(real.routeDigest)} (${real.routeDigest?.n ?? 0}, ${real.digestRejects ?? 0})`,
         lat(real.events),
         `${real.cdrs?.written} (${real.cdrs?.completed})`,
+        real.overloaded ?? 0,
         base.successful ? (real.successful / base.successful).toFixed(3) : "-",
         `${fmt(base.setupMs, 1)}/${fmt(real.setupMs, 1)}`,
       ].join(" | "),
