@@ -106,6 +106,6 @@ export async function listSubaccounts(
   if (self.is_reseller !== 1) {
     throw new AppError("forbidden", "Only reseller accounts have subaccounts.", { need: "accounts" });
   }
-  const rows = await listChildAccounts(db, accountId, decodeCursor(page.cursor), page.limit + 1);
+  const rows = await listChildAccounts(db, accountId, decodeCursor(page.cursor), page.limit);
   return toPage(rows, page.limit, toAccount);
 }

@@ -108,8 +108,8 @@ describe(`fixed-text statements of the dialog path [${storeKind}]`, () => {
     expect(await existingAccountIds(platform.db, [t.accountId])).toEqual(new Set([t.accountId]));
     expect(await existingAccountIds(platform.db, [t.accountId, other.accountId, "acc_missing"])).toEqual(new Set([t.accountId, other.accountId]));
     expect(await existingUserKeys(platform.db, [{ account_id: t.accountId, id: "us_missing" }])).toEqual(new Map());
-    const agent = await createUser(platform.db, t.accountId, { username: "501", display_name: "Agent", is_agent: 1 });
-    const plain = await createUser(platform.db, t.accountId, { username: "502", display_name: "Plain" });
+    const agent = await createUser(platform.db, t.accountId, { username: "601", display_name: "Agent", is_agent: 1 });
+    const plain = await createUser(platform.db, t.accountId, { username: "602", display_name: "Plain" });
     // is_agent comes back a number on both stores; one key alone and several keys take different texts.
     expect(await existingUserKeys(platform.db, [{ account_id: t.accountId, id: agent.id }])).toEqual(new Map([[`${t.accountId}\u0000${agent.id}`, { is_agent: 1 }]]));
     const several = [

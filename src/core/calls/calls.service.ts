@@ -83,7 +83,7 @@ function filterOf(query: Pick<CallModel.ListQuery, "since" | "until" | "directio
 
 /** Calls started in the range, newest first, keyset-paginated. */
 export async function listCallsPage(db: DbOrTx, accountId: string, query: CallModel.ListQuery & { limit: number }): Promise<{ data: CallModel.Call[]; next_cursor?: string }> {
-  const rows = await listCalls(db, accountId, filterOf(query), decodeCallCursor(query.cursor), query.limit + 1);
+  const rows = await listCalls(db, accountId, filterOf(query), decodeCallCursor(query.cursor), query.limit);
   return keysetPage(rows, query.limit, toCall, encodeCallCursor);
 }
 

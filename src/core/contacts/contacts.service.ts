@@ -130,7 +130,7 @@ export async function listContacts(
     accountId,
     { prefix: query.q?.toLowerCase(), e164, tag: query.tag, externalId: query.external_id },
     decodeCursor(query.cursor),
-    query.limit + 1,
+    query.limit,
   );
   return toPage(rows, query.limit, toContact);
 }

@@ -75,7 +75,7 @@ export async function listDnc(
     accountId,
     { digitsPrefix: query.q?.replace(/^\+/, ""), source: query.source, includeExpired: query.include_expired === 1, now: nowSeconds() },
     decodeDncCursor(query.cursor),
-    query.limit + 1,
+    query.limit,
   );
   return keysetPage(rows, query.limit, toEntry, (row) => encodeDncCursor(row.e164));
 }

@@ -84,7 +84,7 @@ export async function listLogs(
       ...(query.source !== undefined ? { source: query.source } : {}),
     },
     before,
-    limit + 1,
+    limit,
   );
   return toPage(rows, limit, toEntry);
 }

@@ -24,15 +24,14 @@ export function decodeCursor(cursor: string | undefined): string | null {
 }
 
 /**
- * Turns fetched rows (at least `limit` when a page is full; callers may fetch one more) into a page:
- * the first `limit` rows and, as SPEC.md says, a next_cursor on every full page (the page after the
- * last full one is empty and has none). A reply without next_cursor is the last page.
+ * Turns the rows of one page (at most `limit`, read after the cursor) into the reply: as SPEC.md says,
+ * every full page carries next_cursor, so the page after the last full one is empty and has none. A
+ * reply without next_cursor is the last page.
  * @example keysetPage(rows, 50, toUser, (r) => encodeCursor(r.id))
  */
 export function keysetPage<R, O>(rows: R[], limit: number, map: (row: R) => O, cursorOf: (row: R) => string): { data: O[]; next_cursor?: string } {
-  const pageRows = rows.length > limit ? rows.slice(0, limit) : rows;
-  const last = pageRows[pageRows.length - 1];
-  return pageRows.length === limit && last !== undefined ? { data: pageRows.map(map), next_cursor: cursorOf(last) } : { data: pageRows.map(map) };
+  const last = rows[rows.length - 1];
+  return rows.length >= limit && last !== undefined ? { data: rows.map(map), next_cursor: cursorOf(last) } : { data: rows.map(map) };
 }
 
 /** keysetPage for rows ordered by their id. */

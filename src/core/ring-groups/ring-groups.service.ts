@@ -232,7 +232,7 @@ export async function listRingGroupPage(
     userId: page.user_id,
     deviceId: page.device_id,
     afterId: decodeCursor(page.cursor),
-    limit: page.limit + 1,
+    limit: page.limit,
   });
   return toPage(rows, page.limit, toSummary);
 }

@@ -74,7 +74,7 @@ export async function listScripts(
     accountId,
     { namePrefix: query.q?.toLowerCase(), contentType: query.content_type },
     decodeCursor(query.cursor),
-    query.limit + 1,
+    query.limit,
   );
   return toPage(rows, query.limit, toSummary);
 }
