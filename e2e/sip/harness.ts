@@ -74,6 +74,8 @@ async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs: n
 
 export interface Parley extends Proc {
   publicUrl: string;
+  /** The console host (POST /login). */
+  consoleUrl: string;
   controlUrl: string;
   controlPort: number;
   dataDir: string;
@@ -87,9 +89,9 @@ export interface ParleyStores {
   redisUrl?: string;
 }
 
-/** Starts `parley serve --hosts public,control` on free ports and waits for /readyz of both. */
+/** Starts `parley serve --hosts public,console,control` on free ports and waits for /readyz of each. */
 export async function startParley(stores: ParleyStores = {}, extraEnv: Record<string, string> = {}): Promise<Parley> {
-  const [pub, ctl] = freePorts(2) as [number, number];
+  const [pub, ctl, con] = freePorts(3) as [number, number, number];
   const dataDir = mkdtempSync(join(tmpdir(), "parley-sip-"));
   const env: Record<string, string | undefined> = {
     PATH: process.env.PATH,
@@ -97,6 +99,7 @@ export async function startParley(stores: ParleyStores = {}, extraEnv: Record<st
     HOST: "127.0.0.1",
     PORT_PUBLIC: String(pub),
     PORT_CONTROL: String(ctl),
+    PORT_CONSOLE: String(con),
     DATA_DIR: dataDir,
     ADMIN_TOKEN,
     JWT_SECRET,
@@ -107,18 +110,20 @@ export async function startParley(stores: ParleyStores = {}, extraEnv: Record<st
     REDIS_URL: stores.redisUrl,
     ...extraEnv,
   };
-  const cmd = ["bun", ...(process.env.PARLEY_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.PARLEY_CPU_PROF}`] : []), "src/main.ts", "serve", "--hosts", "public,control"];
+  const cmd = ["bun", ...(process.env.PARLEY_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.PARLEY_CPU_PROF}`] : []), "src/main.ts", "serve", "--hosts", "public,console,control"];
   let p = spawn(cmd, env);
   const ready = () =>
     waitFor(
       "parley",
-      async () => (await fetch(`${parley.publicUrl}/readyz`)).ok && (await fetch(`${parley.controlUrl}/readyz`)).ok,
+      async () =>
+        (await fetch(`${parley.publicUrl}/readyz`)).ok && (await fetch(`${parley.controlUrl}/readyz`)).ok && (await fetch(`${parley.consoleUrl}/readyz`)).ok,
       120_000,
       () => p.stdout() + p.stderr(),
     );
   const parley: Parley = {
     ...p,
     publicUrl: `http://127.0.0.1:${pub}`,
+    consoleUrl: `http://127.0.0.1:${con}`,
     controlUrl: `http://127.0.0.1:${ctl}`,
     controlPort: ctl,
     dataDir,

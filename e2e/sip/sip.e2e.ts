@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
-import { api, freePorts, nextMediaPort, HAVE_SIP_TOOLS, IN_CI, runSipp, startKamailio, startParley, startSipp, type Kamailio, type Parley, type Proc } from "./harness.ts";
+import { ADMIN_TOKEN, api, freePorts, nextMediaPort, HAVE_SIP_TOOLS, IN_CI, runSipp, startKamailio, startParley, startSipp, type Kamailio, type Parley, type Proc } from "./harness.ts";
 import { addSipUser, createSipTenant, PASSWORD, type SipTenant } from "./tenant.ts";
 import { eventually as eventuallyPasses } from "../../test/support/eventually.ts";
 
@@ -131,6 +131,13 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
 
   test("INVITE: 407, then authenticated to a registered device; call completes, BYE; CDR written, CAC back to zero", async () => {
     const before = (await calls()).length;
+    // The callee's own console login (an agent's): GET /v1/calls/mine answers the call it is on.
+    const email = `agent-1002-${Date.now()}@e2e.test`;
+    const login = await api("POST", `${parley.controlUrl}/admin/console-users`, { account_id: tenant.accountId, email, password: PASSWORD, user_id: tenant.users["1002"]!.userId }, { "x-admin-token": ADMIN_TOKEN });
+    expect(login.status, JSON.stringify(login.body)).toBe(201);
+    const token = (await api("POST", `${parley.consoleUrl}/login`, { email, password: PASSWORD })).body.token as string;
+    const mine = () => api("GET", `${parley.publicUrl}/v1/calls/mine`, undefined, { authorization: `Bearer ${token}` });
+    expect((await mine()).status).toBe(404);
     const call = invite("1001", "1002", "invite.xml", ["-d", "1500"]);
     // While it lasts, both ends are on the call in the roster (the callee named by the edge's events).
     const status = async (ext: string) =>
@@ -140,6 +147,7 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
       expect(await status("1001")).toMatchObject({ on_call: 1 });
       // The call holds its slots meanwhile: the callee's own (internal calls hold the callee's `user` slot).
       expect((await cac()).data.cac).toContainEqual(expect.objectContaining({ level: "user", id: tenant.users["1002"]!.userId, active: 1 }));
+      expect((await mine()).body.data).toMatchObject({ status: "answered", agent_id: tenant.users["1002"]!.userId, to: "1002" });
     }, 4000);
     const r = await call;
     expect(r.code, r.stderr).toBe(0);
@@ -168,6 +176,8 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
     expect(end?.data?.answered_ts, JSON.stringify(steps)).toBe(confirmed!.at);
     await eventually(async () => expect((await cac()).data.cac).toEqual([]));
     await eventually(async () => expect(await status("1002")).toMatchObject({ on_call: 0 }));
+    const after = await mine();
+    expect(after.status).toBe(404);
     // The digest went to /route with the call (no separate /auth for an INVITE).
     expect(kamailio.log()).toMatch(new RegExp(`ctl /route rc=200 us=\\d+ action=proxy to=1002 call=${escapeRe(r.callIds.at(-1)!)}`));
     expect(kamailio.log()).not.toMatch(new RegExp(`ctl /auth .*call=${escapeRe(r.callIds.at(-1)!)}`));
