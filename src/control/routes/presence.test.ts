@@ -10,6 +10,8 @@ import { newId } from "../../core/ids/ids.ts";
 import { userCallCount, userContacts } from "../../core/presence/presence.service.ts";
 import { PresenceModel } from "../../core/presence/presence.model.ts";
 import { presenceRoutes } from "./presence.ts";
+import { admitCall } from "../../core/calls/admission.ts";
+import { decision, routeRequest } from "../../core/calls/calls.fixture.ts";
 import { listenControl, type ControlClient } from "./control-listener.fixture.ts";
 
 let platform: Platform;
@@ -197,6 +199,37 @@ describe(`agents and dialogs [${storeKind}]`, () => {
       ["ready", "on_call"],
       ["on_call", "ready"],
     ]);
+  });
+
+  test("dialog events without legs or account take the call's users and account from its record", async () => {
+    const t = await seedTenant(platform);
+    const caller = await seedUser(t.accountId);
+    const agent = await seedUser(t.accountId, { agent: true });
+    expect((await client.post("/presence/event", { type: "agent", account_id: t.accountId, user_id: agent.userId, event: "login" })).status).toBe(200);
+    const callId = randomUUID();
+    const routed = decision(t.accountId, { direction: "internal", userId: caller.userId, deviceId: caller.deviceId });
+    routed.reply.rtjson.vars = { ...routed.reply.rtjson.vars, dest_kind: "user", dest_id: agent.userId };
+    await admitCall(platform, routed, routeRequest(callId));
+    const onCall = async () => [await userCallCount(platform.live, t.accountId, caller.userId), await userCallCount(platform.live, t.accountId, agent.userId)];
+
+    // No legs: the caller and the user it rings are on the call from its record.
+    expect((await client.post("/presence/event", { type: "dialog", callId, state: "early", account_id: t.accountId })).status).toBe(200);
+    expect(await onCall()).toEqual([1, 1]);
+    expect((await client.post("/presence/event", { type: "dialog", callId, state: "confirmed", account_id: t.accountId })).status).toBe(200);
+    const roster = await client.get(`/presence/users?accountId=${t.accountId}`);
+    const agentRow = roster.body.data.find((u: { id: string }) => u.id === agent.userId);
+    expect(agentRow).toMatchObject({ on_call: 1, agent_state: "on_call" });
+    // No account: the end still releases both users (they were refused 486 after, as busy).
+    expect((await client.post("/presence/event", { type: "dialog", callId, state: "terminated", sip_code: 200, hangup_cause: "NORMAL_CLEARING" })).status).toBe(200);
+    expect(await onCall()).toEqual([0, 0]);
+    expect((await agentEvents(t.accountId)).map((e) => e.state)).toEqual(["ready", "on_call", "ready"]);
+  });
+
+  test("a dialog event for a Call-ID with no record and no account changes no one's presence", async () => {
+    const t = await seedTenant(platform);
+    const u = await seedUser(t.accountId);
+    expect((await client.post("/presence/event", { type: "dialog", callId: randomUUID(), state: "confirmed", legs: [{ role: "caller", user_id: u.userId }] })).status).toBe(200);
+    expect(await userCallCount(platform.live, t.accountId, u.userId)).toBe(0);
   });
 
   test("agent events: 404 unknown user or queue, 400 for a non-agent or a misplaced field", async () => {

@@ -44,7 +44,8 @@ export function toCall(row: CallRecordRow): CallModel.Call {
     answered_at: sec(row.answered_ms),
     ended_at: sec(row.ended_ms),
     billsec: row.billsec,
-    duration_sec: row.ended_ms === null ? null : Math.max(0, Math.round((row.ended_ms - row.started_ms) / 1000)),
+    // Whole seconds rounded up, as billsec is: a call is never billed longer than it lasted.
+    duration_sec: row.ended_ms === null ? null : Math.max(0, Math.ceil((row.ended_ms - row.started_ms) / 1000)),
     hangup_cause: row.hangup_cause,
     sip_code: row.sip_code,
     cost_micro: row.cost_micro,
@@ -182,9 +183,10 @@ export async function getCallTrace(db: DbOrTx, accountId: string, id: string): P
  */
 export async function getMyCurrentCall(db: DbOrTx, principal: Principal): Promise<CallModel.Call> {
   const login = principal.via === "token" && principal.consoleUserId ? await findConsoleUser(db, principal.accountId, principal.consoleUserId) : null;
+  // No user, so no call of its own: a 404 that says why (SPEC.md's 403 is for a missing scope only).
   if (!login?.user_id) {
     throw new AppError(
-      "forbidden",
+      "not_found",
       principal.via === "key"
         ? "An API key acts as no user: /v1/calls/mine needs the session token of a console login created with a user_id."
         : "This console login acts as no user (it was created without a user_id), so it has no call of its own.",

@@ -35,6 +35,13 @@ export async function findCall(db: DbOrTx, accountId: string, id: string): Promi
 }
 
 /**
+ * The user a call was routed to (the reply's `dest_kind` user): the one who answers when the edge
+ * does not name a callee leg's user (the shipped edge does not; a media engine may).
+ */
+const routedUser = (reply: SQLWrapper) => sql`case when ${reply} #>> '{rtjson,vars,dest_kind}' = 'user' then ${reply} #>> '{rtjson,vars,dest_id}' end`;
+const ROUTED_USER = routedUser(sql.raw("c.reply"));
+
+/**
  * The call `userId` is in now, the latest if several: one it placed (user_id), answered (agent_id) or
  * that is ringing it (routed to the user and not answered yet). Reads the account's live calls only.
  */
@@ -47,8 +54,7 @@ export async function findCurrentCallOfUser(db: DbOrTx, accountId: string, userI
       and(
         eq(c.account_id, accountId),
         isNull(c.ended_ms),
-        sql`(${c.user_id} = ${userId} or ${c.agent_id} = ${userId}
-             or (${c.answered} = 0 and ${c.reply} #>> '{rtjson,vars,dest_kind}' = 'user' and ${c.reply} #>> '{rtjson,vars,dest_id}' = ${userId}))`,
+        sql`(${c.user_id} = ${userId} or ${c.agent_id} = ${userId} or (${c.answered} = 0 and ${routedUser(c.reply)} = ${userId}))`,
       ),
     )
     .orderBy(desc(c.started_ms))
@@ -239,11 +245,28 @@ export async function markRingingMany(db: DbOrTx, rows: Array<{ account_id: stri
   );
 }
 
-/**
- * The user a call was routed to (the reply's `dest_kind` user): the one who answers when the edge
- * does not name a callee leg's user (the shipped edge does not; a media engine may).
- */
-const ROUTED_USER = sql.raw(`case when c.reply #>> '{rtjson,vars,dest_kind}' = 'user' then c.reply #>> '{rtjson,vars,dest_id}' end`);
+/** Whose call it is, as its record says (dialog events that name no account or no legs). */
+export interface CallParties {
+  account_id: string;
+  sip_call_id: string;
+  /** The user who placed it (a device's user). */
+  user_id: string | null;
+  /** The user who answered it, once answered. */
+  agent_id: string | null;
+  /** The user it was routed to (dest_kind user), who rings. */
+  routed_user: string | null;
+}
+
+/** The parties of the calls with these SIP Call-IDs, in any account, newest first. */
+export async function callPartiesBySipIds(db: DbOrTx, sipCallIds: string[]): Promise<CallParties[]> {
+  if (!sipCallIds.length) return [];
+  return rawRows<CallParties>(
+    db,
+    sql`select c.account_id, c.sip_call_id, c.user_id, c.agent_id, ${ROUTED_USER} as routed_user
+        from call_record c where c.sip_call_id = any(${sql.param(sipCallIds)}::text[])
+        order by c.started_ms desc`,
+  );
+}
 
 /** markAnswered for many calls: answered once, unless ended; returns the rows it changed. */
 export async function markAnsweredMany(
@@ -369,7 +392,7 @@ const secs = (column: SQLWrapper) => sql`coalesce((${column} / 1000)::text, '')`
 const plain = (column: SQLWrapper) => sql`coalesce(${column}::text, '')`;
 
 /** Seconds from routing to the end, null while the call is up (GREATEST alone would skip the null and say 0). */
-const durationSec = sql`case when ${callRecords.ended_ms} is null then null else greatest(0, round((${callRecords.ended_ms} - ${callRecords.started_ms}) / 1000.0))::bigint end`;
+const durationSec = sql`case when ${callRecords.ended_ms} is null then null else greatest(0, ceil((${callRecords.ended_ms} - ${callRecords.started_ms}) / 1000.0))::bigint end`;
 
 /** The CSV line of a call, built by the database: the columns of CSV_COLUMNS, in order. */
 const csvLineSql = sql<string>`concat_ws(',',

@@ -18,6 +18,7 @@ import { handleDialogEvent, handleDialogEvents } from "./dialog.ts";
 import { LOST_END_CAUSE, endStaleCalls, startStaleCallSweeper } from "./stale-calls.ts";
 import { trackDialog, userCallCount } from "../presence/presence.service.ts";
 import { findCallBySipId, findCallBySipIdAnyAccount, listTrace } from "./calls.store.ts";
+import { getCall, streamCallsCsv } from "./calls.service.ts";
 import { decision, routeRequest, sipCallId } from "./calls.fixture.ts";
 
 let platform: Platform;
@@ -210,6 +211,21 @@ describe(`dialog events [${storeKind}]`, () => {
     await admitCall(platform, decision(accountId, { slots, ...over }), routeRequest(cid));
     return cid;
   }
+
+  test("billsec never exceeds duration_sec: both count each started second", async () => {
+    const t = await seedTenant(platform);
+    const cid = await admitted(t.accountId);
+    const row0 = (await findCallBySipId(platform.db, t.accountId, cid))!;
+    clockAt(row0.started_ms + 20_000);
+    await handleDialogEvent(platform, { type: "dialog", callId: cid, state: "confirmed", account_id: t.accountId, ts: row0.started_ms + 100 });
+    await handleDialogEvent(platform, { type: "dialog", callId: cid, state: "terminated", account_id: t.accountId, sip_code: 200, ts: row0.started_ms + 10_400 });
+    const call = await getCall(platform.db, t.accountId, row0.id);
+    // 10.3 s answered of 10.4 s: 11 started seconds each (rounding the duration to nearest gave 10 < 11).
+    expect([call.billsec, call.duration_sec]).toEqual([11, 11]);
+    // The CSV export (written by the database) counts the same way.
+    const [header, row] = (await new Response(streamCallsCsv(platform.database, t.accountId, {})).text()).trim().split("\r\n").map((l) => l.split(","));
+    expect([row![header!.indexOf("billsec")], row![header!.indexOf("duration_sec")]]).toEqual(["11", "11"]);
+  });
 
   test("early → confirmed → terminated: answered, billsec, call.answered and call.ended (catalog-valid), slots released", async () => {
     const t = await seedTenant(platform);

@@ -4,6 +4,7 @@
 import { AppError, notFound, validationFailed } from "../errors/app-error.ts";
 import type { Platform } from "../platform.ts";
 import { handleDialogEvents, type EndOptions } from "../calls/dialog.ts";
+import { callPartiesBySipIds } from "../calls/calls.store.ts";
 import type { PresenceModel } from "./presence.model.ts";
 import { accountRegistrations, applyRegistration, endDialog, trackDialog, userCallStates } from "./presence.service.ts";
 import {
@@ -80,11 +81,13 @@ function legRef(leg: NonNullable<PresenceModel.Dialog["legs"]>[number]): { user:
  */
 export async function handleDialogs(
   platform: Platform,
-  events: PresenceModel.Dialog[],
+  given: PresenceModel.Dialog[],
   clock: PresenceClock = {},
   options: EndOptions = {},
 ): Promise<Array<AppError | null>> {
   const key = (accountId: string, id: string) => `${accountId}\u0000${id}`;
+  const fromRecord = await withCallParties(platform, given);
+  const events = fromRecord.events;
   const accountIds = [...new Set(events.flatMap((e) => (e.account_id !== undefined ? [e.account_id] : [])))];
   // The accounts, and the users each event's legs name (known ones) or own (legs with a device
   // only), read together (an unknown account has no users to find).
@@ -111,6 +114,8 @@ export async function handleDialogs(
   for (const [k, u] of known) if (u.is_agent !== 1) notAgents.add(k);
   for (const [k, o] of owners) if (o.is_agent === 0) notAgents.add(key(k.slice(0, k.indexOf("\u0000")), o.user_id));
   const usersOf = (e: Keyed) => {
+    const recorded = fromRecord.users.get(e);
+    if (recorded) return recorded;
     const users = new Set<string>();
     for (const leg of e.legs ?? []) {
       const ref = legRef(leg);
@@ -145,6 +150,37 @@ export async function handleDialogs(
     }),
   ]);
   return refusals;
+}
+
+/**
+ * Dialog events that name no account, or (before the end) no legs, completed from their call records:
+ * the account of the call with that Call-ID (the newest, when the event names none), and as the users
+ * on the call the one who placed it and the one it rings (early) or who answered (confirmed). Without
+ * this such an event updated the call record but not presence: its users looked free while on the call,
+ * or (an end without account) stayed on a call that had ended and were refused 486 after. The shipped
+ * edge names both, so its events read nothing here.
+ */
+async function withCallParties(
+  platform: Platform,
+  events: PresenceModel.Dialog[],
+): Promise<{ events: PresenceModel.Dialog[]; users: Map<PresenceModel.Dialog, string[]> }> {
+  const users = new Map<PresenceModel.Dialog, string[]>();
+  const incomplete = (e: PresenceModel.Dialog) => e.account_id === undefined || (e.state !== "terminated" && !e.legs?.length);
+  if (!events.some(incomplete)) return { events, users };
+  const parties = await callPartiesBySipIds(platform.db, [...new Set(events.filter(incomplete).map((e) => e.callId))]);
+  const completed = events.map((e) => {
+    if (!incomplete(e)) return e;
+    // Newest first: the event's own account's call, or the newest call with that Call-ID.
+    const call = parties.find((p) => p.sip_call_id === e.callId && (e.account_id === undefined || p.account_id === e.account_id));
+    if (!call) return e;
+    const event = e.account_id === undefined ? { ...e, account_id: call.account_id } : e;
+    if (e.state !== "terminated" && !e.legs?.length) {
+      const callee = e.state === "early" ? call.routed_user : (call.agent_id ?? call.routed_user);
+      users.set(event, [...new Set([call.user_id, callee].filter((u): u is string => u !== null))]);
+    }
+    return event;
+  });
+  return { events: completed, users };
 }
 
 /** An agent's own state change. 404 for a user not in the account or a queue not in it; 400 for a non-agent. */

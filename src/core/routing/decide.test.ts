@@ -420,5 +420,23 @@ describe(`decideRoute internal calls [${storeKind}]`, () => {
     expect(misdial.direction).toBe("internal");
     const bad = await decideRoute(testDeps(platform), o.from("1002", { device_id: "dev_nope" }));
     expect(bad.reply.rtjson.code).toBe(403);
+    // Another account's device named with this account: refused, and nothing is this account's to record.
+    const other = await office();
+    const foreign = await decideRoute(testDeps(platform), o.from("1002", { device_id: other.aliceDev, user_id: other.alice }));
+    expect(foreign.reply.rtjson).toMatchObject({ action: "reject", code: 403, account_id: null });
+    expect(foreign.accountId).toBeNull();
+    expect(bad.accountId).toBeNull();
+  });
+
+  test("a refused call of the account's own device is recorded as that device's call, not an inbound one", async () => {
+    const o = await office();
+    const wrongUser = await decideRoute(testDeps(platform), o.from("1002", { user_id: o.bob }));
+    expect(wrongUser.reply.rtjson).toMatchObject({ action: "reject", code: 403, account_id: o.f.accountId });
+    expect(steps(wrongUser)).toContain("user does not own the device");
+    expect(wrongUser).toMatchObject({ accountId: o.f.accountId, direction: "internal", userId: o.alice, deviceId: o.aliceDev });
+    const off = await o.f.device(o.alice, { status: "disabled" });
+    const disabled = await decideRoute(testDeps(platform), o.from("442071234567", { device_id: off }));
+    expect(steps(disabled)).toContain("device disabled");
+    expect(disabled).toMatchObject({ accountId: o.f.accountId, direction: "outbound", userId: o.alice, deviceId: off });
   });
 });

@@ -561,6 +561,16 @@ async function fromDevice(deps: RouteDeps, draft: DecisionDraft, accountId: stri
               ? "user does not own the device"
               : null;
   if (problem || !ctx.account || !ctx.device || !ctx.caller) {
+    if (!ctx.device) {
+      // Not a device of the account the edge named: nothing about the call is that account's to record.
+      draft.accountId = null;
+    } else {
+      // The account's own device, refused: recorded as the device's call (to a user or extension of
+      // the account it would have been internal), not as an inbound one from nobody.
+      draft.direction = ctx.extension || ctx.user ? "internal" : "outbound";
+      draft.deviceId = ctx.device.id;
+      draft.userId = ctx.device.user_id;
+    }
     step(draft, "classify", `device ${deviceId}: ${problem}`);
     return reject(draft, 403, "Forbidden", problem ?? "unknown device");
   }

@@ -385,7 +385,7 @@ describe(`GET /v1/calls/mine [${storeKind}]`, () => {
     expect((await call(app, "GET", "/v1/calls/mine", { token: await tokenOf(t.accountId, cat.id) })).body.data.id).toBe(placed.id);
   });
 
-  test("another account's calls are not the user's; keys and logins without a user get 403, other scopes too", async () => {
+  test("another account's calls are not the user's; keys and logins without a user get 404 saying why; other scopes 403", async () => {
     const t = await seedTenant(platform);
     const other = await seedTenant(platform);
     const ann = await createUser(platform.db, t.accountId, { username: "421", display_name: "Ann" });
@@ -395,11 +395,11 @@ describe(`GET /v1/calls/mine [${storeKind}]`, () => {
 
     const key = await keyWithScopes(platform, t.accountId, ["calls"]);
     const byKey = await call(app, "GET", "/v1/calls/mine", { key });
-    expect(byKey.status).toBe(403);
-    expect(byKey.body).toMatchObject({ ok: false, error: "forbidden" });
+    expect(byKey.status).toBe(404);
+    expect(byKey.body).toMatchObject({ ok: false, error: "not_found" });
     expect(byKey.body.message).toContain("API key acts as no user");
     const noUser = await call(app, "GET", "/v1/calls/mine", { token: await tokenOf(t.accountId) });
-    expect(noUser.status).toBe(403);
+    expect(noUser.status).toBe(404);
     expect(noUser.body.message).toContain("without a user_id");
     const cdrOnly = await call(app, "GET", "/v1/calls/mine", { token: await tokenOf(t.accountId, ann.id, ["cdr"]) });
     expect(cdrOnly.status).toBe(403);

@@ -60,7 +60,7 @@ export function callRoutes(platform: Platform) {
         summary: "The call your own user is on now",
         description:
           "For the session token of a console login that acts as a user (created with user_id): the latest call that user placed, answered or is being rung by, still up. " +
-          "404 when there is none; 403 for an API key or a login without a user.",
+          "404 when there is none, and for an API key or a login without a user (they have no call of their own; the message says which).",
       },
     })
     .get("/v1/calls/:id", async ({ principal, params }) => ({ ok: true as const, data: await getCall(platform.db, principal.accountId, params.id) }), {
