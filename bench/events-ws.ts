@@ -172,7 +172,7 @@ async function main(): Promise<void> {
       (seq) =>
         platform.live.publish(
           channel,
-          JSON.stringify({ type: "event", id: seq, event: "test", account_id: account.id, data: { message: String(seq), webhook_id: null, ts: Date.now() }, ts: Date.now() }),
+          JSON.stringify({ type: "event", id: `evt_${String(seq).padStart(26, "0")}`, event: "test", account_id: account.id, data: { message: String(seq), webhook_id: null, ts: Date.now() }, ts: Date.now() }),
         ),
       baseClient.onReceive,
     );

@@ -23,6 +23,7 @@ import { decideRoute } from "../src/core/routing/decide.ts";
 import { contact, freshE164, routeFixture, testDeps } from "../src/core/routing/decide.fixture.ts";
 import type { RouteRequest } from "../src/core/routing/route-types.ts";
 import { createScratchDatabase, databaseUrl, runBench } from "./lib.ts";
+import { createEventIdCodec } from "../src/core/events/event-ids.ts";
 import { createEventBus } from "../src/core/events/bus.ts";
 import { planWebhookDeliveries } from "../src/core/webhooks/delivery.service.ts";
 import { createLogger } from "../src/core/log/logger.ts";
@@ -69,7 +70,7 @@ await runBench(async () => {
   // Only the stores: a full platform also starts the event relay and credential caches, whose
   // background work would be measured too.
   const log = createLogger({ level: "error" });
-  const events = createEventBus({ db: database.db, live, log });
+  const events = createEventBus({ db: database.db, live, log, ids: createEventIdCodec(crypto.getRandomValues(new Uint8Array(32))) });
   events.addPlanner(planWebhookDeliveries);
   const platform = { db: database.db, live, log, events, config: { cacMaxCallSec: 14_400 } } as unknown as Platform;
   console.log(`decideRoute, ${url ? "PostgreSQL + Redis" : "PGlite + in-process"}, ${N} decisions per scenario`);

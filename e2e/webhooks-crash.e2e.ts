@@ -126,7 +126,10 @@ async function burst(count: number, key: string, target: (i: number) => number, 
           try {
             const r = await fetch(`http://127.0.0.1:${target(i)}/v1/webhooks/test`, { method: "POST", headers: { "x-api-key": key } });
             if (r.status === 202) {
-              accepted.add(((await r.json()) as { data: { event_id: number } }).data.event_id);
+              // The reply's public id (evt_…) names the event's sequence number, which the rows hold.
+              const publicId = ((await r.json()) as { data: { event_id: string } }).data.event_id;
+              // (-1, never committed, when it is not one: the check of accepted events fails on it.)
+              accepted.add(platform.events.ids.decode(publicId) ?? -1);
               onAccepted(accepted.size);
             } else await r.arrayBuffer();
           } catch (error) {

@@ -20,6 +20,7 @@ import { createFsObjectStore } from "./objects/fs-object-store.ts";
 import type { ObjectStore } from "./objects/object-store.ts";
 import { createRequestQuota, type RequestQuota } from "./rate-limit/rate-limit.ts";
 import { createEventBus, type EventBus } from "./events/bus.ts";
+import { createEventIdCodec, deriveEventIdKey } from "./events/event-ids.ts";
 import { deriveFingerprintSecret, deriveReplySealKey } from "./idempotency/idempotency.service.ts";
 import { planWebhookDeliveries } from "./webhooks/delivery.service.ts";
 import { installEventLogs } from "./logs/logs.service.ts";
@@ -81,7 +82,7 @@ export async function createPlatform(config: Config, options: PlatformOptions = 
   const tokens = createSessionTokens(config.jwtSecret ?? loadOrCreateJwtSecret(config.dataDir));
   const masterKey = config.masterKey ? parseMasterKey(config.masterKey) : loadOrCreateMasterKey(config.dataDir);
   const credentials = await createCredentialResolver({ db: database.db, live, tokens });
-  const events = createEventBus({ db: database.db, live, log });
+  const events = createEventBus({ db: database.db, live, log, ids: createEventIdCodec(deriveEventIdKey(masterKey)) });
   // Webhook deliveries are planned in the transaction of every event (outbox).
   events.addPlanner(planWebhookDeliveries);
   // A `test` event leaves a line in the account log (GET /v1/logs).

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { connect as tcpConnect, type Socket } from "node:net";
 import type { Platform } from "../core/platform.ts";
-import { eventChannel } from "../core/events/bus.ts";
+import { eventChannel, type PlatformEvent } from "../core/events/bus.ts";
 import { openLiveStore } from "../core/live/index.ts";
 import type { LiveStore } from "../core/live/live-store.ts";
 import { createPublicApp } from "../public/app.ts";
@@ -102,7 +102,16 @@ const callEnded = (accountId: string) =>
     ts: Date.now(),
   });
 
-const ids = (ms: StreamMessage[]) => ms.filter((m) => m.type === "event").map((m) => m.id as number);
+/** The public id of an event (what the stream sends and takes back). */
+const pub = (event: PlatformEvent) => platform.events.ids.encode(event.id, event.ts);
+/** The sequence numbers behind the public ids of the stream's event messages (each checked to be an evt_ id). */
+const ids = (ms: StreamMessage[]) =>
+  ms
+    .filter((m) => m.type === "event")
+    .map((m) => {
+      expect(m.id).toMatch(/^evt_[0-9A-HJKMNP-TV-Z]{26}$/);
+      return platform.events.ids.decode(m.id as string)!;
+    });
 
 describe(`realtime host [${storeKind}]`, () => {
   test("still serves the wallboard page and its config beside the stream", async () => {
@@ -131,7 +140,7 @@ describe(`realtime stream: tickets [${storeKind}]`, () => {
     expect(ready).toEqual({ type: "ready", kind: "events", account_id: t.accountId, events: "*", heartbeat_sec: 60, last_event_id: null });
     const emitted = await testEvent(t.accountId, "hello");
     await conn.until(() => conn.events().length === 1);
-    expect(conn.events()[0]).toEqual({ type: "event", id: emitted.id, event: "test", account_id: t.accountId, data: emitted.data, ts: emitted.ts });
+    expect(conn.events()[0]).toEqual({ type: "event", id: pub(emitted), event: "test", account_id: t.accountId, data: emitted.data, ts: emitted.ts });
     conn.close();
 
     expect(await refusedAt(`?ticket=${minted.ticket}`)).toContain("already used");
@@ -236,11 +245,11 @@ describe(`realtime stream: delivery [${storeKind}]`, () => {
     conn.send("not json");
     await conn.until(() => conn.messages.filter((m) => m.type === "error").length === 2);
     expect(conn.messages.filter((m) => m.type === "error")[1]!.error).toBe("bad_message");
-    // An empty list, or a resume past any id the database can hold, is not understood: an error frame,
-    // the connection stays open and the filter is kept.
+    // An empty list, or a resume from a bare sequence number or an id the platform did not issue, is not
+    // understood: an error frame, the connection stays open and the filter is kept.
     conn.send({ type: "subscribe", events: [] });
-    conn.send({ type: "resume", last_event_id: 99999999999999999999 });
-    conn.send({ type: "resume", last_event_id: 9223372036854775807 });
+    conn.send({ type: "resume", last_event_id: last.id });
+    conn.send({ type: "resume", last_event_id: `evt_${"7".repeat(26)}` });
     await conn.until(() => conn.messages.filter((m) => m.type === "error").length === 5);
     expect(conn.messages.filter((m) => m.type === "error").slice(2).map((m) => m.error)).toEqual(["bad_message", "bad_message", "bad_message"]);
     // Still only test events: a call.started now is filtered out, the test event after it comes.
@@ -293,8 +302,9 @@ describe(`realtime stream: resume [${storeKind}]`, () => {
   test("reconnecting with last_event_id replays what was missed, then continues live, without gaps or duplicates", async () => {
     const t = await seedTenant(platform);
     const first = await open(t.key);
-    const seen: number[] = [];
-    for (let i = 0; i < 3; i++) seen.push((await testEvent(t.accountId, `before ${i}`)).id);
+    const seenEvents: PlatformEvent[] = [];
+    for (let i = 0; i < 3; i++) seenEvents.push(await testEvent(t.accountId, `before ${i}`));
+    const seen = seenEvents.map((e) => e.id);
     await first.until(() => first.events().length === 3);
     expect(ids(first.messages)).toEqual(seen);
     first.close();
@@ -302,8 +312,11 @@ describe(`realtime stream: resume [${storeKind}]`, () => {
 
     const missed: number[] = [];
     for (let i = 0; i < 4; i++) missed.push((await testEvent(t.accountId, `missed ${i}`)).id);
-    const second = await open(t.key, `&last_event_id=${seen[2]}`);
-    expect(second.messages[0]!.last_event_id).toBe(seen[2]);
+    // A bare sequence number is not an event id: refused before the ticket is spent.
+    const bare = new StreamConnection(`${host.base}/v1/events/stream?ticket=${(await ticket(t.key)).ticket}&last_event_id=${seen[2]}`);
+    expect((await bare.closed).code).toBe(4400);
+    const second = await open(t.key, `&last_event_id=${pub(seenEvents[2]!)}`);
+    expect(second.messages[0]!.last_event_id).toBe(pub(seenEvents[2]!));
     await second.until(() => second.events().length === 4);
     const live = await testEvent(t.accountId, "live");
     await second.until(() => ids(second.messages).includes(live.id));
@@ -313,8 +326,9 @@ describe(`realtime stream: resume [${storeKind}]`, () => {
 
   test("events emitted while a resume reads the store arrive exactly once (the seam)", async () => {
     const t = await seedTenant(platform);
-    const before: number[] = [];
-    for (let i = 0; i < 20; i++) before.push((await testEvent(t.accountId, `old ${i}`)).id);
+    const beforeEvents: PlatformEvent[] = [];
+    for (let i = 0; i < 20; i++) beforeEvents.push(await testEvent(t.accountId, `old ${i}`));
+    const before = beforeEvents.map((e) => e.id);
     const resumeFrom = before[4]!;
     // Emit continuously while the socket opens, subscribes and backfills.
     const during: number[] = [];
@@ -322,7 +336,7 @@ describe(`realtime stream: resume [${storeKind}]`, () => {
     const producer = (async () => {
       for (let i = 0; !stop && i < 100; i++) during.push((await testEvent(t.accountId, `during ${i}`)).id);
     })();
-    const conn = await open(t.key, `&last_event_id=${resumeFrom}`);
+    const conn = await open(t.key, `&last_event_id=${pub(beforeEvents[4]!)}`);
     await conn.until(() => conn.events().length >= 20);
     stop = true;
     await producer;
@@ -339,11 +353,12 @@ describe(`realtime stream: resume [${storeKind}]`, () => {
     const t = await seedTenant(platform);
     const bounded = realtime({ backfillLimit: 5 });
     const start = await testEvent(t.accountId, "start");
-    const missed: number[] = [];
-    for (let i = 0; i < 8; i++) missed.push((await testEvent(t.accountId, `missed ${i}`)).id);
-    const conn = await open(t.key, `&last_event_id=${start.id}`, bounded);
+    const missedEvents: PlatformEvent[] = [];
+    for (let i = 0; i < 8; i++) missedEvents.push(await testEvent(t.accountId, `missed ${i}`));
+    const missed = missedEvents.map((e) => e.id);
+    const conn = await open(t.key, `&last_event_id=${pub(start)}`, bounded);
     const resync = await conn.next("resync");
-    expect(resync).toEqual({ type: "resync", reason: "too_many_missed", last_event_id: missed[4], limit: 5 });
+    expect(resync).toEqual({ type: "resync", reason: "too_many_missed", last_event_id: pub(missedEvents[4]!), limit: 5 });
     expect(ids(conn.messages)).toEqual(missed.slice(0, 5));
     const live = await testEvent(t.accountId, "live");
     await conn.until(() => ids(conn.messages).includes(live.id));
@@ -352,12 +367,13 @@ describe(`realtime stream: resume [${storeKind}]`, () => {
 
   test("a resume message replays after the given id, skipping events already sent", async () => {
     const t = await seedTenant(platform);
+    const before = await testEvent(t.accountId, "before");
     const old = await testEvent(t.accountId, "old");
     const old2 = await testEvent(t.accountId, "old2");
     const conn = await open(t.key);
     const live = await testEvent(t.accountId, "live");
     await conn.until(() => ids(conn.messages).includes(live.id));
-    conn.send({ type: "resume", last_event_id: old.id - 1 });
+    conn.send({ type: "resume", last_event_id: pub(before) });
     await conn.until(() => ids(conn.messages).includes(old2.id));
     const after = await testEvent(t.accountId, "after");
     await conn.until(() => ids(conn.messages).includes(after.id));

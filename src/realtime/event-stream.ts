@@ -1,5 +1,5 @@
 /**
- * The realtime event stream: GET /v1/events/stream?ticket=…[&events=a,b][&last_event_id=N] upgrades
+ * The realtime event stream: GET /v1/events/stream?ticket=…[&events=a,b][&last_event_id=evt_…] upgrades
  * to a WebSocket that carries one account's events as JSON messages (docs/realtime.md).
  *
  * Each socket: redeems its single-use ticket, attaches to the instance's EventHub (one pub/sub
@@ -50,6 +50,7 @@ const REFUSALS: Record<TicketRefusal | "missing", string> = {
   unknown: "unknown or already used; tickets are single-use",
   expired: "expired; tickets are valid for 60 s",
 };
+const BAD_RESUME_ID = "last_event_id must be the id (evt_…) of an event this stream sent";
 /** Longest delay setTimeout keeps (longer ones fire at once); a later expiry is left to the periodic check. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -132,8 +133,8 @@ class StreamClient {
     }
     let resumeFrom: number | null = null;
     if (query.last_event_id !== undefined) {
-      if (!/^[0-9]{1,15}$/.test(query.last_event_id)) return this.close(CLOSE.badRequest, closeReason("bad_request", "last_event_id must be a whole number"));
-      resumeFrom = Number(query.last_event_id);
+      resumeFrom = this.deps.platform.events.ids.decode(query.last_event_id);
+      if (resumeFrom === null) return this.close(CLOSE.badRequest, closeReason("bad_request", BAD_RESUME_ID));
     }
     const redeemed = await redeemTicket(this.deps.platform.live, ticket, this.deps.clock());
     if (!redeemed.ok) return this.close(CLOSE.ticketRefused, closeReason("ticket_refused", REFUSALS[redeemed.reason]));
@@ -167,7 +168,7 @@ class StreamClient {
       account_id: this.accountId,
       events: this.filter ? [...this.filter] : "*",
       heartbeat_sec: this.deps.heartbeatMs / 1000,
-      last_event_id: resumeFrom,
+      last_event_id: resumeFrom === null ? null : query.last_event_id,
     });
     if (resumeFrom !== null) await this.backfill(resumeFrom);
     else this.flush();
@@ -181,7 +182,8 @@ class StreamClient {
       const stored = await this.deps.platform.events.since(this.accountId!, afterId, limit + 1, this.filter ? [...this.filter] : undefined);
       for (const event of stored.slice(0, limit)) this.sendEvent(event);
       if (stored.length > limit) {
-        this.sendJson({ type: "resync", reason: "too_many_missed", last_event_id: stored[limit - 1]!.id, limit });
+        const last = stored[limit - 1]!;
+        this.sendJson({ type: "resync", reason: "too_many_missed", last_event_id: this.deps.platform.events.ids.encode(last.id, last.ts), limit });
       }
     } finally {
       this.flush();
@@ -209,7 +211,7 @@ class StreamClient {
     if (this.filter && !this.filter.has(event.event)) return;
     if (this.sent.has(event.id)) return;
     this.sent.add(event.id);
-    this.sendJson({ type: "event", id: event.id, event: event.event, account_id: event.account_id, data: event.data, ts: event.ts });
+    this.sendJson({ type: "event", id: this.deps.platform.events.ids.encode(event.id, event.ts), event: event.event, account_id: event.account_id, data: event.data, ts: event.ts });
   }
 
   private sendJson(message: Record<string, unknown>): void {
@@ -247,8 +249,11 @@ class StreamClient {
         }
         return this.sendJson({ type: "subscribed", events: this.filter ? [...this.filter] : "*" });
       }
-      case "resume":
-        return this.backfill(message.last_event_id);
+      case "resume": {
+        const afterId = this.deps.platform.events.ids.decode(message.last_event_id);
+        if (afterId === null) return this.sendJson({ type: "error", error: "bad_message", message: BAD_RESUME_ID });
+        return this.backfill(afterId);
+      }
     }
   }
 

@@ -33,8 +33,8 @@ export const ClientMessage = T.Union([
   T.Object({ type: T.Literal("pong") }, { additionalProperties: true }),
   // A list names at least one event ("*" is every event: an empty list saying so would be a surprise).
   T.Object({ type: T.Literal("subscribe"), events: T.Union([T.Array(T.String(), { minItems: 1, maxItems: 64 }), T.Literal("*")]) }, { additionalProperties: false }),
-  // As the query parameter: at most 15 digits (a larger number is not an id the database can hold).
-  T.Object({ type: T.Literal("resume"), last_event_id: T.Integer({ minimum: 0, maximum: 999_999_999_999_999 }) }, { additionalProperties: false }),
+  // As the query parameter: an event id the stream sent (evt_…); the server checks it is one of ours.
+  T.Object({ type: T.Literal("resume"), last_event_id: T.String({ maxLength: 64 }) }, { additionalProperties: false }),
 ]);
 export type ClientMessage = Static<typeof ClientMessage>;
 

@@ -14,10 +14,14 @@ import { accountKey } from "../live/live-store.ts";
 import type { Logger } from "../log/logger.ts";
 import type { EventName, EventPayload } from "../webhooks/event-catalog.ts";
 import { events } from "./events.schema.ts";
+import type { EventIdCodec } from "./event-ids.ts";
 
 /** An event as written, published and streamed. */
 export interface PlatformEvent {
-  /** Increasing id: the stream's resume cursor. */
+  /**
+   * Its number in the platform-wide sequence: the stream's resume cursor inside the platform. Never
+   * shown as such: replies and stream messages carry `bus.ids.encode(id, ts)` (event-ids.ts).
+   */
   id: number;
   account_id: string;
   event: EventName;
@@ -69,6 +73,8 @@ export interface EventBus {
   subscribe(accountId: string, handler: (event: PlatformEvent) => void): Promise<() => Promise<void>>;
   /** Stored events of one account with id > afterId, oldest first (resume). */
   since(accountId: string, afterId: number, limit: number, names?: EventName[]): Promise<PlatformEvent[]>;
+  /** The public ids of events (`evt_…`) and back. */
+  ids: EventIdCodec;
 }
 
 /** How long stored events stay readable for stream resume (deliveries keep their own rows). */
@@ -106,8 +112,8 @@ function toEvent(row: typeof events.$inferSelect): PlatformEvent {
   return { id: row.id, account_id: row.account_id, event: row.name as EventName, data: row.data as Record<string, unknown>, ts: row.ts };
 }
 
-export function createEventBus(deps: { db: Db; live: LiveStore; log: Logger }): EventBus {
-  const { db, live, log } = deps;
+export function createEventBus(deps: { db: Db; live: LiveStore; log: Logger; ids: EventIdCodec }): EventBus {
+  const { db, live, log, ids } = deps;
   const planners: EventPlanner[] = [];
   const listeners = new Set<(events: PlatformEvent[]) => void>();
 
@@ -161,6 +167,7 @@ export function createEventBus(deps: { db: Db; live: LiveStore; log: Logger }): 
   }
 
   const bus: EventBus = {
+    ids,
     async transaction(fn) {
       const sink: PlatformEvent[] = [];
       const result = await db.transaction((tx) =>

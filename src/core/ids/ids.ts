@@ -52,6 +52,8 @@ export const ID_PREFIXES = {
   dncEntry: "dnc",
   accountLog: "log",
   ratePlan: "rp",
+  /** Events: not a newId but an enciphered sequence number (events/event-ids.ts). */
+  event: "evt",
 } as const;
 
 export type IdPrefix = (typeof ID_PREFIXES)[keyof typeof ID_PREFIXES];
@@ -66,6 +68,21 @@ export function encodeCrockford128(bytes: Uint8Array): string {
     value >>= 5n;
   }
   return out;
+}
+
+/** The 16 bytes of 26 Crockford base32 characters (upper case); null when the text is not such. */
+export function decodeCrockford128(text: string): Uint8Array | null {
+  if (!ID_BODY.test(text)) return null;
+  let value = 0n;
+  for (const char of text) value = (value << 5n) | BigInt(CROCKFORD.indexOf(char));
+  // 26 characters hold 130 bits: the two above the 128 must be zero.
+  if (value >> 128n) return null;
+  const bytes = new Uint8Array(16);
+  for (let i = 15; i >= 0; i--) {
+    bytes[i] = Number(value & 255n);
+    value >>= 8n;
+  }
+  return bytes;
 }
 
 /**

@@ -124,7 +124,7 @@ export function installEventLogs(bus: EventBus): void {
           level: "info",
           source: "webhook",
           message: data.webhook_id ? `Test event fired at webhook ${data.webhook_id}.` : "Test event fired.",
-          data: { event_id: event.id, webhook_id: data.webhook_id ?? null },
+          data: { event_id: bus.ids.encode(event.id, event.ts), webhook_id: data.webhook_id ?? null },
           ts: event.ts,
         });
       }

@@ -5,6 +5,7 @@
 import type { DbOrTx, Tx } from "../db/db.ts";
 import { conflict, notFound, validationFailed } from "../errors/app-error.ts";
 import type { EventBus, EventPlanner, PlatformEvent } from "../events/bus.ts";
+import type { EventIdCodec } from "../events/event-ids.ts";
 import { newId } from "../ids/ids.ts";
 import { decodeCursor, toPage } from "../pagination/pagination.ts";
 import { isEventName } from "./event-catalog.ts";
@@ -40,6 +41,7 @@ async function planDeliveries(tx: Tx, events: PlatformEvent[], subscriptions: Su
   const rows: NewDeliveryRow[] = [];
   for (const event of events) {
     const target = event.event === "test" && typeof event.data.webhook_id === "string" ? event.data.webhook_id : null;
+    // The event's second: the deliveries log shows the event's public id from it (event-ids.ts).
     const now = Math.floor(event.ts / 1000);
     for (const s of subscriptions) {
       if (s.account_id !== event.account_id) continue;
@@ -75,16 +77,17 @@ export async function fireTestEvent(bus: EventBus, accountId: string, input: Del
     }
     const ts = Date.now();
     const event = await emit(accountId, "test", { message: "This is a test event from Parley.", webhook_id: webhookId, ts }, ts);
-    return { event_id: event.id, deliveries: await countDeliveriesOfEvent(tx, accountId, event.id) };
+    return { event_id: bus.ids.encode(event.id, event.ts), deliveries: await countDeliveriesOfEvent(tx, accountId, event.id) };
   });
 }
 
-function toDelivery(row: WebhookDeliveryRow): DeliveryModel.Delivery {
+function toDelivery(row: WebhookDeliveryRow, ids: EventIdCodec): DeliveryModel.Delivery {
   return {
     id: row.id,
     webhook_id: row.webhook_id,
     event: row.event,
-    event_id: row.event_id,
+    // created_at is the event's second (the planner sets it from the event's ts), as in its id.
+    event_id: ids.encode(row.event_id, row.created_at * 1000),
     status: row.status as DeliveryModel.Status,
     attempts: row.attempts,
     last_status: row.last_status,
@@ -98,6 +101,7 @@ function toDelivery(row: WebhookDeliveryRow): DeliveryModel.Delivery {
 /** The account's delivery log, newest first, keyset-paginated, with the log's filters. */
 export async function listDeliveries(
   db: DbOrTx,
+  ids: EventIdCodec,
   accountId: string,
   query: { limit: number; cursor?: string; webhook_id?: string; event?: string; failed?: "0" | "1" },
 ): Promise<{ data: DeliveryModel.Delivery[]; next_cursor?: string }> {
@@ -106,5 +110,5 @@ export async function listDeliveries(
   }
   const filter = { webhookId: query.webhook_id, event: query.event, failedOnly: query.failed === "1" };
   const rows = await listDeliveryRows(db, accountId, filter, decodeCursor(query.cursor), query.limit);
-  return toPage(rows, query.limit, toDelivery);
+  return toPage(rows, query.limit, (row) => toDelivery(row, ids));
 }

@@ -126,7 +126,11 @@ describe(`webhook delivery [${storeKind}]`, () => {
     const fired = await fireTestEvent(platform.events, t.accountId, {});
     expect(fired.deliveries).toBe(1);
     const [row] = await withWorker(() => settled(t.accountId, 1));
-    expect(row).toMatchObject({ status: "delivered", attempts: 1, last_status: 200, last_error: null, webhook_id: hook.id, event: "test", event_id: fired.event_id });
+    expect(row).toMatchObject({ status: "delivered", attempts: 1, last_status: 200, last_error: null, webhook_id: hook.id, event: "test" });
+    // The stored sequence number is the test event's public id, as the deliveries log shows it.
+    expect(fired.event_id).toMatch(/^evt_[0-9A-HJKMNP-TV-Z]{26}$/);
+    expect(row!.event_id).toBe(platform.events.ids.decode(fired.event_id)!);
+    expect(platform.events.ids.encode(row!.event_id, row!.created_at * 1000)).toBe(fired.event_id);
     expect(row!.delivered_at).toEqual(expect.any(Number));
 
     const [req] = receiver.at(path);
@@ -319,7 +323,7 @@ describe(`webhook delivery [${storeKind}]`, () => {
     ).rejects.toThrow("abort the change");
     const kept = await fireTestEvent(platform.events, t.accountId, {});
     const rows = await withWorker(() => settled(t.accountId, 1));
-    expect(rows.map((r) => r.event_id)).toEqual([kept.event_id]);
+    expect(rows.map((r) => r.event_id)).toEqual([platform.events.ids.decode(kept.event_id)!]);
     expect(receiver.at(path).map((r) => JSON.parse(r.body).data.message)).toEqual(["This is a test event from Parley."]);
   });
 

@@ -129,7 +129,7 @@ describe(`/v1/logs happy [${storeKind}]`, () => {
     });
     const data = await logs(t);
     expect(data).toEqual([
-      { id: expect.any(String), ts: event.ts, level: "info", source: "webhook", message: "Test event fired.", call_id: null, data: { event_id: event.id, webhook_id: null } },
+      { id: expect.any(String), ts: event.ts, level: "info", source: "webhook", message: "Test event fired.", call_id: null, data: { event_id: platform.events.ids.encode(event.id, event.ts), webhook_id: null } },
     ]);
   });
 });

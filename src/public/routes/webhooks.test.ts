@@ -295,7 +295,7 @@ describe(`/v1/webhooks/test and /v1/webhooks/deliveries [${storeKind}]`, () => {
     await hook(t, "/ended", "call.ended");
     const r = await call(devApp, "POST", "/v1/webhooks/test", { key: t.key });
     expect(r.status, JSON.stringify(r.body)).toBe(202);
-    expect(r.body).toEqual({ ok: true, data: { event_id: expect.any(Number), deliveries: 2 } });
+    expect(r.body).toEqual({ ok: true, data: { event_id: expect.stringMatching(/^evt_[0-9A-HJKMNP-TV-Z]{26}$/), deliveries: 2 } });
     const rows = await drained(t, 2);
     expect(rows.map((d) => d.webhook_id).sort()).toEqual([all.id, some.id].sort());
     for (const d of rows) {

@@ -123,7 +123,7 @@ export function webhookRoutes(platform: Platform) {
     .get(
       "/deliveries",
       async ({ principal, query }) =>
-        ({ ok: true as const, ...(await listDeliveries(platform.db, principal.accountId, { ...query, limit: query.limit ?? DEFAULT_PAGE_SIZE })) }),
+        ({ ok: true as const, ...(await listDeliveries(platform.db, platform.events.ids, principal.accountId, { ...query, limit: query.limit ?? DEFAULT_PAGE_SIZE })) }),
       {
         scope: "webhooks",
         query: DeliveryModel.ListQuery,
