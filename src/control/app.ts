@@ -58,7 +58,8 @@ export function createControlApp(platform: Platform, modules: ControlRouteModule
         return;
       }
       if (isGated(path) && !ipAllowed(clientIp(server, request), config.controlAllow)) {
-        throw new AppError("forbidden", "This address may not reach the control plane.", { need: "CONTROL_ALLOW" });
+        // No `need`: that names a missing scope (SPEC.md's 403); the fix here is the operator's setting.
+        throw new AppError("forbidden", "This address may not reach the control plane.", { hint: "Add the edge node's address to CONTROL_ALLOW." });
       }
     })
     .use(adminRoutes(platform))

@@ -151,7 +151,7 @@ describe("control host IP allowlist (real sockets)", () => {
       for (const path of ["/route", "/auth", "/presence/event", "/cac", "/security/bans", "/media/x"]) {
         const refused = await fetch(`http://127.0.0.1:${s1.server!.port}${path}`, { method: "POST" });
         expect(refused.status, path).toBe(403);
-        expect(((await refused.json()) as Json).error).toBe("forbidden");
+        expect(await refused.json()).toEqual({ ok: false, error: "forbidden", message: "This address may not reach the control plane.", hint: "Add the edge node's address to CONTROL_ALLOW." });
         const allowed = await fetch(`http://127.0.0.1:${s2.server!.port}${path}`, { method: "POST" });
         expect(allowed.status, path).not.toBe(403);
       }

@@ -45,6 +45,18 @@ describe(`host base [${storeKind}]`, () => {
     expect((await call(app, "GET", "/v1", { headers: { "x-request-id": "bad id with spaces" } })).headers.get("x-request-id")).not.toBe("bad id with spaces");
   });
 
+  test("JSON replies, errors included, say their charset on every host", async () => {
+    for (const app of [createPublicApp(platform), createConsoleApp(platform), createRealtimeApp(platform), createControlApp(platform)]) {
+      expect((await call(app, "GET", "/healthz")).headers.get("content-type")).toBe("application/json;charset=utf-8");
+      const missing = await call(app, "GET", "/no-such-path");
+      expect(missing.status).toBe(404);
+      expect(missing.headers.get("content-type")).toBe("application/json;charset=utf-8");
+    }
+    const refused = await call(createPublicApp(platform), "GET", "/v1/whoami");
+    expect(refused.status).toBe(401);
+    expect(refused.headers.get("content-type")).toBe("application/json;charset=utf-8");
+  });
+
   test("an unexpected error is a 500 internal with no stack, no SQL and no message leak", async () => {
     const app = new Elysia().use(hostBase(platform, { host: "public", cors: false, accept: ["json"] })).get("/boom", () => {
       throw new Error('Failed query: select secret from x where password = $1\nparams: hunter2');

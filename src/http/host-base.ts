@@ -43,7 +43,7 @@ const EXPOSED_HEADERS = "ratelimit-limit, ratelimit-remaining, ratelimit-reset, 
 function errorResponse(error: AppError, headers: Record<string, string | number>): Response {
   return new Response(JSON.stringify(error.toBody()), {
     status: error.status,
-    headers: { ...stringHeaders(headers), ...error.headers, "content-type": "application/json" },
+    headers: { ...stringHeaders(headers), ...error.headers, "content-type": "application/json;charset=utf-8" },
   });
 }
 

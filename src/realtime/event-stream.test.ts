@@ -154,6 +154,15 @@ describe(`realtime stream: tickets [${storeKind}]`, () => {
     await refusedAt(`?ticket=${minted.ticket}`);
   });
 
+  test("a ticket past its validity in the live store's own time is refused as expired, not as unknown", async () => {
+    const t = await seedTenant(platform);
+    // Valid for one second by the store's clock (Redis's TTL in scale-out), presented after it.
+    const { ticket: short } = await mintTicket(platform.live, { accountId: t.accountId, kind: "events", scopes: ["events"], ttlSec: 1 });
+    await Bun.sleep(1200);
+    expect(await refusedAt(`?ticket=${short}`)).toBe("ticket_refused: expired; tickets are valid for 60 s");
+    expect(await refusedAt(`?ticket=${short}`)).toContain("already used");
+  });
+
   test("missing, malformed and invented tickets are refused with 4401", async () => {
     const t = await seedTenant(platform);
     const forged = `rt1.${t.accountId}.${"A".repeat(43)}`;

@@ -47,7 +47,7 @@ export interface EventStreamOptions {
 const REFUSALS: Record<TicketRefusal | "missing", string> = {
   missing: "connect with ?ticket= from POST /v1/events/ticket",
   malformed: "not a ticket this platform issued",
-  unknown: "unknown or already used; tickets are single-use",
+  unknown: "unknown or already used (or expired over 5 minutes ago); tickets are single-use",
   expired: "expired; tickets are valid for 60 s",
 };
 const BAD_RESUME_ID = "last_event_id must be the id (evt_…) of an event this stream sent";

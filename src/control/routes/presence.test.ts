@@ -320,6 +320,10 @@ describe(`POST /presence/events (the edge's batches) [${storeKind}]`, () => {
     for (const body of [{ events: [] }, {}, { events: good }, { events: Array.from({ length: PresenceModel.MAX_BATCH + 1 }, () => good) }, { events: [good], extra: 1 }]) {
       expect((await client.post("/presence/events", body)).status).toBe(400);
     }
+    // A form cannot carry a batch: 415, saying to send JSON.
+    const form = await client.post("/presence/events", { type: "dialog", callId: randomUUID(), state: "confirmed", account_id: t.accountId }, "form");
+    expect(form.status).toBe(415);
+    expect(form.body).toMatchObject({ ok: false, error: "unsupported_media_type", message: expect.stringContaining("application/json") });
     // Still the one call: none of the refused bodies handled anything.
     expect(await userCallCount(platform.live, t.accountId, u.userId)).toBe(1);
   });

@@ -187,6 +187,10 @@ export function presenceRoutes(platform: Platform) {
         return reply;
       },
       {
+        // The control host takes forms (SPEC.md), but a form cannot carry a list of events.
+        transform: ({ request }) => {
+          if (isForm(request)) throw new AppError("unsupported_media_type", "Send the batch as application/json: a form cannot carry its events (or POST each to /presence/event).");
+        },
         body: PresenceModel.EventBatch,
         response: { 200: PresenceModel.BatchReply, ...errorReplies(400, 403, 404, 409, 415) },
         detail: {

@@ -106,6 +106,6 @@ export async function listSubaccounts(
   if (self.is_reseller !== 1) {
     throw new AppError("forbidden", "Only reseller accounts have subaccounts.", { need: "accounts" });
   }
-  const rows = await listChildAccounts(db, accountId, decodeCursor(page.cursor), page.limit);
+  const rows = await listChildAccounts(db, accountId, decodeCursor(page.cursor, "acc"), page.limit);
   return toPage(rows, page.limit, toAccount);
 }

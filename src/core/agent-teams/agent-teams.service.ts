@@ -48,7 +48,7 @@ export async function listAgentTeams(
   accountId: string,
   query: { limit: number; cursor?: string; q?: string },
 ): Promise<{ data: AgentTeamModel.Team[]; next_cursor?: string }> {
-  const rows = await listTeams(db, accountId, { namePrefix: query.q?.toLowerCase() }, decodeCursor(query.cursor), query.limit);
+  const rows = await listTeams(db, accountId, { namePrefix: query.q?.toLowerCase() }, decodeCursor(query.cursor, "team"), query.limit);
   return toPage(rows, query.limit, toTeam);
 }
 

@@ -88,7 +88,7 @@ export async function listApiKeys(
   accountId: string,
   page: { limit: number; cursor?: string },
 ): Promise<{ data: AuthModel.ApiKey[]; next_cursor?: string }> {
-  const rows = await listActiveApiKeys(db, accountId, decodeCursor(page.cursor), page.limit);
+  const rows = await listActiveApiKeys(db, accountId, decodeCursor(page.cursor, "sk"), page.limit);
   return toPage(rows, page.limit, toApiKey);
 }
 

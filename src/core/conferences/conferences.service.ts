@@ -146,7 +146,7 @@ export async function listConferences(
   accountId: string,
   page: { limit: number; cursor?: string; q?: string },
 ): Promise<{ data: ConferenceModel.Conference[]; next_cursor?: string }> {
-  const rows = await listConferenceRows(db, accountId, { afterId: decodeCursor(page.cursor), namePrefix: page.q }, page.limit);
+  const rows = await listConferenceRows(db, accountId, { afterId: decodeCursor(page.cursor, "conf"), namePrefix: page.q }, page.limit);
   return toPage(rows, page.limit, toConference);
 }
 

@@ -129,7 +129,7 @@ export async function listContacts(
     db,
     accountId,
     { prefix: query.q?.toLowerCase(), e164, tag: query.tag, externalId: query.external_id },
-    decodeCursor(query.cursor),
+    decodeCursor(query.cursor, "ct"),
     query.limit,
   );
   return toPage(rows, query.limit, toContact);

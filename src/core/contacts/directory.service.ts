@@ -18,6 +18,6 @@ export async function listDirectory(
   accountId: string,
   query: { limit: number; cursor?: string; digits?: string; q?: string },
 ): Promise<{ data: ContactModel.DirectoryEntry[]; next_cursor?: string }> {
-  const rows = await listDirectoryRows(db, accountId, { digits: query.digits, prefix: query.q?.toLowerCase() }, decodeCursor(query.cursor), query.limit);
+  const rows = await listDirectoryRows(db, accountId, { digits: query.digits, prefix: query.q?.toLowerCase() }, decodeCursor(query.cursor, "us"), query.limit);
   return toPage(rows, query.limit, toEntry);
 }

@@ -88,7 +88,7 @@ export async function listFields(
   accountId: string,
   query: { limit: number; cursor?: string; entity?: CustomFieldModel.Entity },
 ): Promise<{ data: CustomFieldModel.Field[]; next_cursor?: string }> {
-  const rows = await listCustomFields(db, accountId, { entity: query.entity }, decodeCursor(query.cursor), query.limit);
+  const rows = await listCustomFields(db, accountId, { entity: query.entity }, decodeCursor(query.cursor, "fld"), query.limit);
   return toPage(rows, query.limit, toField);
 }
 

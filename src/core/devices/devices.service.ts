@@ -119,7 +119,7 @@ export async function listDevices(
   query: DeviceFilters & { limit: number; cursor?: string },
 ): Promise<{ data: DeviceModel.Device[]; next_cursor?: string }> {
   const { limit, cursor, ...filters } = query;
-  const rows = await listDeviceRows(db, accountId, filters, decodeCursor(cursor), limit);
+  const rows = await listDeviceRows(db, accountId, filters, decodeCursor(cursor, "dev"), limit);
   return toPage(rows, limit, toDevice);
 }
 

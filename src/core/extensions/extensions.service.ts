@@ -83,7 +83,7 @@ export async function listExtensions(
   page: { limit: number; cursor?: string },
 ): Promise<{ data: ExtensionModel.Extension[]; next_cursor?: string }> {
   const { q, ...rest } = filters;
-  const rows = await listExtensionRows(db, accountId, { ...rest, ...(q ? { digits_prefix: q } : {}) }, decodeCursor(page.cursor), page.limit);
+  const rows = await listExtensionRows(db, accountId, { ...rest, ...(q ? { digits_prefix: q } : {}) }, decodeCursor(page.cursor, "ext"), page.limit);
   return toPage(rows, page.limit, toExtension);
 }
 

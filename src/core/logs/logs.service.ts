@@ -74,7 +74,7 @@ export async function listLogs(
   query: { limit?: number; cursor?: string; level?: LogLevelName; call_id?: string; source?: LogSource },
 ): Promise<{ data: LogModel.Entry[]; next_cursor?: string }> {
   const limit = query.limit ?? LOG_PAGE_DEFAULT;
-  const before = decodeCursor(query.cursor);
+  const before = decodeCursor(query.cursor, "log");
   const rows = await listLogRows(
     db,
     accountId,

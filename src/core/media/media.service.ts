@@ -139,7 +139,7 @@ export async function listMedia(
   page: { limit: number; cursor?: string },
   filter: MediaModel.ListFilter = {},
 ): Promise<{ data: MediaModel.MediaFile[]; next_cursor?: string }> {
-  const rows = await listMediaFiles(db, accountId, filter, decodeCursor(page.cursor), page.limit);
+  const rows = await listMediaFiles(db, accountId, filter, decodeCursor(page.cursor, "med"), page.limit);
   return toPage(rows, page.limit, toMediaFile);
 }
 

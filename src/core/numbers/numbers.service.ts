@@ -109,7 +109,7 @@ export async function listNumbers(
 ): Promise<{ data: NumberModel.Number[]; next_cursor?: string }> {
   const { q, ...rest } = filters;
   const e164Prefix = q?.trim().replace(/^\+/, "");
-  const rows = await listNumberRows(db, accountId, { ...rest, ...(e164Prefix ? { e164_prefix: e164Prefix } : {}) }, decodeCursor(page.cursor), page.limit);
+  const rows = await listNumberRows(db, accountId, { ...rest, ...(e164Prefix ? { e164_prefix: e164Prefix } : {}) }, decodeCursor(page.cursor, "num"), page.limit);
   return toPage(rows, page.limit, toNumber);
 }
 

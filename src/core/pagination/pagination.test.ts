@@ -17,6 +17,25 @@ describe("keysetPage", () => {
 
   test("toPage's cursor is one decodeCursor reads back as the last id", () => {
     const page = toPage(rows(2), 2, (r) => r.id);
-    expect(decodeCursor(page.next_cursor)).toBe(rows(2)[1]!.id);
+    expect(decodeCursor(page.next_cursor, "us")).toBe(rows(2)[1]!.id);
+  });
+
+  test("a cursor of another list, or not of ours, is a 400 naming the cursor", () => {
+    const cursor = toPage(rows(2), 2, (r) => r.id).next_cursor;
+    for (const [bad, message] of [
+      [cursor, "from another list"],
+      ["bm90IGEgY3Vyc29y", "Not a cursor this API issued"],
+      [Buffer.from("c1:us_short").toString("base64url"), "Not a cursor this API issued"],
+    ] as const) {
+      let thrown: unknown = null;
+      try {
+        decodeCursor(bad, "dev");
+      } catch (error) {
+        thrown = error;
+      }
+      expect(thrown).toMatchObject({ status: 400, code: "validation_failed", extra: { details: [{ path: "/query/cursor", message: expect.stringContaining(message) }] } });
+    }
+    expect(decodeCursor(undefined, "dev")).toBeNull();
+    expect(decodeCursor("", "dev")).toBeNull();
   });
 });

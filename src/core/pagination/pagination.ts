@@ -3,6 +3,7 @@
  * The cursor is opaque to clients (base64url of a versioned payload) and checked on the way back in.
  */
 import { validationFailed } from "../errors/app-error.ts";
+import { isId, type IdPrefix } from "../ids/ids.ts";
 
 export const DEFAULT_PAGE_SIZE = 50;
 export const MAX_PAGE_SIZE = 500;
@@ -13,14 +14,22 @@ export function encodeCursor(lastId: string): string {
   return Buffer.from(`c1:${lastId}`).toString("base64url");
 }
 
-/** The id a cursor stands after, or null for the first page. Throws 400 for a cursor we did not issue. */
-export function decodeCursor(cursor: string | undefined): string | null {
+/**
+ * The id a cursor stands after, or null for the first page. Throws 400 for a cursor we did not issue,
+ * and for one of another list (its id has another prefix than the list's `prefix`): paging on from
+ * another list's place would quietly give a wrong page.
+ */
+export function decodeCursor(cursor: string | undefined, prefix: IdPrefix): string | null {
   if (!cursor) return null;
   const text = Buffer.from(cursor, "base64url").toString();
   if (!text.startsWith("c1:") || !/^[a-z]+_[0-9A-Z]{26}$/.test(text.slice(3))) {
     throw validationFailed([{ path: "/query/cursor", message: "Not a cursor this API issued." }]);
   }
-  return text.slice(3);
+  const id = text.slice(3);
+  if (!isId(id, prefix)) {
+    throw validationFailed([{ path: "/query/cursor", message: "This cursor is from another list; pass the next_cursor of this list." }]);
+  }
+  return id;
 }
 
 /**

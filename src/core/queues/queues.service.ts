@@ -204,7 +204,7 @@ export interface ListQueuesOptions {
 
 /** Queues of the account, keyset-paginated, each with its rolling KPIs. */
 export async function listQueues(db: DbOrTx, accountId: string, options: ListQueuesOptions): Promise<{ data: QueueModel.QueueWithKpis[]; next_cursor?: string }> {
-  const rows = await listQueueRows(db, accountId, { namePrefix: options.q, memberUserId: options.userId }, decodeCursor(options.cursor), options.limit);
+  const rows = await listQueueRows(db, accountId, { namePrefix: options.q, memberUserId: options.userId }, decodeCursor(options.cursor, "q"), options.limit);
   const page = toPage(rows, options.limit, toQueue);
   const since = options.since ?? nowSeconds() - DEFAULT_KPI_WINDOW_SEC;
   const kpis = await queueKpis(db, accountId, page.data.map((q) => q.id), since);

@@ -231,7 +231,7 @@ export async function listRingGroupPage(
     namePrefix: page.q,
     userId: page.user_id,
     deviceId: page.device_id,
-    afterId: decodeCursor(page.cursor),
+    afterId: decodeCursor(page.cursor, "rg"),
     limit: page.limit,
   });
   return toPage(rows, page.limit, toSummary);

@@ -165,7 +165,7 @@ export async function listSchedulePage(
   accountId: string,
   page: { limit: number; cursor?: string; q?: string },
 ): Promise<{ data: ScheduleModel.ScheduleSummary[]; next_cursor?: string }> {
-  const rows = await selectSchedules(db, accountId, { namePrefix: page.q, afterId: decodeCursor(page.cursor), limit: page.limit });
+  const rows = await selectSchedules(db, accountId, { namePrefix: page.q, afterId: decodeCursor(page.cursor, "sch"), limit: page.limit });
   return toPage(rows, page.limit, toSummary);
 }
 

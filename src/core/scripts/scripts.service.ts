@@ -73,7 +73,7 @@ export async function listScripts(
     db,
     accountId,
     { namePrefix: query.q?.toLowerCase(), contentType: query.content_type },
-    decodeCursor(query.cursor),
+    decodeCursor(query.cursor, "scr"),
     query.limit,
   );
   return toPage(rows, query.limit, toSummary);

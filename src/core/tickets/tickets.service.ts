@@ -15,6 +15,11 @@ import type { TicketModel } from "./tickets.model.ts";
 
 /** Seconds a ticket stays valid. */
 export const TICKET_TTL_SEC = 60;
+/**
+ * Seconds the live store keeps a ticket past its expiry, so that presenting it then is told
+ * "expired" (a new ticket fixes it) rather than "unknown or already used". Taking it deletes it.
+ */
+export const TICKET_KEPT_EXPIRED_SEC = 300;
 
 export type TicketKind = TicketModel.Kind;
 
@@ -34,7 +39,7 @@ export interface TicketGrant {
   expiresAt: number;
 }
 
-/** Why a ticket was refused; `unknown` covers never issued, already used, and expired-and-gone. */
+/** Why a ticket was refused; `unknown` covers never issued, already used, and expired over 5 minutes ago. */
 export type TicketRefusal = "malformed" | "unknown" | "expired";
 
 export type Redemption = { ok: true; grant: TicketGrant } | { ok: false; reason: TicketRefusal };
@@ -80,7 +85,7 @@ export async function mintTicket(
     issuedAt,
     expiresAt: issuedAt + ttlSec * 1000,
   };
-  await live.set(ticketKey(input.accountId, secret), JSON.stringify(grant), ttlSec * 1000);
+  await live.set(ticketKey(input.accountId, secret), JSON.stringify(grant), (ttlSec + TICKET_KEPT_EXPIRED_SEC) * 1000);
   return { ticket: `rt1.${input.accountId}.${secret}`, expiresIn: ttlSec, grant };
 }
 
@@ -94,7 +99,7 @@ export async function redeemTicket(live: LiveStore, ticket: string, now: number 
   const stored = await live.take(ticketKey(match[1]!, match[2]!));
   if (stored === null) return { ok: false, reason: "unknown" };
   const grant = JSON.parse(stored) as TicketGrant;
-  // The live store's TTL removes a ticket on time; this check covers clock skew and injected clocks.
+  // The store keeps it TICKET_KEPT_EXPIRED_SEC longer than it is valid: this is the expiry.
   if (now >= grant.expiresAt) return { ok: false, reason: "expired" };
   return { ok: true, grant };
 }

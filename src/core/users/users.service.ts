@@ -124,7 +124,7 @@ export async function listUsers(
   query: UserFilters & { limit: number; cursor?: string },
 ): Promise<{ data: UserModel.User[]; next_cursor?: string }> {
   const { limit, cursor, ...filters } = query;
-  const rows = await listUserRows(db, accountId, filters, decodeCursor(cursor), limit);
+  const rows = await listUserRows(db, accountId, filters, decodeCursor(cursor, "us"), limit);
   return toPage(rows, limit, toUser);
 }
 
@@ -135,7 +135,7 @@ export async function listUserDevices(
   userId: string,
   page: { limit: number; cursor?: string },
 ): Promise<{ data: DeviceModel.Device[]; next_cursor?: string }> {
-  const afterId = decodeCursor(page.cursor);
+  const afterId = decodeCursor(page.cursor, "dev");
   if (!(await findUser(db, accountId, userId))) throw notFound("user");
   const rows = await listDeviceRows(db, accountId, { user_id: userId }, afterId, page.limit);
   return toPage(rows, page.limit, toDevice);

@@ -125,7 +125,7 @@ export async function listVoicemails(
   accountId: string,
   page: { limit: number; cursor?: string; q?: string },
 ): Promise<{ data: VoicemailModel.Voicemail[]; next_cursor?: string }> {
-  const rows = await listVoicemailRows(db, accountId, { afterId: decodeCursor(page.cursor), namePrefix: page.q }, page.limit);
+  const rows = await listVoicemailRows(db, accountId, { afterId: decodeCursor(page.cursor, "vm"), namePrefix: page.q }, page.limit);
   return toPage(rows, page.limit, toVoicemail);
 }
 

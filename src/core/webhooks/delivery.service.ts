@@ -109,6 +109,6 @@ export async function listDeliveries(
     throw validationFailed([{ path: "/query/event", message: `Unknown event: ${query.event}. See GET /v1/webhooks/events.` }]);
   }
   const filter = { webhookId: query.webhook_id, event: query.event, failedOnly: query.failed === "1" };
-  const rows = await listDeliveryRows(db, accountId, filter, decodeCursor(query.cursor), query.limit);
+  const rows = await listDeliveryRows(db, accountId, filter, decodeCursor(query.cursor, "whd"), query.limit);
   return toPage(rows, query.limit, (row) => toDelivery(row, ids));
 }

@@ -98,7 +98,7 @@ export async function listWebhooks(
     throw validationFailed([{ path: "/query/event", message: `Unknown event: ${query.event}. See GET /v1/webhooks/events.` }]);
   }
   const filter = query.event === undefined || query.event === "*" ? {} : { event: query.event };
-  const rows = await listWebhookRows(db, accountId, filter, decodeCursor(query.cursor), query.limit);
+  const rows = await listWebhookRows(db, accountId, filter, decodeCursor(query.cursor, "wh"), query.limit);
   return toPage(rows, query.limit, toWebhook);
 }
 

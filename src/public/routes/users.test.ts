@@ -10,6 +10,7 @@ import { keyWithScopes, seedTenant, storeKind, testPlatform, type Tenant } from 
 import { call, type Json } from "../../../test/support/http.ts";
 import { rawRows } from "../../core/db/migrate.ts";
 import { newId } from "../../core/ids/ids.ts";
+import { encodeCursor } from "../../core/pagination/pagination.ts";
 
 let platform: Platform;
 let app: ReturnType<typeof createPublicApp>;
@@ -370,6 +371,10 @@ describe(`/v1/users errors [${storeKind}]`, () => {
       // The shared page query reports a bound error of limit without its path (an Elysia quirk).
       if (path) expect((r.body.details as Json[]).map((d) => d.path), query).toContain(path);
     }
+    // A cursor of another list (as GET /v1/devices writes one) is refused, not read as a place in this one.
+    const foreign = await call(app, "GET", `/v1/users?cursor=${encodeCursor(newId("dev"))}`, { key: t.key });
+    expect(foreign.status).toBe(400);
+    expect(foreign.body.details).toEqual([{ path: "/query/cursor", message: expect.stringContaining("another list") }]);
   });
 
   test("409 for a username already taken in the account, on create and on patch; other accounts may reuse it", async () => {
