@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { encodeCrockford128, isId, newId } from "./ids.ts";
+import { decodeCrockford128, encodeCrockford128, isId, newId } from "./ids.ts";
 
 describe("newId", () => {
   test("has the prefix and 26 Crockford characters", () => {
@@ -22,5 +22,20 @@ describe("newId", () => {
   test("encodes all-zero and all-one values at the edges", () => {
     expect(encodeCrockford128(new Uint8Array(16))).toBe("0".repeat(26));
     expect(encodeCrockford128(new Uint8Array(16).fill(255))).toBe("7" + "Z".repeat(25));
+  });
+
+  test("encodes as the 128-bit number in base 32 would, and decodes back", () => {
+    const ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+    const reference = (bytes: Uint8Array) => {
+      const value = BigInt(`0x${Buffer.from(bytes).toString("hex")}`);
+      return value.toString(32).toUpperCase().padStart(26, "0").replace(/[0-9A-V]/g, (c) => ALPHABET[parseInt(c, 32)]!);
+    };
+    const samples = [new Uint8Array(16), new Uint8Array(16).fill(255), Uint8Array.from({ length: 16 }, (_, i) => 1 << i % 8)];
+    for (let i = 0; i < 2000; i++) samples.push(crypto.getRandomValues(new Uint8Array(16)));
+    for (const bytes of samples) {
+      const text = encodeCrockford128(bytes);
+      expect(text).toBe(reference(bytes));
+      expect(decodeCrockford128(text)).toEqual(bytes);
+    }
   });
 });

@@ -58,14 +58,24 @@ export const ID_PREFIXES = {
 
 export type IdPrefix = (typeof ID_PREFIXES)[keyof typeof ID_PREFIXES];
 
-/** Encodes 16 bytes as 26 Crockford base32 characters (the top two of the 130 bits are zero). */
+/**
+ * Encodes 16 bytes as 26 Crockford base32 characters (the top two of the 130 bits are zero). Five bits
+ * at a time through a small accumulator: several times cheaper than one BigInt of 128 bits, and every
+ * new row's id passes here.
+ */
 export function encodeCrockford128(bytes: Uint8Array): string {
-  let value = 0n;
-  for (const byte of bytes) value = (value << 8n) | BigInt(byte);
   let out = "";
-  for (let i = 0; i < 26; i++) {
-    out = CROCKFORD[Number(value & 31n)] + out;
-    value >>= 5n;
+  // The two zero bits above the 128 are already "in" the accumulator.
+  let acc = 0;
+  let bits = 2;
+  for (let i = 0; i < 16; i++) {
+    acc = (acc << 8) | bytes[i]!;
+    bits += 8;
+    while (bits >= 5) {
+      bits -= 5;
+      out += CROCKFORD[(acc >>> bits) & 31];
+    }
+    acc &= (1 << bits) - 1;
   }
   return out;
 }
@@ -73,14 +83,21 @@ export function encodeCrockford128(bytes: Uint8Array): string {
 /** The 16 bytes of 26 Crockford base32 characters (upper case); null when the text is not such. */
 export function decodeCrockford128(text: string): Uint8Array | null {
   if (!ID_BODY.test(text)) return null;
-  let value = 0n;
-  for (const char of text) value = (value << 5n) | BigInt(CROCKFORD.indexOf(char));
   // 26 characters hold 130 bits: the two above the 128 must be zero.
-  if (value >> 128n) return null;
+  const first = CROCKFORD.indexOf(text[0]!);
+  if (first > 7) return null;
   const bytes = new Uint8Array(16);
-  for (let i = 15; i >= 0; i--) {
-    bytes[i] = Number(value & 255n);
-    value >>= 8n;
+  let acc = first;
+  let bits = 3;
+  let at = 0;
+  for (let i = 1; i < 26; i++) {
+    acc = (acc << 5) | CROCKFORD.indexOf(text[i]!);
+    bits += 5;
+    if (bits >= 8) {
+      bits -= 8;
+      bytes[at++] = (acc >>> bits) & 255;
+      acc &= (1 << bits) - 1;
+    }
   }
   return bytes;
 }
