@@ -47,7 +47,7 @@ export function createControlApp(platform: Platform, modules: ControlRouteModule
     throw new AppError("not_implemented", "Not implemented on the control host.");
   };
   const app = new Elysia({ name: "control", normalize: false })
-    .use(hostBase(platform, { host: "control", cors: false, accept: ["json", "form"] }))
+    .use(hostBase(platform, { host: "control", cors: false, accept: ["json", "form"], itemCheckedBodies: ["/presence/events"] }))
     // onRequest, not beforeHandle: the gate must hold for every path, routed or not.
     .onRequest(({ request, server }) => {
       const path = new URL(request.url).pathname;

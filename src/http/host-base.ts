@@ -25,6 +25,11 @@ export interface HostBaseOptions {
   onErrorReply?: (request: Request, error: AppError) => Promise<void>;
   /** Routes that take a raw body (media uploads) instead of JSON, with their own types and size limit. */
   rawBodyRoutes?: RawBodyRoute[];
+  /**
+   * Paths whose body is a batch of items refused one by one: the NUL / lone-surrogate check is the
+   * route's, per item (unstorableTextPath), so one bad item does not cost the batch.
+   */
+  itemCheckedBodies?: string[];
 }
 
 /** A route whose body is raw bytes: exempt from the JSON-only rule, held to its own limits. */
@@ -135,6 +140,10 @@ const unstorable = (text: string) => text.includes("\u0000") || !text.isWellForm
  * inside a write (a 500) or change on the way, instead of being refused up front. Only plain data is
  * walked (raw uploads are bytes).
  */
+export function unstorableTextPath(value: unknown, path: string): string | null {
+  return nulPath(value, path);
+}
+
 function nulPath(value: unknown, path: string): string | null {
   if (typeof value === "string") return unstorable(value) ? path : null;
   if (Array.isArray(value)) {
@@ -155,7 +164,7 @@ function nulPath(value: unknown, path: string): string | null {
   return null;
 }
 
-const NUL_MESSAGE = "Text may not contain a NUL character (\\u0000, %00) nor a lone UTF-16 surrogate (not Unicode text).";
+export const NUL_MESSAGE = "Text may not contain a NUL character (\\u0000, %00) nor a lone UTF-16 surrogate (not Unicode text).";
 
 /** The 400 for a NUL character in the URL (a query value names its parameter). */
 function nulInUrl(request: Request): AppError {
@@ -201,6 +210,7 @@ function toAppError(code: string | number, error: unknown, request: Request, acc
 /** The shared base plugin of a host. */
 export function hostBase(platform: Platform, options: HostBaseOptions) {
   const maxBody = options.maxBodyBytes ?? 1024 * 1024;
+  const itemChecked = new Set(options.itemCheckedBodies ?? []);
   const log = platform.log.child({ host: options.host });
   const accessLog = log.enabled("info");
   /** The request's log line (info), with the status the client got. */
@@ -271,8 +281,9 @@ export function hostBase(platform: Platform, options: HostBaseOptions) {
         }
       }
     })
-    .onTransform({ as: "global" }, ({ body }) => {
+    .onTransform({ as: "global" }, ({ body, request }) => {
       if (body === undefined || body === null || typeof body !== "object") return;
+      if (itemChecked.size && itemChecked.has(new URL(request.url).pathname)) return;
       const at = nulPath(body, "");
       if (at !== null) throw new AppError("validation_failed", "The request is not valid.", { details: [{ path: at, message: NUL_MESSAGE }] });
     })

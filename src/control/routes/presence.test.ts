@@ -64,6 +64,16 @@ describe(`POST /presence/event register [${storeKind}]`, () => {
 
     expect((await client.post("/presence/event", register(t.accountId, u.deviceId, { expires: 0 }))).status).toBe(200);
     expect((await userContacts(platform.live, t.accountId, u.userId)).map((c) => c.contact)).toEqual(["sip:second@192.0.2.8"]);
+
+    // Contact: * with expires 0 removes every binding of the device (RFC 3261 10.2.2); with expires > 0 it is a 400.
+    expect((await client.post("/presence/event", register(t.accountId, u.deviceId, { contact: "sips:third@192.0.2.9;transport=tls" }))).status).toBe(200);
+    expect(await userContacts(platform.live, t.accountId, u.userId)).toHaveLength(2);
+    const starLive = await client.post("/presence/event", register(t.accountId, u.deviceId, { contact: "*", expires: 60 }));
+    expect(starLive.status).toBe(400);
+    expect(starLive.body.details).toEqual([{ path: "/contact", message: expect.stringContaining("expires 0") }]);
+    expect(await userContacts(platform.live, t.accountId, u.userId)).toHaveLength(2);
+    expect((await client.post("/presence/event", register(t.accountId, u.deviceId, { contact: "*", expires: 0 }))).status).toBe(200);
+    expect(await userContacts(platform.live, t.accountId, u.userId)).toEqual([]);
   });
 
   test("a short registration expires on its own (real clock)", async () => {
@@ -107,6 +117,11 @@ describe(`POST /presence/event register [${storeKind}]`, () => {
       [register(t.accountId, u.deviceId, { expires: "soon" }), "/expires", "form"],
       [register(t.accountId, u.deviceId, { expires: 86_401 }), "/expires", "json"],
       [register(t.accountId, u.deviceId, { contact: "sip:a b@x" }), "/contact", "json"],
+      // Not a SIP URI: /route would hand it to the edge as a target.
+      [register(t.accountId, u.deviceId, { contact: "notauri" }), "/contact", "json"],
+      [register(t.accountId, u.deviceId, { contact: "<script>alert(1)</script>" }), "/contact", "json"],
+      [register(t.accountId, u.deviceId, { contact: "sip:<x>@y" }), "/contact", "form"],
+      [register(t.accountId, u.deviceId, { received: "garbage" }), "/received", "json"],
       [register(t.accountId, u.deviceId, { transport: "carrier-pigeon" }), "/transport", "json"],
       [register(t.accountId, u.deviceId, { source_ip: "300.1.1.1" }), "/source_ip", "json"],
       [register(t.accountId, u.deviceId, { surprise: 1 }), "/surprise", "json"],
@@ -120,6 +135,8 @@ describe(`POST /presence/event register [${storeKind}]`, () => {
       expect(r.body.error).toBe("validation_failed");
       expect(r.body.details.map((d: { path: string }) => d.path), JSON.stringify(body)).toContain(path);
     }
+    const notUri = await client.post("/presence/event", register(t.accountId, u.deviceId, { contact: "notauri" }));
+    expect(notUri.body.details).toEqual([{ path: "/contact", message: "Not a SIP URI (sip: or sips:, without spaces, angle brackets or quotes), nor *." }]);
     const noType = await client.post("/presence/event", { account_id: t.accountId });
     expect(noType.status).toBe(400);
     expect((await client.post("/presence/event", { type: "presence" })).status).toBe(400);
@@ -317,6 +334,30 @@ describe(`POST /presence/events (the edge's batches) [${storeKind}]`, () => {
     expect(r.body.refused[1].message).toContain("/events/2/ts");
     expect(r.body.refused[2].message).toContain("/events/3/contact");
     expect(await userCallCount(platform.live, t.accountId, u.userId)).toBe(1);
+    // Unstorable text (NUL, a lone surrogate), a field the protocol does not name (at the top or in a
+    // leg), a leg id too long: that event alone is refused, the others are handled.
+    const agent = await seedUser(t.accountId, { agent: true });
+    await client.post("/presence/event", { type: "agent", account_id: t.accountId, user_id: agent.userId, event: "login" });
+    const mixed = await client.post("/presence/events", {
+      events: [
+        { type: "dialog", callId: "x\u0000", state: "early", account_id: t.accountId },
+        { type: "agent", account_id: t.accountId, user_id: agent.userId, event: "pause", reason: "lunch" },
+        { type: "dialog", callId: "y\ud800", state: "early", account_id: t.accountId },
+        { type: "dialog", callId: randomUUID(), state: "early", account_id: t.accountId, zz: 1 },
+        { type: "dialog", callId: randomUUID(), state: "confirmed", account_id: t.accountId, legs: [{ role: "callee", user_id: u.userId, zz: "injected" }] },
+        { type: "dialog", callId: randomUUID(), state: "confirmed", account_id: t.accountId, legs: [{ role: "callee", user_id: "u".repeat(65) }] },
+      ],
+    });
+    expect(mixed.status, JSON.stringify(mixed.body)).toBe(200);
+    expect(mixed.body.handled).toBe(1);
+    expect(mixed.body.refused.map((x: { index: number; message: string }) => [x.index, x.message.split(" ").slice(0, 6).join(" ")])).toEqual([
+      [0, "Not a valid dialog event: /events/0/callId"],
+      [2, "Not a valid dialog event: /events/2/callId"],
+      [3, "Not a valid dialog event: /events/3/zz"],
+      [4, "Not a valid dialog event: /events/4/legs/0/zz"],
+      [5, "Not a valid dialog event: /events/5/legs/0/user_id"],
+    ]);
+    expect((await agentEvents(t.accountId)).at(-1)).toMatchObject({ user_id: agent.userId, state: "paused", reason: "lunch" });
     for (const body of [{ events: [] }, {}, { events: good }, { events: Array.from({ length: PresenceModel.MAX_BATCH + 1 }, () => good) }, { events: [good], extra: 1 }]) {
       expect((await client.post("/presence/events", body)).status).toBe(400);
     }
@@ -391,6 +432,10 @@ describe(`dialog events from the future [${storeKind}]`, () => {
       const ahead = () => lines.filter((l) => l.includes("dialog events from the future"));
       // A clock a little ahead (under AHEAD_EVENT_MS): nothing said.
       expect((await ownClient.post("/presence/event", dialog(Date.now() + 500))).status).toBe(200);
+      expect(ahead()).toEqual([]);
+      // An event refused as malformed (a ts past the year 9999) says nothing about the edge's clock.
+      const refusedOnly = await ownClient.post("/presence/events", { events: [dialog(999_999_999_999_999_999)] });
+      expect(refusedOnly.body).toMatchObject({ handled: 0, refused: [{ index: 0, error: "validation_failed" }] });
       expect(ahead()).toEqual([]);
       expect((await ownClient.post("/presence/events", { events: [dialog(Date.now() + 30_000), dialog(Date.now() + 90_000)] })).status).toBe(200);
       expect(ahead()).toHaveLength(1);

@@ -8,6 +8,7 @@ import { PresenceModel } from "../../core/presence/presence.model.ts";
 import { formatMessage } from "../../core/validation/formats.ts";
 import { handleAgent, handleDialog, handleDialogs, handleRegister, presenceRoster } from "../../core/presence/presence-events.ts";
 import { apiModels } from "../../http/api-models.ts";
+import { NUL_MESSAGE, unstorableTextPath } from "../../http/host-base.ts";
 import { OkReply, errorReplies } from "../../http/reply-models.ts";
 import { edgeBodyPreparer } from "../edge-body.ts";
 
@@ -25,6 +26,9 @@ type Detail = { path: string; message: string };
 
 /** The problems of `body` against the model its `type` names (none: it is valid), paths under `prefix`. */
 function problems(type: keyof typeof KINDS, body: unknown, prefix = ""): Detail[] {
+  // A batch's events are checked for unstorable text here, one by one (the host skips its whole-body check).
+  const unstorable = prefix ? unstorableTextPath(body, prefix) : null;
+  if (unstorable !== null) return [{ path: unstorable, message: NUL_MESSAGE }];
   const compiled = KINDS[type].check;
   if (compiled.Check(body)) return [];
   const details: Detail[] = [];
@@ -110,7 +114,7 @@ async function handle(platform: Platform, event: AnyEvent): Promise<void> {
  * batch (5xx), and the edge sends it again: dialog and register events are idempotent, so the ones
  * already handled change nothing.
  */
-async function handleBatch(platform: Platform, events: AnyEvent[]): Promise<PresenceModel.BatchReply["refused"]> {
+async function handleBatch(platform: Platform, events: AnyEvent[], late: (events: readonly AnyEvent[]) => void): Promise<PresenceModel.BatchReply["refused"]> {
   const refused: PresenceModel.BatchReply["refused"] = [];
   const refuse = (index: number, error: AppError) => refused.push({ index, error: error.code, message: error.message });
   const dialogs: number[] = [];
@@ -123,6 +127,8 @@ async function handleBatch(platform: Platform, events: AnyEvent[]): Promise<Pres
     if (sequence) sequence.push(index);
     else others.set(event.type, [index]);
   });
+  // Only well-formed events say anything about the edge's clock and queue.
+  late(dialogs.map((index) => events[index]!));
   let failure: unknown = null;
   const sequences = [...others.values()].map(async (sequence) => {
     for (const index of sequence) {
@@ -181,8 +187,7 @@ export function presenceRoutes(platform: Platform) {
     .post(
       "/presence/events",
       async ({ body }) => {
-        late(body.events as AnyEvent[]);
-        const refused = await handleBatch(platform, body.events as AnyEvent[]);
+        const refused = await handleBatch(platform, body.events as AnyEvent[], late);
         const reply: PresenceModel.BatchReply = { ok: true, handled: body.events.length - refused.length, refused };
         return reply;
       },

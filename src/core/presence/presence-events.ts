@@ -6,7 +6,7 @@ import type { Platform } from "../platform.ts";
 import { handleDialogEvents, type EndOptions } from "../calls/dialog.ts";
 import { callPartiesBySipIds } from "../calls/calls.store.ts";
 import type { PresenceModel } from "./presence.model.ts";
-import { accountRegistrations, applyRegistration, endDialog, trackDialog, userCallStates } from "./presence.service.ts";
+import { accountRegistrations, applyRegistration, endDialog, forgetDevice, trackDialog, userCallStates } from "./presence.service.ts";
 import {
   accountExists,
   deviceOwners,
@@ -33,6 +33,12 @@ export async function handleRegister(platform: Platform, input: PresenceModel.Re
   if (!device) throw notFound("device");
   if (input.user_id !== undefined && input.user_id !== device.user_id) {
     throw validationFailed([{ path: "/user_id", message: "Not the user of this device." }]);
+  }
+  if (input.contact === "*") {
+    // `Contact: *` (RFC 3261 10.2.2): remove every binding of the device; only with expires 0.
+    if (input.expires !== 0) throw validationFailed([{ path: "/contact", message: "* removes every binding: send it with expires 0." }]);
+    await forgetDevice(platform.live, input.account_id, device.user_id, input.device_id, clock.now?.() ?? Date.now());
+    return;
   }
   if (input.expires > 0 && (device.device_status !== "active" || device.account_status !== "active")) {
     throw new AppError("forbidden", "This device may not register.");

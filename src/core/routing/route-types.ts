@@ -114,11 +114,13 @@ export const DialogEvent = T.Object(
             leg_id: T.Optional(T.String({ maxLength: 255 })),
             role: T.Optional(T.Union([T.Literal("caller"), T.Literal("callee")])),
             uri: T.Optional(T.String({ maxLength: 1024, description: "As long as a registered Contact may be (push-notification parameters make some long)." })),
+            // Free text: the edge fills them from /route's reply and leaves a placeholder where it had none.
             device_id: T.Optional(T.String({ maxLength: 64 })),
             user_id: T.Optional(T.String({ maxLength: 64 })),
             state: T.Optional(T.String({ maxLength: 32 })),
           },
-          { additionalProperties: true },
+          // The record keeps legs as sent: only the fields the edge protocol names.
+          { additionalProperties: false },
         ),
         { maxItems: 32 },
       ),
@@ -133,6 +135,6 @@ export const DialogEvent = T.Object(
       EpochMs("terminated only: when the dialog was answered at the edge, epoch ms; the call counts as answered then even if its confirmed event was lost or comes after the end."),
     ),
   },
-  { additionalProperties: true },
+  { additionalProperties: false },
 );
 export type DialogEvent = Static<typeof DialogEvent>;

@@ -326,7 +326,7 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
     if (!resolved.length) return { kind: "retry", status: null, error: "host does not resolve" };
     const allowed = allowPrivate ? resolved : resolved.filter((a) => blockedReason(a) === null);
     if (!allowed.length) {
-      return { kind: "fail", status: null, error: `refused: the host resolves to a ${blockedReason(resolved[0]!)} address` };
+      return { kind: "fail", status: null, error: `refused: the host resolves to an address that is not public: ${blockedReason(resolved[0]!)}` };
     }
     const session = sessionFor(host);
     const event = job.event!.name;

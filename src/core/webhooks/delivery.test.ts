@@ -307,7 +307,7 @@ describe(`webhook delivery [${storeKind}]`, () => {
     await fireTestEvent(platform.events, t.accountId, {});
     const [row] = await withWorker(() => settled(t.accountId, 1), { allowPrivate: false });
     expect(row).toMatchObject({ status: "failed", attempts: 1, last_status: null });
-    expect(row!.last_error).toMatch(/refused: the host resolves to a loopback/);
+    expect(row!.last_error).toMatch(/refused: the host resolves to an address that is not public: loopback/);
     expect(receiver.at(path)).toHaveLength(0);
   });
 

@@ -36,6 +36,9 @@ const BLOCKED: Array<{ cidr: string; why: string; range: Cidr }> = [
   { cidr: "2001:db8::/32", why: "documentation (2001:db8::/32)" },
   { cidr: "fc00::/7", why: "private (fc00::/7)" },
   { cidr: "fe80::/10", why: "link-local (fe80::/10)" },
+  { cidr: "fec0::/10", why: "site-local (fec0::/10, deprecated)" },
+  { cidr: "3fff::/20", why: "documentation (3fff::/20)" },
+  { cidr: "5f00::/16", why: "SRv6 segment identifier (5f00::/16)" },
   { cidr: "ff00::/8", why: "multicast (ff00::/8)" },
   // Where the IPv4 address inside cannot be read off plainly: refused whole.
   { cidr: "64:ff9b:1::/48", why: "local-use NAT64 (64:ff9b:1::/48)" },
@@ -56,7 +59,7 @@ export function blockedReason(address: string): string | null {
   const embedded = ip.family === 6 ? embeddedIpv4(ip.value) : null;
   if (embedded !== null) {
     const why = blockedReason(formatIp(4, embedded));
-    if (why !== null) return `${why}, inside an IPv6 address`;
+    if (why !== null) return `${why}, carried inside an IPv6 one`;
   }
   return null;
 }
@@ -103,12 +106,13 @@ export async function checkWebhookUrl(text: string, options: { path?: string; al
   if (url.hash) throw fail("Must not have a #fragment.");
   const host = bareHost(url);
   if (!host) throw fail("Has no host.");
+  if (url.port === "0") throw fail("Port 0 cannot be delivered to.");
   const addresses = await resolveHost(host);
   if (!addresses.length) throw fail(`The host '${host}' does not resolve.`);
   if (!options.allowPrivate) {
     for (const address of addresses) {
       const why = blockedReason(address);
-      if (why) throw fail(`The host '${host}' resolves to ${address}, a ${why} address; webhooks may only target public addresses.`);
+      if (why) throw fail(`The host '${host}' resolves to ${address}, not a public address: ${why}. Webhooks may only target public addresses.`);
     }
   }
   const normalized = url.toString();

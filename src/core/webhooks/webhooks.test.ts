@@ -39,6 +39,10 @@ describe("blockedReason", () => {
     ["fe80::1", /link-local/],
     ["fe80::1%eth0", /link-local/],
     ["febf::1", /link-local/],
+    ["fec0::1", /site-local/],
+    ["feff::1", /site-local/],
+    ["3fff::1", /documentation/],
+    ["5f00::1", /SRv6/],
     ["100.64.0.1", /carrier-grade NAT/],
     ["100.127.255.255", /carrier-grade NAT/],
     ["0.0.0.0", /this network/],
@@ -74,7 +78,7 @@ describe("blockedReason", () => {
     });
   }
 
-  const allowed = ["8.8.8.8", "1.1.1.1", "172.15.255.255", "172.32.0.1", "100.63.255.255", "100.128.0.1", "169.253.255.255", "11.0.0.1", "192.167.1.1", "2606:4700:4700::1111", "2a00:1450:4001:80b::200e", "::ffff:8.8.8.8", "198.17.255.255", "198.20.0.1", "192.0.1.255", "203.0.114.1", "fec0::1", "64:ff9b::808:808", "2002:808:808::1"];
+  const allowed = ["8.8.8.8", "1.1.1.1", "172.15.255.255", "172.32.0.1", "100.63.255.255", "100.128.0.1", "169.253.255.255", "11.0.0.1", "192.167.1.1", "2606:4700:4700::1111", "2a00:1450:4001:80b::200e", "::ffff:8.8.8.8", "198.17.255.255", "198.20.0.1", "192.0.1.255", "203.0.114.1", "2001:4860:4860::8888", "64:ff9b::808:808", "2002:808:808::1"];
   for (const address of allowed) {
     test(`${address} is public`, () => {
       expect(blockedReason(address)).toBeNull();
@@ -91,6 +95,7 @@ describe("checkWebhookUrl", () => {
     expect(await refusal("https://user:pass@8.8.8.8/hook")).toMatch(/user name or password/);
     expect(await refusal("https://user@8.8.8.8/hook")).toMatch(/user name or password/);
     expect(await refusal(`https://8.8.8.8/${"a".repeat(2048)}`)).toMatch(/2048/);
+    expect(await refusal("https://8.8.8.8:0/hook")).toBe("Port 0 cannot be delivered to.");
   });
 
   test("refuses IP literals in blocked ranges, in every spelling the URL parser accepts", async () => {
@@ -107,7 +112,7 @@ describe("checkWebhookUrl", () => {
       "https://[fd00::5]/hook",
       "https://100.64.1.1/hook",
     ]) {
-      expect(await refusal(url), url).toMatch(/webhooks may only target public addresses/);
+      expect(await refusal(url), url).toMatch(/not a public address: .+\. Webhooks may only target public addresses\.$/);
     }
   });
 
