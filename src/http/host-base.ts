@@ -141,14 +141,10 @@ const unstorable = (text: string) => text.includes("\u0000") || !text.isWellForm
  * walked (raw uploads are bytes).
  */
 export function unstorableTextPath(value: unknown, path: string): string | null {
-  return nulPath(value, path);
-}
-
-function nulPath(value: unknown, path: string): string | null {
   if (typeof value === "string") return unstorable(value) ? path : null;
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
-      const found = nulPath(value[i], `${path}/${i}`);
+      const found = unstorableTextPath(value[i], `${path}/${i}`);
       if (found !== null) return found;
     }
     return null;
@@ -158,7 +154,7 @@ function nulPath(value: unknown, path: string): string | null {
   if (proto !== Object.prototype && proto !== null) return null; // bytes, files, dates: not text
   for (const [key, item] of Object.entries(value)) {
     if (unstorable(key)) return path;
-    const found = nulPath(item, `${path}/${key}`);
+    const found = unstorableTextPath(item, `${path}/${key}`);
     if (found !== null) return found;
   }
   return null;
@@ -284,7 +280,7 @@ export function hostBase(platform: Platform, options: HostBaseOptions) {
     .onTransform({ as: "global" }, ({ body, request }) => {
       if (body === undefined || body === null || typeof body !== "object") return;
       if (itemChecked.size && itemChecked.has(new URL(request.url).pathname)) return;
-      const at = nulPath(body, "");
+      const at = unstorableTextPath(body, "");
       if (at !== null) throw new AppError("validation_failed", "The request is not valid.", { details: [{ path: at, message: NUL_MESSAGE }] });
     })
     .onError({ as: "global" }, async ({ code, error, set, request }) => {

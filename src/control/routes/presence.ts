@@ -26,9 +26,6 @@ type Detail = { path: string; message: string };
 
 /** The problems of `body` against the model its `type` names (none: it is valid), paths under `prefix`. */
 function problems(type: keyof typeof KINDS, body: unknown, prefix = ""): Detail[] {
-  // A batch's events are checked for unstorable text here, one by one (the host skips its whole-body check).
-  const unstorable = prefix ? unstorableTextPath(body, prefix) : null;
-  if (unstorable !== null) return [{ path: unstorable, message: NUL_MESSAGE }];
   const compiled = KINDS[type].check;
   if (compiled.Check(body)) return [];
   const details: Detail[] = [];
@@ -120,7 +117,9 @@ async function handleBatch(platform: Platform, events: AnyEvent[], late: (events
   const dialogs: number[] = [];
   const others = new Map<string, number[]>();
   events.forEach((event, index) => {
-    const details = problems(event.type, event, `/events/${index}`);
+    // Unstorable text is checked here, event by event: the host skips its whole-body check for batches.
+    const unstorable = unstorableTextPath(event, `/events/${index}`);
+    const details = unstorable !== null ? [{ path: unstorable, message: NUL_MESSAGE }] : problems(event.type, event, `/events/${index}`);
     if (details.length) return void refuse(index, validationFailed(details, `Not a valid ${event.type} event: ${details.slice(0, 5).map((d) => `${d.path} ${d.message}`).join("; ")}`));
     if (event.type === "dialog") return void dialogs.push(index);
     const sequence = others.get(event.type);

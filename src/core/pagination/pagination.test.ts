@@ -26,6 +26,8 @@ describe("keysetPage", () => {
       [cursor, "from another list"],
       ["bm90IGEgY3Vyc29y", "Not a cursor this API issued"],
       [Buffer.from("c1:us_short").toString("base64url"), "Not a cursor this API issued"],
+      // Not an id at all (U is not a Crockford character), even with a prefix: not "another list".
+      [Buffer.from(`c1:dev_${"U".repeat(26)}`).toString("base64url"), "Not a cursor this API issued"],
     ] as const) {
       let thrown: unknown = null;
       try {

@@ -22,7 +22,8 @@ export function encodeCursor(lastId: string): string {
 export function decodeCursor(cursor: string | undefined, prefix: IdPrefix): string | null {
   if (!cursor) return null;
   const text = Buffer.from(cursor, "base64url").toString();
-  if (!text.startsWith("c1:") || !/^[a-z]+_[0-9A-Z]{26}$/.test(text.slice(3))) {
+  // Any id of ours (prefix and 26 Crockford characters); then it must be of this list.
+  if (!text.startsWith("c1:") || !/^[a-z]+_[0-9A-HJKMNP-TV-Z]{26}$/.test(text.slice(3))) {
     throw validationFailed([{ path: "/query/cursor", message: "Not a cursor this API issued." }]);
   }
   const id = text.slice(3);

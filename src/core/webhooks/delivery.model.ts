@@ -1,7 +1,7 @@
 /** TypeBox models of the webhook delivery log and the test endpoint. */
 import { Type as T, type Static } from "@sinclair/typebox";
 import { t } from "elysia";
-import { Nullable } from "../validation/fields.ts";
+import { IdOf, Nullable } from "../validation/fields.ts";
 import { PageQuery, FlagQuery } from "../../http/page-query.ts";
 
 export namespace DeliveryModel {
@@ -18,7 +18,7 @@ export namespace DeliveryModel {
       id: T.String({ description: "whd_… id; also the webhook-id header of every attempt (stable across retries)." }),
       webhook_id: T.String({ description: "wh_… of the subscription." }),
       event: T.String({ description: "Event name." }),
-      event_id: T.String({ description: "Id of the event (evt_…): the id the realtime stream gives it; the test endpoint returns it." }),
+      event_id: IdOf("evt", "Id of the event (evt_…): the id the realtime stream gives it; the test endpoint returns it."),
       status: Status,
       attempts: T.Integer({ minimum: 0, maximum: 3, description: "Attempts made (at most 3)." }),
       last_status: Nullable(T.Integer({ description: "HTTP status of the last attempt; null when it got no reply (network error, timeout)." })),
@@ -60,7 +60,7 @@ export namespace DeliveryModel {
 
   export const TestResult = T.Object(
     {
-      event_id: T.String({ description: "Id of the test event (evt_…); its deliveries carry it (GET /v1/webhooks/deliveries)." }),
+      event_id: IdOf("evt", "Id of the test event (evt_…); its deliveries carry it (GET /v1/webhooks/deliveries)."),
       deliveries: T.Integer({ minimum: 0, description: "Deliveries planned: one per receiving subscription." }),
     },
     { additionalProperties: false },
