@@ -32,6 +32,9 @@ describe("event ids", () => {
     const [a, b] = [ids.encode(5000, TS), ids.encode(5001, TS)];
     const differing = [...a.slice(14)].filter((c, i) => c !== b.slice(14)[i]).length;
     expect(differing).toBeGreaterThan(6);
+    // The time sits where every other id has it (a UUIDv7's 48-bit epoch ms), rounded down to the second.
+    const time = decodeCrockford128(a.slice(4))!.subarray(0, 6);
+    expect(time.reduce((n, byte) => n * 256 + byte, 0)).toBe(Math.floor(TS / 1000) * 1000);
     // A later second sorts later whatever the numbers.
     expect(ids.encode(1, TS + 1000) > ids.encode(999_999, TS)).toBe(true);
     expect(ids.encode(1, TS + 86_400_000) > ids.encode(2 ** 50, TS + 1000)).toBe(true);

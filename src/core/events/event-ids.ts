@@ -2,7 +2,8 @@
  * The public ids of events: `evt_` and 26 Crockford base32 characters, like every other id
  * (SPEC.md section 1.5: prefixed, time-ordered, opaque), over 16 bytes:
  *
- * - 6 bytes: the event's time, epoch seconds. Ids sort as strings by that second.
+ * - 6 bytes: the event's time in epoch ms, rounded down to its second (the place and unit of the
+ *   time in every other id, a UUIDv7's). Ids sort as strings by that second.
  * - 10 bytes: the event's place in the platform-wide sequence, enciphered with a key derived from the
  *   master key (a 4-round Feistel network over two 40-bit halves, HMAC-SHA256 as its round function).
  *
@@ -58,9 +59,10 @@ export function createEventIdCodec(key: Uint8Array): EventIdCodec {
       if (!Number.isSafeInteger(seq) || seq < 0) throw new RangeError(`not an event sequence number: ${seq}`);
       const bytes = new Uint8Array(16);
       const view = new DataView(bytes.buffer);
-      const seconds = Math.max(0, Math.floor(tsMs / 1000));
-      view.setUint16(0, Math.floor(seconds / 2 ** 32));
-      view.setUint32(2, seconds >>> 0);
+      // The second only: the deliveries log knows no finer time (created_at), and must give the same id.
+      const ms = Math.max(0, Math.floor(tsMs / 1000)) * 1000;
+      view.setUint16(0, Math.floor(ms / 2 ** 32));
+      view.setUint32(2, ms >>> 0);
       let left = bytes.subarray(6, 6 + HALF);
       let right = bytes.subarray(6 + HALF, 16);
       writeUint40(left, Math.floor(seq / 2 ** 40));
