@@ -82,7 +82,7 @@ export namespace CallModel {
       direction: t.Optional(t.Union([t.Literal("inbound"), t.Literal("outbound"), t.Literal("internal")])),
       user_id: t.Optional(t.String({ maxLength: 64 })),
       number_id: t.Optional(t.String({ maxLength: 64 })),
-      format: t.Optional(t.Union([t.Literal("json"), t.Literal("csv")], { description: "csv streams every call of the range as text/csv (limit and cursor are ignored)." })),
+      format: t.Optional(t.Union([t.Literal("json"), t.Literal("csv")], { description: "csv streams every call of the range as text/csv (limit and cursor are refused: narrow with since and until)." })),
     },
     { additionalProperties: false },
   );

@@ -124,6 +124,11 @@ export const CSV_PAGE = 5_000;
  * and the next one, fetched meanwhile). The range is checked before anything streams (a 400).
  */
 export function streamCallsCsv(database: Pick<Database, "db" | "copyCsv">, accountId: string, query: CallModel.ListQuery): ReadableStream<Uint8Array> {
+  // The export is the whole range: page parameters would be ignored, so they are refused instead.
+  const paging = (["limit", "cursor"] as const).filter((name) => query[name] !== undefined);
+  if (paging.length) {
+    throw validationFailed(paging.map((name) => ({ path: `/query/${name}`, message: "format=csv exports the whole range; narrow it with since and until instead." })));
+  }
   const filter = filterOf(query);
   if (database.copyCsv) return database.copyCsv(csvExportQuery(accountId, filter), { header: CSV_COLUMNS.join(","), lineEnd: "\r\n" });
   return pagedCsv(database.db, accountId, filter);

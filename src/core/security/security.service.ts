@@ -103,7 +103,9 @@ export async function reportBans(db: DbOrTx, report: SecurityModel.Report, optio
   report.bans.forEach((ban, i) => {
     const ip = canonicalIp(ban.ip);
     if (!ip) details.push({ path: `/bans/${i}/ip`, message: "Not an IP address." });
-    else byIp.set(ip, ban);
+    else if (ban.banned_at != null && ban.expires_at != null && ban.expires_at < ban.banned_at) {
+      details.push({ path: `/bans/${i}/expires_at`, message: "A ban cannot end before it was set (banned_at)." });
+    } else byIp.set(ip, ban);
   });
   if (details.length) throw validationFailed(details.slice(0, 20));
 
@@ -177,12 +179,20 @@ export async function listAllowlist(db: DbOrTx): Promise<SecurityModel.Allow[]> 
 }
 
 /** POST /security/allow: adds an address or range and lifts the active bans it covers. */
+/**
+ * An allowlist address or range as written to add or remove one, canonical; 400 at `field` otherwise.
+ * "10.0.0.1/8" is refused as trunk ACLs refuse it, not widened in silence: the writer meant something else.
+ */
+function allowRange(text: string, field: string): NonNullable<ReturnType<typeof canonicalRange>> {
+  const range = canonicalRange(text);
+  if (!range) throw validationFailed([{ path: field, message: "Not an IP address or CIDR range." }]);
+  const written = canonicalCidr(text);
+  if ("error" in written) throw validationFailed([{ path: field, message: written.error }]);
+  return range;
+}
+
 export async function addToAllowlist(db: DbOrTx, input: SecurityModel.AddAllow, now = nowSeconds()): Promise<SecurityModel.AddAllowResult & { created: boolean }> {
-  const range = canonicalRange(input.address);
-  if (!range) throw validationFailed([{ path: "/address", message: "Not an IP address or CIDR range." }]);
-  // "10.0.0.1/8" is refused as trunk ACLs refuse it, not widened in silence: the writer meant something else.
-  const written = canonicalCidr(input.address);
-  if ("error" in written) throw validationFailed([{ path: "/address", message: written.error }]);
+  const range = allowRange(input.address, "/address");
   return db.transaction(async (tx) => {
     const existed = (await listAllow(tx)).some((a) => a.address === range.text);
     const entry = await upsertAllow(tx, { address: range.text, note: input.note ?? null, created_at: now });
@@ -194,7 +204,6 @@ export async function addToAllowlist(db: DbOrTx, input: SecurityModel.AddAllow, 
 
 /** DELETE /security/allow/{address}: 404 when it is not on the list. */
 export async function removeFromAllowlist(db: DbOrTx, address: string, field = "/address"): Promise<void> {
-  const range = canonicalRange(address);
-  if (!range) throw validationFailed([{ path: field, message: "Not an IP address or CIDR range." }]);
+  const range = allowRange(address, field);
   if (!(await deleteAllow(db, range.text))) throw notFound("allowlist entry");
 }

@@ -192,6 +192,10 @@ describe(`GET /v1/calls?format=csv [${storeKind}]`, () => {
   test("a reversed range is a 400 before any CSV is sent; an empty range is a header line", async () => {
     const t = await seedTenant(platform);
     expect((await call(app, "GET", "/v1/calls?format=csv&since=10&until=5", { key: t.key })).status).toBe(400);
+    // Page parameters do not apply to the export: refused, not ignored.
+    const paged = await call(app, "GET", "/v1/calls?format=csv&limit=2&cursor=abc", { key: t.key });
+    expect(paged.status).toBe(400);
+    expect(paged.body.details.map((d: { path: string }) => d.path)).toEqual(["/query/limit", "/query/cursor"]);
     const empty = await call(app, "GET", "/v1/calls?format=csv", { key: t.key });
     expect(empty.text.split("\r\n").filter(Boolean)).toHaveLength(1);
   });
