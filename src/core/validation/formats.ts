@@ -66,6 +66,12 @@ FormatRegistry.Set("sip-uri", (v) => SIP_URI.test(v));
 // A REGISTER's Contact: a SIP URI, or * (every binding, with expires 0).
 FormatRegistry.Set("sip-contact", (v) => v === "*" || SIP_URI.test(v));
 
+// A whole number in a query string (Elysia's t.Integer takes text in this format, then Number() of
+// it): decimal digits only. Elysia's own check took anything Number() reads as whole (0x3, 0b11, 1e1,
+// "3.", " 3 "), so those were read as other numbers than the text says. Set here, whichever of the
+// two modules loads first (Elysia sets its own only when none is set).
+FormatRegistry.Set("integer", (v) => /^-?[0-9]{1,16}$/.test(v));
+
 /** What a failed format says, where TypeBox's "Expected string to match 'x' format" says too little. */
 const FORMAT_MESSAGES: Record<string, string> = {
   "ip-text": "Not an IP address (an address without a port).",

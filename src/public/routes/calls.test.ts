@@ -131,6 +131,14 @@ describe(`GET /v1/calls [${storeKind}]`, () => {
       const r = await call(app, "GET", `/v1/calls?${name}=${value}`, { key: t.key });
       expect(r.body.details, name).toEqual([{ path: `/query/${name}`, message }]);
     }
+    // A whole number is written in decimal digits: other notations Number() would read are refused,
+    // named by their field, not taken as another number than the text says.
+    for (const q of ["limit=0x3", "limit=0b11", "limit=0o7", "limit=1e1", "limit=3.", "limit=%203%20", "since=%2B5", "since=0x6A000000", "limit=1.5"]) {
+      const r = await call(app, "GET", `/v1/calls?${q}`, { key: t.key });
+      expect(r.status, q).toBe(400);
+      expect(r.body.details.map((d: Json) => d.path), q).toEqual([`/query/${q.split("=")[0]}`]);
+    }
+    expect((await call(app, "GET", "/v1/calls?limit=03", { key: t.key })).status).toBe(200);
     // A bound broken by a number written another way is still named by its field.
     for (const [q, path] of [["until=1e20", "/query/until"], ["since=2.534023008e11", "/query/since"], ["limit=0501", "/query/limit"]]) {
       const r = await call(app, "GET", `/v1/calls?${q}`, { key: t.key });
