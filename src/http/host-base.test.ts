@@ -140,6 +140,40 @@ describe(`host base [${storeKind}]`, () => {
     }
   });
 
+  test("bytes that are not UTF-8 (raw, or behind a form's %XX escape) are a 400, never stored changed", async () => {
+    const t = await seedTenant(platform);
+    const app = createPublicApp(platform);
+    // A raw 0xFF in a JSON body: request.text() would have made it U+FFFD (a webhook URL was stored so).
+    const raw = new Uint8Array([...new TextEncoder().encode('{"url":"https://1.1.1.1/caf'), 0xff, ...new TextEncoder().encode('"}')]);
+    const json = await app.handle(
+      new Request("http://localhost/v1/webhooks", { method: "POST", headers: { "x-api-key": t.key, "content-type": "application/json", "content-length": String(raw.length) }, body: raw }),
+    );
+    expect(json.status).toBe(400);
+    expect(((await json.json()) as { details: unknown }).details).toEqual([{ path: "", message: expect.stringContaining("not UTF-8") }]);
+    expect((await call(app, "GET", "/v1/webhooks", { key: t.key })).body.data).toEqual([]);
+    // Forms at the edge: an escape that does not decode to UTF-8 names its field (it was kept as "%FF" text).
+    const control = listenControl(platform, [routeRoutes, edgeAuthRoutes]);
+    const form = (path: string, text: string) => fetch(control.base + path, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: text });
+    try {
+      for (const [path, text, field] of [
+        ["/route", "callId=form-pct&from=caf%C3%A9%FF&fromDomain=x&to=1002&source_ip=192.0.2.1", "/from"],
+        ["/route", "callId=form-pct2&from=a%ZZb&fromDomain=x&to=1002&source_ip=192.0.2.1", "/from"],
+        ["/route", "callId=form-pct3&from=%ED%A0%80&fromDomain=x&to=1002&source_ip=192.0.2.1", "/from"],
+        ["/auth", `username=%FF&realm=x&nonce=n&uri=sip:x&response=${"0".repeat(32)}&method=REGISTER`, "/username"],
+      ] as const) {
+        const r = await form(path, text);
+        expect(r.status, text).toBe(400);
+        expect(((await r.json()) as { details: unknown }).details, text).toEqual([{ path: field, message: expect.stringContaining("not UTF-8") }]);
+      }
+      // Well-formed forms still read as before: + and %20 are spaces, UTF-8 escapes decode.
+      const ok = await form("/route", "callId=form-ok&from=caf%C3%A9+au+lait&fromDomain=x&to=1002&source_ip=192.0.2.1");
+      expect(ok.status).toBe(200);
+      expect(((await ok.json()) as { rtjson: { vars: { from: string } } }).rtjson.vars.from).toBe("café au lait");
+    } finally {
+      await control.stop();
+    }
+  });
+
   test("CORS: allowed origins get the headers, others do not; preflight lists our headers", async () => {
     const app = createPublicApp(platform);
     const pre = await call(app, "OPTIONS", "/v1/keys", {

@@ -72,6 +72,53 @@ function contentKind(contentType: string | null): "json" | "form" | "other" {
   return "other";
 }
 
+const STRICT_UTF8 = new TextDecoder("utf-8", { fatal: true });
+const NOT_UTF8 = "Not Unicode text: bytes that are not UTF-8, or a %XX escape that is malformed or encodes such bytes.";
+
+/** UTF-8 bytes as text; 400 when they are not UTF-8 (request.text() would put U+FFFD in silence). */
+function utf8Text(bytes: ArrayBuffer): string {
+  try {
+    return STRICT_UTF8.decode(bytes);
+  } catch {
+    throw new AppError("validation_failed", "The request is not valid.", { details: [{ path: "", message: NOT_UTF8 }] });
+  }
+}
+
+/**
+ * A form body as Elysia reads one (a repeated name gives an array; `+` is a space), but a value whose
+ * %XX escapes do not decode to UTF-8 text is a 400 naming it, where Elysia kept the undecoded text
+ * (`from=caf%C3%A9%FF` stored as "caf%C3%A9%FF").
+ */
+export function parseStrictForm(text: string): Record<string, string | string[]> {
+  const result: Record<string, string | string[]> = Object.create(null);
+  for (const pair of text.split("&")) {
+    if (pair === "") continue;
+    const at = pair.indexOf("=");
+    const rawKey = at === -1 ? pair : pair.slice(0, at);
+    const rawValue = at === -1 ? "" : pair.slice(at + 1);
+    let key: string;
+    let value: string;
+    try {
+      key = decodeURIComponent(rawKey.replaceAll("+", " "));
+    } catch {
+      throw new AppError("validation_failed", "The request is not valid.", { details: [{ path: "", message: NOT_UTF8 }] });
+    }
+    try {
+      value = decodeURIComponent(rawValue.replaceAll("+", " "));
+    } catch {
+      throw new AppError("validation_failed", "The request is not valid.", { details: [{ path: `/${key}`, message: NOT_UTF8 }] });
+    }
+    const current = result[key];
+    result[key] = current === undefined ? value : Array.isArray(current) ? [...current, value] : [current, value];
+  }
+  return result;
+}
+
+/** The 400 of a body that is not JSON (or, where forms are taken, form data). */
+function unparsable(accept: HostBaseOptions["accept"]): AppError {
+  return new AppError("validation_failed", "The body could not be parsed.", { details: [{ path: "", message: accept.includes("form") ? "Body is not valid JSON or form data." : "Body is not valid JSON." }] });
+}
+
 /** A TypeBox message that only says the value is of another type. */
 const TYPE_MISMATCH = /^Expected (string|array|number|integer|boolean|object|null)$/;
 
@@ -197,7 +244,9 @@ function toAppError(code: string | number, error: unknown, request: Request, acc
     return new AppError("validation_failed", "The request is not valid.", { details });
   }
   if (code === "PARSE") {
-    return new AppError("validation_failed", "The body could not be parsed.", { details: [{ path: "", message: accept.includes("form") ? "Body is not valid JSON or form data." : "Body is not valid JSON." }] });
+    // Our own parse hook's refusal (text that is not UTF-8) arrives wrapped by Elysia.
+    const cause = (error as { cause?: unknown }).cause;
+    return cause instanceof AppError ? cause : unparsable(accept);
   }
   if (code === "NOT_FOUND") return new AppError("not_found", "No such endpoint.");
   return null;
@@ -207,6 +256,13 @@ function toAppError(code: string | number, error: unknown, request: Request, acc
 export function hostBase(platform: Platform, options: HostBaseOptions) {
   const maxBody = options.maxBodyBytes ?? 1024 * 1024;
   const itemChecked = new Set(options.itemCheckedBodies ?? []);
+  const rawRoutes = options.rawBodyRoutes ?? [];
+  /** The raw-body route a request is for, if any. */
+  const rawRouteOf = (request: Request): RawBodyRoute | undefined => {
+    if (!rawRoutes.length) return undefined;
+    const pathname = new URL(request.url).pathname;
+    return rawRoutes.find((r) => r.method === request.method && r.path.test(pathname));
+  };
   const log = platform.log.child({ host: options.host });
   const accessLog = log.enabled("info");
   /** The request's log line (info), with the status the client got. */
@@ -249,9 +305,8 @@ export function hostBase(platform: Platform, options: HostBaseOptions) {
           return new Response(null, { status: 204, headers });
         }
       }
-      if (BODY_METHODS.has(request.method) && options.rawBodyRoutes?.length) {
-        const pathname = new URL(request.url).pathname;
-        const raw = options.rawBodyRoutes.find((r) => r.method === request.method && r.path.test(pathname));
+      if (BODY_METHODS.has(request.method)) {
+        const raw = rawRouteOf(request);
         if (raw) {
           const length = Number(request.headers.get("content-length") ?? "0");
           if (length > raw.maxBytes) {
@@ -274,6 +329,23 @@ export function hostBase(platform: Platform, options: HostBaseOptions) {
         if (hasBody && (kind === "other" || !options.accept.includes(kind))) {
           const names = options.accept.map((a) => (a === "json" ? "application/json" : "application/x-www-form-urlencoded"));
           return refuse(request, new AppError("unsupported_media_type", `Send the body as ${names.join(" or ")}.`), set.headers);
+        }
+      }
+    })
+    // Text bodies are read as strict UTF-8: what is not Unicode text is a 400, never stored changed.
+    // A JSON body of unknown length (chunked) is left to Elysia's parser, which takes it whole.
+    .onParse({ as: "global" }, async ({ request }) => {
+      // A raw-body route reads its own stream: nothing is read here (null marks the body as taken care of;
+      // Elysia skips body reading by itself only when a route's parse "none" is its one parse hook).
+      if (rawRouteOf(request)) return null;
+      const kind = contentKind(request.headers.get("content-type"));
+      if (kind === "form" && options.accept.includes("form")) return parseStrictForm(utf8Text(await request.arrayBuffer()));
+      if (kind === "json" && Number(request.headers.get("content-length") ?? "0") > 0) {
+        const text = utf8Text(await request.arrayBuffer());
+        try {
+          return JSON.parse(text) as unknown;
+        } catch {
+          throw unparsable(options.accept);
         }
       }
     })

@@ -10,6 +10,8 @@ import { createControlApp, type ControlRouteModule } from "../app.ts";
 export type Body = Record<string, any>;
 
 export interface ControlClient {
+  /** http://127.0.0.1:<port>, for requests the helpers below do not make (raw bodies). */
+  base: string;
   /** POST as JSON (default) or as an HTML form (every value sent as text). */
   post(path: string, body: unknown, as?: "json" | "form"): Promise<{ status: number; body: Body }>;
   get(path: string): Promise<{ status: number; body: Body }>;
@@ -21,6 +23,7 @@ export function listenControl(platform: Platform, modules: ControlRouteModule[])
   const base = `http://127.0.0.1:${app.server!.port}`;
   const read = async (r: Response) => ({ status: r.status, body: (await r.json()) as Body });
   return {
+    base,
     async post(path, body, as = "json") {
       if (as === "form") {
         const form = new URLSearchParams();
