@@ -9,7 +9,7 @@ import type { Platform } from "../core/platform.ts";
 import { describeError } from "./describe-error.ts";
 import { beginRequest, requestMeta } from "./request-context.ts";
 import { apiModels } from "./api-models.ts";
-import { formatMessage } from "../core/validation/formats.ts";
+import { errorDetails } from "../core/validation/error-details.ts";
 
 export type HostName = "public" | "console" | "realtime" | "control";
 
@@ -45,10 +45,13 @@ const BODY_METHODS = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 const ALLOWED_HEADERS = "x-api-key, authorization, idempotency-key, content-type, x-request-id";
 const EXPOSED_HEADERS = "ratelimit-limit, ratelimit-remaining, ratelimit-reset, retry-after, idempotency-replayed, x-request-id";
 
+/** The content type of every JSON reply, as Bun writes it for the replies Elysia sends. */
+export const JSON_CONTENT_TYPE = "application/json;charset=utf-8";
+
 function errorResponse(error: AppError, headers: Record<string, string | number>): Response {
   return new Response(JSON.stringify(error.toBody()), {
     status: error.status,
-    headers: { ...stringHeaders(headers), ...error.headers, "content-type": "application/json;charset=utf-8" },
+    headers: { ...stringHeaders(headers), ...error.headers, "content-type": JSON_CONTENT_TYPE },
   });
 }
 
@@ -119,43 +122,6 @@ function unparsable(accept: HostBaseOptions["accept"]): AppError {
   return new AppError("validation_failed", "The body could not be parsed.", { details: [{ path: "", message: accept.includes("form") ? "Body is not valid JSON or form data." : "Body is not valid JSON." }] });
 }
 
-/** A TypeBox message that only says the value is of another type. */
-const TYPE_MISMATCH = /^Expected (string|array|number|integer|boolean|object|null)$/;
-
-/**
- * TypeBox's message, made plain where it is cryptic: for a union, the error of the member whose type
- * the value has (a string too long where a string or a list is accepted says so), else the types
- * accepted, a string with a format (the coercible text form of a number or a boolean) left unnamed.
- */
-function readableMessage(e: {
-  message?: string;
-  schema?: { anyOf?: Array<{ type?: string; format?: string; const?: unknown }> };
-  errors?: Iterable<{ message?: string }>[];
-}): string {
-  if (e.message === "Unexpected property") return "This field cannot be set here.";
-  if (e.message === "Expected union value") {
-    const anyOf = e.schema?.anyOf ?? [];
-    // A choice of values (format=json|csv): every value allowed, not only the first member's.
-    const choices = anyOf.filter((s) => s.const !== undefined).map((s) => JSON.stringify(s.const).replaceAll('"', "'"));
-    if (choices.length > 1 && choices.length === anyOf.filter((s) => s.type !== "null").length) {
-      return `Expected one of ${choices.slice(0, -1).join(", ")} or ${choices.at(-1)}.`;
-    }
-    const coercion = (s: { type?: string; format?: string } | undefined) => s?.type === "string" && s.format !== undefined;
-    const variants = e.errors ?? [];
-    for (let i = 0; i < variants.length; i++) {
-      if (coercion(anyOf[i])) continue;
-      // The first error of each member says enough.
-      const [first] = variants[i]!;
-      if (first?.message && !TYPE_MISMATCH.test(first.message)) return first.message;
-    }
-    const members = anyOf.filter((s) => s.type !== "null" && !coercion(s));
-    const types = [...new Set(members.map((s) => s.type).filter((t): t is string => Boolean(t)))];
-    if (types.length === 1) return `Expected ${types[0]}.`;
-    if (types.length > 1) return `Expected ${types.slice(0, -1).join(", ")} or ${types.at(-1)}.`;
-    return "Invalid value.";
-  }
-  return formatMessage(e.message ?? "Invalid value.");
-}
 
 /**
  * Elysia checks a coerced query value (t.Integer in a query) on its own and reports it as type
@@ -233,15 +199,7 @@ function toAppError(code: string | number, error: unknown, request: Request, acc
     if (v.type === "response") return null; // Our reply broke its own schema: a bug, reported as 500.
     if (v.type === "property") return propertyError(v, request);
     const prefix = v.type && v.type !== "body" ? `/${v.type}` : "";
-    const seen = new Set<string>();
-    const details: Array<{ path: string; message: string }> = [];
-    for (const e of v.all ?? []) {
-      const path = `${prefix}${e.path ?? ""}`;
-      if (seen.has(path)) continue;
-      seen.add(path);
-      details.push({ path, message: readableMessage(e) });
-    }
-    return new AppError("validation_failed", "The request is not valid.", { details });
+    return new AppError("validation_failed", "The request is not valid.", { details: errorDetails(v.all ?? [], prefix, Infinity) });
   }
   if (code === "PARSE") {
     // Our own parse hook's refusal (text that is not UTF-8) arrives wrapped by Elysia.

@@ -135,6 +135,8 @@ describe(`POST /presence/event register [${storeKind}]`, () => {
       expect(r.body.error).toBe("validation_failed");
       expect(r.body.details.map((d: { path: string }) => d.path), JSON.stringify(body)).toContain(path);
     }
+    const bogus = await client.post("/presence/event", { type: "dialog", callId: "x", state: "bogus" });
+    expect(bogus.body.details).toEqual([{ path: "/state", message: "Expected one of 'early', 'confirmed' or 'terminated'." }]);
     const notUri = await client.post("/presence/event", register(t.accountId, u.deviceId, { contact: "notauri" }));
     expect(notUri.body.details).toEqual([{ path: "/contact", message: "Not a SIP URI (sip: or sips:, without spaces, angle brackets or quotes), nor *." }]);
     const noType = await client.post("/presence/event", { account_id: t.accountId });

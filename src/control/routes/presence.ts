@@ -5,10 +5,10 @@ import { TypeCompiler } from "@sinclair/typebox/compiler";
 import type { Platform } from "../../core/platform.ts";
 import { AppError, validationFailed } from "../../core/errors/app-error.ts";
 import { PresenceModel } from "../../core/presence/presence.model.ts";
-import { formatMessage } from "../../core/validation/formats.ts";
 import { handleAgent, handleDialog, handleDialogs, handleRegister, presenceRoster } from "../../core/presence/presence-events.ts";
 import { apiModels } from "../../http/api-models.ts";
 import { NUL_MESSAGE, unstorableTextPath } from "../../http/host-base.ts";
+import { errorDetails } from "../../core/validation/error-details.ts";
 import { OkReply, errorReplies } from "../../http/reply-models.ts";
 import { edgeBodyPreparer } from "../edge-body.ts";
 
@@ -27,15 +27,7 @@ type Detail = { path: string; message: string };
 /** The problems of `body` against the model its `type` names (none: it is valid), paths under `prefix`. */
 function problems(type: keyof typeof KINDS, body: unknown, prefix = ""): Detail[] {
   const compiled = KINDS[type].check;
-  if (compiled.Check(body)) return [];
-  const details: Detail[] = [];
-  const seen = new Set<string>();
-  for (const e of compiled.Errors(body)) {
-    if (seen.has(e.path)) continue;
-    seen.add(e.path);
-    details.push({ path: `${prefix}${e.path}`, message: e.message === "Unexpected property" ? "This field cannot be set here." : formatMessage(e.message) });
-  }
-  return details;
+  return compiled.Check(body) ? [] : errorDetails(compiled.Errors(body), prefix, Infinity);
 }
 
 /** A dialog event taken this long after it happened at the edge (its `ts`) means the edge's queue is behind. */

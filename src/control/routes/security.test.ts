@@ -96,6 +96,11 @@ describe(`/security endpoints: errors [${storeKind}]`, () => {
       expect(r.status, `${method} ${path}`).toBe(400);
       expect(r.body.details.map((d: Json) => d.path), `${method} ${path}`).toContain(field);
     }
+    // The messages say what is wrong, as everywhere else (not TypeBox's "Expected union value").
+    const negative = await send("POST", "/security/report", { node, bans: [{ ip: `${net}9`, expires_at: -5 }] });
+    expect(negative.body.details).toEqual([{ path: "/bans/0/expires_at", message: "Expected integer to be greater or equal to 0" }]);
+    const long = await send("POST", "/security/report", { node, bans: [{ ip: `${net}9`, reason: "x".repeat(65) }] });
+    expect(long.body.details).toEqual([{ path: "/bans/0/reason", message: "Expected string length less or equal to 64" }]);
     expect((await send("GET", `/security/bans?q=${net}9`)).body.data).toEqual([]);
     const allowed = (await send("GET", "/security/allow")).body.data.map((a: Json) => a.address);
     for (const address of [`${net}1`, "10.0.0.0/8", "10.0.0.1/8", "10.0.0.0/99"]) expect(allowed).not.toContain(address);

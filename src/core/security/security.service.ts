@@ -9,6 +9,7 @@ import { nowSeconds } from "../db/columns.ts";
 import { notFound, validationFailed, type ErrorDetail } from "../errors/app-error.ts";
 import { ipAllowed } from "../net/cidr.ts";
 import { canonicalIp, canonicalRange } from "./address.ts";
+import { errorDetails } from "../validation/error-details.ts";
 import { canonicalCidr } from "../trunks/cidr-text.ts";
 import { SecurityModel } from "./security.model.ts";
 import type { SecurityAllowRow, SecurityBanRow } from "./security.schema.ts";
@@ -81,15 +82,7 @@ export function parseReport(body: unknown): SecurityModel.Report {
     input = b;
   }
   if (Value.Check(SecurityModel.Report, input)) return input;
-  const details: ErrorDetail[] = [];
-  const seen = new Set<string>();
-  for (const e of Value.Errors(SecurityModel.Report, input)) {
-    if (seen.has(e.path)) continue;
-    seen.add(e.path);
-    details.push({ path: e.path, message: e.message === "Unexpected property" ? "This field cannot be set here." : e.message });
-    if (details.length >= 20) break;
-  }
-  throw validationFailed(details);
+  throw validationFailed(errorDetails(Value.Errors(SecurityModel.Report, input)));
 }
 
 /**

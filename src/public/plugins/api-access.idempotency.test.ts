@@ -30,6 +30,8 @@ describe(`Idempotency-Key [${storeKind}]`, () => {
     expect(again.status).toBe(201);
     expect(again.headers.get("idempotency-replayed")).toBe("true");
     expect(again.text).toBe(first.text);
+    // The replay is the same reply, headers included: the content type with its charset.
+    expect(again.headers.get("content-type")).toBe(first.headers.get("content-type"));
     expect(await countKeys(t.key)).toBe(2); // the seed key and exactly one new key
   });
 

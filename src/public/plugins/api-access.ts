@@ -12,6 +12,7 @@ import { hasScope } from "../../core/auth/scopes.ts";
 import { AppError, forbidden } from "../../core/errors/app-error.ts";
 import { clientIp, requestMeta } from "../../http/request-context.ts";
 import { describeError } from "../../http/describe-error.ts";
+import { JSON_CONTENT_TYPE } from "../../http/host-base.ts";
 import { decryptSecret, encryptSecret } from "../../core/secrets/secret-cipher.ts";
 import {
   checkIdempotencyKey,
@@ -59,7 +60,7 @@ export async function settleIdempotencyOnError(platform: Platform, request: Requ
       await completeIdempotencyKey(platform.db, pending.accountId, pending.key, {
         status: error.status,
         body: sealReply(platform, pending, JSON.stringify(error.toBody())),
-        contentType: "application/json",
+        contentType: JSON_CONTENT_TYPE,
       });
     } else {
       await releaseIdempotencyKey(platform.db, pending.accountId, pending.key);
@@ -135,7 +136,7 @@ export function apiAccess(platform: Platform) {
       await completeIdempotencyKey(db, pending.accountId, pending.key, {
         status: reply.status,
         body: sealReply(platform, pending, JSON.stringify(reply.body)),
-        contentType: "application/json",
+        contentType: JSON_CONTENT_TYPE,
       });
     },
   };
