@@ -174,6 +174,11 @@ describe(`realtime stream: tickets [${storeKind}]`, () => {
     const minted = await ticket(t.key);
     const bad = new StreamConnection(`${host.base}/v1/events/stream?ticket=${minted.ticket}&events=call.started,call.exploded`);
     expect(await bad.closed).toEqual({ code: CLOSE.badRequest, reason: expect.stringContaining("call.exploded") });
+    // Nothing named, or * beside names: refused as POST /v1/webhooks refuses them, not read as every event.
+    for (const [events, says] of [["", "no event named"], ["*,test", "send it alone"], [",", "no event named"]] as const) {
+      const refused = new StreamConnection(`${host.base}/v1/events/stream?ticket=${minted.ticket}&events=${events}`);
+      expect(await refused.closed, events).toEqual({ code: CLOSE.badRequest, reason: expect.stringContaining(says) });
+    }
     const good = new StreamConnection(`${host.base}/v1/events/stream?ticket=${minted.ticket}`);
     expect((await good.next("ready")).account_id).toBe(t.accountId);
     good.close();
@@ -254,13 +259,14 @@ describe(`realtime stream: delivery [${storeKind}]`, () => {
     conn.send("not json");
     await conn.until(() => conn.messages.filter((m) => m.type === "error").length === 2);
     expect(conn.messages.filter((m) => m.type === "error")[1]!.error).toBe("bad_message");
-    // An empty list, or a resume from a bare sequence number or an id the platform did not issue, is not
-    // understood: an error frame, the connection stays open and the filter is kept.
+    // An empty list, * beside names, or a resume from a bare sequence number or an id the platform did
+    // not issue, is not understood: an error frame, the connection stays open and the filter is kept.
     conn.send({ type: "subscribe", events: [] });
+    conn.send({ type: "subscribe", events: ["*", "test"] });
     conn.send({ type: "resume", last_event_id: last.id });
     conn.send({ type: "resume", last_event_id: `evt_${"7".repeat(26)}` });
-    await conn.until(() => conn.messages.filter((m) => m.type === "error").length === 5);
-    expect(conn.messages.filter((m) => m.type === "error").slice(2).map((m) => m.error)).toEqual(["bad_message", "bad_message", "bad_message"]);
+    await conn.until(() => conn.messages.filter((m) => m.type === "error").length === 6);
+    expect(conn.messages.filter((m) => m.type === "error").slice(2).map((m) => m.error)).toEqual(["bad_message", "bad_filter", "bad_message", "bad_message"]);
     // Still only test events: a call.started now is filtered out, the test event after it comes.
     await callStarted(t.accountId, 3);
     const after = await testEvent(t.accountId, "filter kept");

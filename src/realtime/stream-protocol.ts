@@ -60,7 +60,12 @@ const KNOWN_EVENTS = new Set<string>(EVENT_NAMES);
 export function parseEventFilter(input: string | string[] | undefined | null): Set<EventName> | null {
   if (input === undefined || input === null) return null;
   const names = (Array.isArray(input) ? input : input.split(",")).map((n) => n.trim()).filter(Boolean);
-  if (names.length === 0 || names.includes("*")) return null;
+  // As POST /v1/webhooks reads its events: nothing named, or * beside names, is a mistake, not "every event".
+  if (names.length === 0) throw new Error("no event named; leave events out (or send *) for every event");
+  if (names.includes("*")) {
+    if (names.length > 1) throw new Error("* means every event; send it alone");
+    return null;
+  }
   const unknown = names.filter((n) => !KNOWN_EVENTS.has(n));
   if (unknown.length) throw new Error(`unknown event names: ${unknown.slice(0, 5).join(", ")}`);
   return new Set(names as EventName[]);
