@@ -5,7 +5,7 @@ import { AuthModel } from "../core/auth/auth.model.ts";
 import { login } from "../core/auth/auth.service.ts";
 import { AppError } from "../core/errors/app-error.ts";
 import { clientIp } from "../http/request-context.ts";
-import { hostBase } from "../http/host-base.ts";
+import { hostBase, sealQueries } from "../http/host-base.ts";
 import { errorReplies } from "../http/reply-models.ts";
 import { apiModels } from "../http/api-models.ts";
 import { pageConfig, pageRoutes } from "../http/static-pages.ts";
@@ -16,8 +16,9 @@ const LOGIN_WINDOW_MS = 15 * 60 * 1000;
 
 export function createConsoleApp(platform: Platform) {
   const { live } = platform;
-  return new Elysia({ name: "console", normalize: false, serve: { routes: pageRoutes("console") } })
-    .use(hostBase(platform, { host: "console", cors: true, accept: ["json"] }))
+  const base = hostBase(platform, { host: "console", cors: true, accept: ["json"] });
+  const app = new Elysia({ name: "console", normalize: false, serve: { routes: pageRoutes("console") } })
+    .use(base)
     .use(apiModels)
     .post(
       "/login",
@@ -53,4 +54,5 @@ export function createConsoleApp(platform: Platform) {
       },
     )
     .use(pageConfig(platform));
+  return sealQueries(app, base);
 }

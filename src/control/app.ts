@@ -7,7 +7,7 @@ import type { Platform } from "../core/platform.ts";
 import { AppError } from "../core/errors/app-error.ts";
 import { ipAllowed } from "../core/net/cidr.ts";
 import { clientIp } from "../http/request-context.ts";
-import { hostBase } from "../http/host-base.ts";
+import { hostBase, sealQueries } from "../http/host-base.ts";
 import { adminRoutes } from "./routes/admin.ts";
 import { configRoutes } from "./routes/config.ts";
 import { edgeAuthRoutes } from "./routes/edge-auth.ts";
@@ -46,8 +46,9 @@ export function createControlApp(platform: Platform, modules: ControlRouteModule
   const notImplemented = () => {
     throw new AppError("not_implemented", "Not implemented on the control host.");
   };
+  const base = hostBase(platform, { host: "control", cors: false, accept: ["json", "form"], itemCheckedBodies: ["/presence/events"] });
   const app = new Elysia({ name: "control", normalize: false })
-    .use(hostBase(platform, { host: "control", cors: false, accept: ["json", "form"], itemCheckedBodies: ["/presence/events"] }))
+    .use(base)
     // onRequest, not beforeHandle: the gate must hold for every path, routed or not.
     .onRequest(({ request, server }) => {
       const path = new URL(request.url).pathname;
@@ -69,5 +70,5 @@ export function createControlApp(platform: Platform, modules: ControlRouteModule
     .all("/hooks/carrier", notImplemented, { detail: { hide: true } })
     .all("/hooks/carrier/*", notImplemented, { detail: { hide: true } });
   for (const module of modules) app.use(module(platform));
-  return app;
+  return sealQueries(app, base);
 }

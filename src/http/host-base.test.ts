@@ -90,6 +90,50 @@ describe(`host base [${storeKind}]`, () => {
     expect(r.body.error).toBe("payload_too_large");
   });
 
+  test("a chunked JSON body (no content-length) is held to the same rules: strict UTF-8, 1 MiB, parsed", async () => {
+    const t = await seedTenant(platform);
+    const server = createPublicApp(platform).listen({ hostname: "127.0.0.1", port: 0 });
+    const chunked = (...parts: Array<string | Uint8Array>) =>
+      new ReadableStream<Uint8Array>({
+        start(controller) {
+          for (const part of parts) controller.enqueue(typeof part === "string" ? new TextEncoder().encode(part) : part);
+          controller.close();
+        },
+      });
+    const post = (body: ReadableStream<Uint8Array>) =>
+      fetch(`http://127.0.0.1:${server.server!.port}/v1/keys`, { method: "POST", headers: { "x-api-key": t.key, "content-type": "application/json" }, body });
+    try {
+      const before = (await call(server, "GET", "/v1/keys", { key: t.key })).body.data.length;
+      const ok = await post(chunked('{"label":', '"chunked"}'));
+      expect(ok.status).toBe(201);
+      expect(ok.headers.get("content-length")).not.toBeNull(); // the reply is ours, not a stream
+      expect(((await ok.json()) as { data: { label: string } }).data.label).toBe("chunked");
+      const raw = await post(chunked('{"label":"caf', new Uint8Array([0xc3, 0xa9, 0xff]), '"}'));
+      expect(raw.status).toBe(400);
+      expect(((await raw.json()) as { details: unknown }).details).toEqual([{ path: "", message: expect.stringContaining("UTF-8") }]);
+      const huge = await post(chunked('{"label":"', "x".repeat(600 * 1024), "x".repeat(600 * 1024), '"}'));
+      expect(huge.status).toBe(413);
+      expect(((await huge.json()) as { error: string }).error).toBe("payload_too_large");
+      const broken = await post(chunked('{"label":'));
+      expect(broken.status).toBe(400);
+      // Forms, where a host takes them (the edge's), too.
+      const control = listenControl(platform, [edgeAuthRoutes]);
+      try {
+        const form = await fetch(`${control.base}/auth`, {
+          method: "POST",
+          headers: { "content-type": "application/x-www-form-urlencoded" },
+          body: chunked("username=", "x".repeat(700 * 1024), "&realm=", "y".repeat(700 * 1024)),
+        });
+        expect(form.status).toBe(413);
+      } finally {
+        await control.stop();
+      }
+      expect((await call(server, "GET", "/v1/keys", { key: t.key })).body.data.length).toBe(before + 1);
+    } finally {
+      await server.stop();
+    }
+  });
+
   test("a NUL character in the URL or anywhere in a body is a 400 naming where, and changes nothing", async () => {
     const t = await seedTenant(platform);
     const app = createPublicApp(platform);
@@ -116,6 +160,48 @@ describe(`host base [${storeKind}]`, () => {
     } finally {
       await control.stop();
     }
+  });
+
+  test("a query parameter a route does not take is a 400 naming it, on every host and method, after the credential, changing nothing", async () => {
+    const t = await seedTenant(platform);
+    const app = createPublicApp(platform);
+    const expectRefused = (r: { status: number; body: any }, name: string) => {
+      expect(r.status, JSON.stringify(r.body)).toBe(400);
+      expect(r.body.details).toEqual([{ path: `/query/${name}`, message: "This field cannot be set here." }]);
+    };
+    const before = (await call(app, "GET", "/v1/keys", { key: t.key })).body.data.length;
+    expectRefused(await call(app, "POST", "/v1/keys?label=ignored&x=1", { key: t.key, body: { label: "k", scopes: ["cdr"] } }), "label");
+    expectRefused(await call(app, "POST", "/v1/keys?dry_run=1", { key: t.key, headers: { "idempotency-key": "q-1" }, body: { label: "k", scopes: ["cdr"] } }), "dry_run");
+    expect((await call(app, "GET", "/v1/keys", { key: t.key })).body.data.length).toBe(before);
+    const user = await call(app, "POST", "/v1/users", { key: t.key, body: { username: `q${Date.now()}`, display_name: "Q" } });
+    expect(user.status).toBe(201);
+    const id = user.body.data.id;
+    expectRefused(await call(app, "PATCH", `/v1/users/${id}?force=1`, { key: t.key, body: { display_name: "R" } }), "force");
+    expectRefused(await call(app, "DELETE", `/v1/users/${id}?cascade=1`, { key: t.key }), "cascade");
+    expectRefused(await call(app, "GET", `/v1/users/${id}?expand=devices`, { key: t.key }), "expand");
+    const still = await call(app, "GET", `/v1/users/${id}`, { key: t.key });
+    expect(still.body.data.display_name).toBe("Q");
+    // A bare "?" or "?&" sets nothing; a route that takes a query still names its own refusals.
+    expect((await call(app, "GET", `/v1/users/${id}?`, { key: t.key })).status).toBe(200);
+    expect((await call(app, "GET", `/v1/users/${id}?&`, { key: t.key })).status).toBe(200);
+    expect((await call(app, "GET", "/v1/users?limit=1", { key: t.key })).status).toBe(200);
+    expectRefused(await call(app, "GET", "/v1/users?limit=1&nope=1", { key: t.key }), "nope");
+    // Without a valid credential the answer is 401, whatever the URL says.
+    expect((await call(app, "POST", "/v1/keys?x=1", { body: { label: "k" } })).status).toBe(401);
+    // The other hosts: the console's login, the edge's /route, the realtime host's probes.
+    expectRefused(await call(createConsoleApp(platform), "POST", "/login?next=/x", { body: { email: "a@example.test", password: "p" } }), "next");
+    expectRefused(await call(createRealtimeApp(platform), "GET", "/healthz?x=1"), "x");
+    const control = listenControl(platform, [edgeAuthRoutes]);
+    try {
+      const digest = { username: "1001", realm: "r", nonce: "n", uri: "sip:x", response: "0".repeat(32), method: "REGISTER" };
+      const r = await fetch(`${control.base}/auth?trace=1`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(digest) });
+      expectRefused({ status: r.status, body: await r.json() }, "trace");
+    } finally {
+      await control.stop();
+    }
+    // The WebSocket path keeps its own rules: a plain GET is still told it is a WebSocket endpoint.
+    const plain = await call(createRealtimeApp(platform), "GET", "/v1/events/stream?ticket=x");
+    expect(plain.body.details).toEqual([{ path: "/headers/upgrade", message: expect.stringContaining("WebSocket") }]);
   });
 
   test("a lone UTF-16 surrogate in a body (not Unicode text) is a 400 naming where, on the API and at the edge", async () => {

@@ -87,6 +87,30 @@ function utf8Text(bytes: ArrayBuffer): string {
   }
 }
 
+/** A body of unknown length, read whole unless it passes `max` bytes (413). */
+async function readCapped(body: ReadableStream<Uint8Array>, max: number): Promise<ArrayBuffer> {
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const reader = body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > max) {
+      await reader.cancel().catch(() => {});
+      throw new AppError("payload_too_large", `The body is larger than ${max} bytes.`);
+    }
+    chunks.push(value);
+  }
+  const bytes = new Uint8Array(size);
+  let at = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, at);
+    at += chunk.byteLength;
+  }
+  return bytes.buffer;
+}
+
 /**
  * A form body as Elysia reads one (a repeated name gives an array; `+` is a space), but a value whose
  * %XX escapes do not decode to UTF-8 text is a 400 naming it, where Elysia kept the undecoded text
@@ -210,8 +234,46 @@ function toAppError(code: string | number, error: unknown, request: Request, acc
   return null;
 }
 
+/** The 400 of a query parameter on a route that takes none, naming the first one (null: none). */
+function unknownQuery(url: string, at: number): AppError | null {
+  const name = new URLSearchParams(url.slice(at + 1)).keys().next().value;
+  if (name === undefined) return null;
+  return new AppError("validation_failed", "The request is not valid.", { details: [{ path: `/query/${name}`, message: "This field cannot be set here." }] });
+}
+
+/** Per host base plugin: what `sealQueries` learnt of the finished app's routes. */
+interface SealedRoutes {
+  /** Routes ("METHOD /path/:param") that take no query parameters. */
+  queryless: Set<string>;
+  /** WebSocket paths: their upgrade requests check their own URL (a refusal is a close code, not a status). */
+  sockets: Set<string>;
+}
+const sealedRoutes = new WeakMap<object, SealedRoutes>();
+
+/**
+ * Called once a host's app has every route: a query parameter on a route that declares no query
+ * schema is then a 400 naming it, as on the routes that declare one (which refuse unknown ones),
+ * instead of being ignored. WebSocket paths keep their own rules (the stream checks its query).
+ * @example const app = sealQueries(new Elysia().use(base).get(...), base);
+ */
+export function sealQueries<App extends { routes: Array<{ method: string; path: string; hooks?: unknown }> }>(app: App, base: object): App {
+  const sealed = sealedRoutes.get(base);
+  if (!sealed) throw new Error("sealQueries: not a host base plugin");
+  for (const r of app.routes) if (r.method === "WS") sealed.sockets.add(r.path);
+  for (const r of app.routes) {
+    if (r.method === "WS" || r.method === "ALL" || sealed.sockets.has(r.path)) continue;
+    if (!(r.hooks as { query?: unknown } | undefined)?.query) sealed.queryless.add(`${r.method} ${r.path}`);
+  }
+  return app;
+}
+
 /** The shared base plugin of a host. */
 export function hostBase(platform: Platform, options: HostBaseOptions) {
+  const sealed: SealedRoutes = { queryless: new Set(), sockets: new Set() };
+  const { queryless, sockets } = sealed;
+  /** A WebSocket upgrade to one of the host's socket paths (it answers a bad URL with a close code). */
+  const socketUpgrade = (request: Request) =>
+    sockets.size > 0 && request.headers.get("upgrade")?.toLowerCase() === "websocket" && sockets.has(new URL(request.url).pathname);
   const maxBody = options.maxBodyBytes ?? 1024 * 1024;
   const itemChecked = new Set(options.itemCheckedBodies ?? []);
   const rawRoutes = options.rawBodyRoutes ?? [];
@@ -240,13 +302,13 @@ export function hostBase(platform: Platform, options: HostBaseOptions) {
     if (accessLog) logRequest(request, error.status);
     return errorResponse(error, headers);
   };
-  return new Elysia({ name: `host-base-${options.host}`, normalize: false })
+  const base = new Elysia({ name: `host-base-${options.host}`, normalize: false })
     .use(apiModels)
     .error({ AppError })
     .onRequest(({ request, set }) => {
       const meta = beginRequest(request);
       set.headers["x-request-id"] = meta.id;
-      if (request.url.includes("%00")) return refuse(request, nulInUrl(request), set.headers);
+      if (request.url.includes("%00") && !socketUpgrade(request)) return refuse(request, nulInUrl(request), set.headers);
       if (options.cors) {
         const origin = corsOriginFor(platform, request.headers.get("origin"));
         if (origin) {
@@ -291,15 +353,17 @@ export function hostBase(platform: Platform, options: HostBaseOptions) {
       }
     })
     // Text bodies are read as strict UTF-8: what is not Unicode text is a 400, never stored changed.
-    // A JSON body of unknown length (chunked) is left to Elysia's parser, which takes it whole.
     .onParse({ as: "global" }, async ({ request }) => {
       // A raw-body route reads its own stream: nothing is read here (null marks the body as taken care of;
       // Elysia skips body reading by itself only when a route's parse "none" is its one parse hook).
       if (rawRouteOf(request)) return null;
       const kind = contentKind(request.headers.get("content-type"));
-      if (kind === "form" && options.accept.includes("form")) return parseStrictForm(utf8Text(await request.arrayBuffer()));
-      if (kind === "json" && Number(request.headers.get("content-length") ?? "0") > 0) {
-        const text = utf8Text(await request.arrayBuffer());
+      const length = request.headers.get("content-length");
+      // A body of unknown length (chunked) is read up to the limit the length check holds others to.
+      const bytes = () => (length === null && request.body !== null ? readCapped(request.body, maxBody) : request.arrayBuffer());
+      if (kind === "form" && options.accept.includes("form")) return parseStrictForm(utf8Text(await bytes()));
+      if (kind === "json" && (length === null ? request.body !== null : Number(length) > 0)) {
+        const text = utf8Text(await bytes());
         try {
           return JSON.parse(text) as unknown;
         } catch {
@@ -312,6 +376,14 @@ export function hostBase(platform: Platform, options: HostBaseOptions) {
       if (itemChecked.size && itemChecked.has(new URL(request.url).pathname)) return;
       const at = unstorableTextPath(body, "");
       if (at !== null) throw new AppError("validation_failed", "The request is not valid.", { details: [{ path: at, message: NUL_MESSAGE }] });
+    })
+    // After the credential (a route's transform) and the body's schema: a caller without a valid
+    // credential gets 401 whatever its URL says.
+    .onBeforeHandle({ as: "global" }, ({ request, route }) => {
+      const at = request.url.indexOf("?");
+      if (at === -1 || at === request.url.length - 1 || !queryless.has(`${request.method} ${route}`)) return;
+      const refusal = unknownQuery(request.url, at);
+      if (refusal) throw refusal;
     })
     .onError({ as: "global" }, async ({ code, error, set, request }) => {
       const known = toAppError(code, error, request, options.accept);
@@ -341,4 +413,6 @@ export function hostBase(platform: Platform, options: HostBaseOptions) {
       },
       { detail: { hide: true } },
     );
+  sealedRoutes.set(base, sealed);
+  return base;
 }

@@ -3,7 +3,7 @@ import { Elysia, type AnyElysia } from "elysia";
 import { buildOpenApiDocument, type DocumentOptions } from "../http/openapi-document.ts";
 import { Type as T } from "@sinclair/typebox";
 import type { Platform } from "../core/platform.ts";
-import { hostBase, type RawBodyRoute } from "../http/host-base.ts";
+import { hostBase, sealQueries, type RawBodyRoute } from "../http/host-base.ts";
 import { ERROR_DESCRIPTIONS } from "../http/reply-models.ts";
 import { accountRoutes } from "./routes/account.ts";
 import { identityRoutes } from "./routes/identity.ts";
@@ -121,14 +121,15 @@ export function createPublicApp(platform: Platform, modules: PublicRouteModule[]
   // The document is built on first request, from the finished app (every route registered by then).
   let document: ReturnType<typeof buildOpenApiDocument> | undefined;
   const self: { app?: AnyElysia } = {};
+  const base = hostBase(platform, {
+    host: "public",
+    cors: true,
+    accept: ["json"],
+    onErrorReply: (request, error) => settleIdempotencyOnError(platform, request, error),
+    rawBodyRoutes: [MEDIA_UPLOAD_ROUTE],
+  });
   const app = new Elysia({ name: "public", normalize: false })
-    .use(hostBase(platform, {
-        host: "public",
-        cors: true,
-        accept: ["json"],
-        onErrorReply: (request, error) => settleIdempotencyOnError(platform, request, error),
-        rawBodyRoutes: [MEDIA_UPLOAD_ROUTE],
-      }))
+    .use(base)
     .get("/v1/openapi.json", ({ set }) => {
       set.headers["cache-control"] = "public, max-age=300";
       return (document ??= buildOpenApiDocument(self.app!, documentation));
@@ -150,6 +151,6 @@ export function createPublicApp(platform: Platform, modules: PublicRouteModule[]
       },
     );
   for (const module of modules) app.use(module(platform));
-  self.app = app;
+  self.app = sealQueries(app, base);
   return app;
 }

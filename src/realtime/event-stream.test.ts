@@ -184,6 +184,29 @@ describe(`realtime stream: tickets [${storeKind}]`, () => {
     good.close();
   });
 
+  test("a parameter the stream does not take, a NUL, or a ticket given twice is a 4400 (not an HTTP status) before the ticket is spent", async () => {
+    const t = await seedTenant(platform);
+    const minted = await ticket(t.key);
+    for (const [query, says] of [
+      [`&event=call.ended`, 'unknown query parameter "event"'],
+      [`&last_event=x`, 'unknown query parameter "last_event"'],
+      [`&events=call.ended%00`, "NUL"],
+      [`&x%00=1`, "NUL"],
+      [`&ticket=${minted.ticket}`, "ticket is given more than once"],
+    ] as const) {
+      const refused = new StreamConnection(`${host.base}/v1/events/stream?ticket=${minted.ticket}${query}`);
+      expect(await refused.closed, query).toEqual({ code: CLOSE.badRequest, reason: expect.stringContaining(says) });
+    }
+    // events may repeat: its values are one list.
+    const good = new StreamConnection(`${host.base}/v1/events/stream?ticket=${minted.ticket}&events=test&events=call.ended`);
+    expect((await good.next("ready")).events).toEqual(["test", "call.ended"]);
+    good.close();
+    // A NUL in any other URL of the host is still a 400, an upgrade asked for or not.
+    const http = host.base.replace(/^ws/, "http");
+    expect((await fetch(`${http}/healthz?x=%00`)).status).toBe(400);
+    expect((await fetch(`${http}/healthz?x=%00`, { headers: { upgrade: "websocket", connection: "upgrade" } })).status).toBe(400);
+  });
+
   test("a wallboard-scoped credential mints a wallboard ticket that opens the same stream", async () => {
     const t = await seedTenant(platform);
     const wallboardKey = await keyWithScopes(platform, t.accountId, ["wallboard"]);

@@ -21,7 +21,7 @@ import { describeError } from "../http/describe-error.ts";
 import { validationFailed } from "../core/errors/app-error.ts";
 import type { StreamCredential } from "../core/auth/credential-resolver.ts";
 import { EventHub } from "./event-hub.ts";
-import { CLOSE, STREAM_PATH, closeReason, parseClientMessage, parseEventFilter } from "./stream-protocol.ts";
+import { CLOSE, STREAM_PATH, closeReason, parseClientMessage, parseEventFilter, readStreamQuery, streamQueryProblem } from "./stream-protocol.ts";
 
 /** Tunables of the stream; defaults suit production, tests shorten them. */
 export interface EventStreamOptions {
@@ -78,7 +78,7 @@ interface StreamDeps {
   clock: () => number;
 }
 
-type Query = Record<string, string | undefined>;
+type Query = Record<string, string | string[] | undefined>;
 
 /** One connected socket and its stream state. */
 class StreamClient {
@@ -123,7 +123,12 @@ class StreamClient {
   }
 
   private async init(query: Query): Promise<void> {
-    const ticket = query.ticket;
+    // The URL as a whole first: a parameter we do not take (a typo) would otherwise pass in silence.
+    const problem = streamQueryProblem(query);
+    if (problem) return this.close(CLOSE.badRequest, closeReason("bad_request", problem));
+    // Past that check, ticket and last_event_id are one text each.
+    const ticket = query.ticket as string | undefined;
+    const lastEventId = query.last_event_id as string | undefined;
     if (!ticket) return this.close(CLOSE.ticketRefused, closeReason("ticket_refused", REFUSALS.missing));
     // The query is checked before the ticket is spent, so a typo does not cost a ticket.
     try {
@@ -132,8 +137,8 @@ class StreamClient {
       return this.close(CLOSE.badRequest, closeReason("bad_request", (error as Error).message));
     }
     let resumeFrom: number | null = null;
-    if (query.last_event_id !== undefined) {
-      resumeFrom = this.deps.platform.events.ids.decode(query.last_event_id);
+    if (lastEventId !== undefined) {
+      resumeFrom = this.deps.platform.events.ids.decode(lastEventId);
       if (resumeFrom === null) return this.close(CLOSE.badRequest, closeReason("bad_request", BAD_RESUME_ID));
     }
     const redeemed = await redeemTicket(this.deps.platform.live, ticket, this.deps.clock());
@@ -168,7 +173,7 @@ class StreamClient {
       account_id: this.accountId,
       events: this.filter ? [...this.filter] : "*",
       heartbeat_sec: this.deps.heartbeatMs / 1000,
-      last_event_id: resumeFrom === null ? null : query.last_event_id,
+      last_event_id: resumeFrom === null ? null : lastEventId,
     });
     if (resumeFrom !== null) await this.backfill(resumeFrom);
     else this.flush();
@@ -373,7 +378,8 @@ export function eventStream(platform: Platform, options: EventStreamOptions = {}
         clients.set(ws.id, client);
         if (!timer) lastPing = lastRecheck = Date.now();
         startTimer();
-        client.start(ws.data.query as Query);
+        // Read from the URL itself: Elysia's query keeps one value of a repeated name.
+        client.start(readStreamQuery(ws.data.request.url));
       },
       message(ws, message) {
         clients.get(ws.id)?.receive(message);

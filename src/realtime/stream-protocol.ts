@@ -71,6 +71,37 @@ export function parseEventFilter(input: string | string[] | undefined | null): S
   return new Set(names as EventName[]);
 }
 
+/** The stream URL's query parameters; a name given more than once has all its values, in order. */
+export function readStreamQuery(url: string): Record<string, string | string[]> {
+  const query: Record<string, string | string[]> = Object.create(null);
+  const at = url.indexOf("?");
+  if (at === -1) return query;
+  for (const [key, value] of new URLSearchParams(url.slice(at + 1))) {
+    const seen = query[key];
+    query[key] = seen === undefined ? value : Array.isArray(seen) ? [...seen, value] : [seen, value];
+  }
+  return query;
+}
+
+const STREAM_QUERY = new Set(["ticket", "events", "last_event_id"]);
+
+/**
+ * What is wrong with the stream URL's query as a whole (the message of a 4400 close), or null: a
+ * parameter the stream does not take, a NUL character, or a ticket or last_event_id given twice
+ * (`events` may repeat: its values are one list). The values themselves are checked by their readers.
+ */
+export function streamQueryProblem(query: Record<string, unknown>): string | null {
+  for (const [key, value] of Object.entries(query)) {
+    const values = Array.isArray(value) ? value : [value];
+    if (key.includes("\u0000") || values.some((v) => typeof v === "string" && v.includes("\u0000"))) {
+      return "text may not contain a NUL character (%00)";
+    }
+    if (!STREAM_QUERY.has(key)) return `unknown query parameter ${JSON.stringify(key.slice(0, 32))}; the stream takes ticket, events and last_event_id`;
+    if (Array.isArray(value) && key !== "events") return `${key} is given more than once`;
+  }
+  return null;
+}
+
 /** A close reason within the 123 bytes a close frame allows. */
 export function closeReason(code: string, message: string): string {
   const text = `${code}: ${message}`;

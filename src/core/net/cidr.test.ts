@@ -30,6 +30,10 @@ describe("cidr", () => {
     expect(ipAllowed(null, loopback)).toBe(false);
     expect(ipAllowed("localhost", loopback)).toBe(false);
     expect(parseIp("1:2:3:4:5:6:7:8:9")).toBeNull();
+    // A leading zero reads as octal to URL parsers and inet_aton, as decimal elsewhere: refused.
+    for (const text of ["010.0.0.1", "10.00.0.1", "127.0.0.01", "::ffff:010.0.0.1"]) expect(parseIp(text), text).toBeNull();
+    expect(() => parseCidr("010.0.0.0/8")).toThrow();
+    expect(parseIp("10.0.0.0")).not.toBeNull();
   });
 
   test("0.0.0.0/0 allows every IPv4 address", () => {

@@ -12,12 +12,17 @@ export interface Cidr {
   text: string;
 }
 
+/**
+ * Dotted-decimal IPv4. A part with a leading zero ("010") is refused: URL parsers and inet_aton read
+ * it as octal (8), other tools as decimal (10), so an allowlist entry or a trunk's address written so
+ * could mean another host than the one its writer had in mind.
+ */
 function parseIpv4(text: string): bigint | null {
   const parts = text.split(".");
   if (parts.length !== 4) return null;
   let value = 0n;
   for (const part of parts) {
-    if (!/^\d{1,3}$/.test(part)) return null;
+    if (!/^(0|[1-9]\d{0,2})$/.test(part)) return null;
     const n = Number(part);
     if (n > 255) return null;
     value = (value << 8n) | BigInt(n);
