@@ -162,7 +162,7 @@ describe(`host base [${storeKind}]`, () => {
     }
   });
 
-  test("a query parameter a route does not take is a 400 naming it, on every host and method, after the credential, changing nothing", async () => {
+  test("a query parameter a route does not take, or one given twice, is a 400 naming it, on every host and method, after the credential, changing nothing", async () => {
     const t = await seedTenant(platform);
     const app = createPublicApp(platform);
     const expectRefused = (r: { status: number; body: any }, name: string) => {
@@ -186,6 +186,10 @@ describe(`host base [${storeKind}]`, () => {
     expect((await call(app, "GET", `/v1/users/${id}?&`, { key: t.key })).status).toBe(200);
     expect((await call(app, "GET", "/v1/users?limit=1", { key: t.key })).status).toBe(200);
     expectRefused(await call(app, "GET", "/v1/users?limit=1&nope=1", { key: t.key }), "nope");
+    // A name given twice is refused where a route takes it: which value counts would be a guess.
+    const twice = await call(app, "GET", "/v1/users?limit=2&limit=3", { key: t.key });
+    expect(twice.status).toBe(400);
+    expect(twice.body.details).toEqual([{ path: "/query/limit", message: "Given more than once; send one value." }]);
     // Without a valid credential the answer is 401, whatever the URL says.
     expect((await call(app, "POST", "/v1/keys?x=1", { body: { label: "k" } })).status).toBe(401);
     // The other hosts: the console's login, the edge's /route, the realtime host's probes.
@@ -325,6 +329,19 @@ describe(`host base [${storeKind}]`, () => {
     // A refusal before routing is logged at once, the others after their response: compare as sets.
     const logged = lines.map((l) => JSON.parse(l)).filter((l) => l.msg === "request").map((l) => l.status);
     expect(logged.sort()).toEqual([...sent].sort());
+    // A WebSocket upgrade is logged as the 101 it was (a refused ticket is a close code after it).
+    lines.length = 0;
+    const realtime = createRealtimeApp(platform).listen({ hostname: "127.0.0.1", port: 0 });
+    try {
+      const socket = new WebSocket(`ws://127.0.0.1:${realtime.server!.port}/v1/events/stream?ticket=nope`);
+      const code = await new Promise<number>((resolve) => socket.addEventListener("close", (e) => resolve(e.code)));
+      expect(code).toBe(4401);
+      await Bun.sleep(50);
+      const upgrade = lines.map((l) => JSON.parse(l)).filter((l) => l.msg === "request" && l.path === "/v1/events/stream");
+      expect(upgrade.map((l) => l.status)).toEqual([101]);
+    } finally {
+      await realtime.stop();
+    }
   });
 });
 

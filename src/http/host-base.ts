@@ -234,11 +234,19 @@ function toAppError(code: string | number, error: unknown, request: Request, acc
   return null;
 }
 
-/** The 400 of a query parameter on a route that takes none, naming the first one (null: none). */
-function unknownQuery(url: string, at: number): AppError | null {
-  const name = new URLSearchParams(url.slice(at + 1)).keys().next().value;
-  if (name === undefined) return null;
-  return new AppError("validation_failed", "The request is not valid.", { details: [{ path: `/query/${name}`, message: "This field cannot be set here." }] });
+/**
+ * The 400 of a query string the route cannot read as sent (null: none): a parameter on a route that
+ * takes none, or a name given twice (no parameter is a list; which value would count is a guess).
+ */
+function queryRefusal(search: string, takesNone: boolean): AppError | null {
+  const seen = new Set<string>();
+  for (const name of new URLSearchParams(search).keys()) {
+    const refuse = (message: string) => new AppError("validation_failed", "The request is not valid.", { details: [{ path: `/query/${name}`, message }] });
+    if (takesNone) return refuse("This field cannot be set here.");
+    if (seen.has(name)) return refuse("Given more than once; send one value.");
+    seen.add(name);
+  }
+  return null;
 }
 
 /** Per host base plugin: what `sealQueries` learnt of the finished app's routes. */
@@ -377,12 +385,12 @@ export function hostBase(platform: Platform, options: HostBaseOptions) {
       const at = unstorableTextPath(body, "");
       if (at !== null) throw new AppError("validation_failed", "The request is not valid.", { details: [{ path: at, message: NUL_MESSAGE }] });
     })
-    // After the credential (a route's transform) and the body's schema: a caller without a valid
-    // credential gets 401 whatever its URL says.
+    // After the credential (a route's transform) and the schemas: a caller without a valid credential
+    // gets 401 whatever its URL says. A socket path reads its own query (its refusals are close codes).
     .onBeforeHandle({ as: "global" }, ({ request, route }) => {
       const at = request.url.indexOf("?");
-      if (at === -1 || at === request.url.length - 1 || !queryless.has(`${request.method} ${route}`)) return;
-      const refusal = unknownQuery(request.url, at);
+      if (at === -1 || at === request.url.length - 1 || sockets.has(route)) return;
+      const refusal = queryRefusal(request.url.slice(at + 1), queryless.has(`${request.method} ${route}`));
       if (refusal) throw refusal;
     })
     .onError({ as: "global" }, async ({ code, error, set, request }) => {
@@ -396,7 +404,9 @@ export function hostBase(platform: Platform, options: HostBaseOptions) {
     })
     // Registered only when it will write: even an idle hook costs every request a little.
     .onAfterResponse({ as: "global" }, accessLog ? ({ request, set }) => {
-      logRequest(request, typeof set.status === "number" ? set.status : ERROR_STATUS.internal);
+      const status = typeof set.status === "number" ? set.status : ERROR_STATUS.internal;
+      // An accepted WebSocket upgrade: the client got 101 Switching Protocols.
+      logRequest(request, status === 200 && socketUpgrade(request) ? 101 : status);
     } : [])
     .get("/healthz", () => ({ ok: true as const }), { detail: { hide: true } })
     .get(

@@ -88,9 +88,52 @@ export interface DocumentOptions {
   excludePaths?: string[];
 }
 
+/**
+ * Elysia writes a whole number read from a query string as `anyOf: [numeric string (default 0),
+ * integer]`: a generated client then types it as a string and may send its default, 0, which the
+ * route refuses. The parameter is the integer (query values are text on the wire anyway).
+ */
+function plainQueryNumber(schema: Json): Json {
+  if (!isObject(schema) || !Array.isArray(schema.anyOf) || schema.anyOf.length !== 2) return schema;
+  const text = schema.anyOf.find((o) => isObject(o) && o.type === "string" && (o.format === "integer" || o.format === "numeric"));
+  const number = schema.anyOf.find((o) => isObject(o) && (o.type === "integer" || o.type === "number"));
+  if (!text || !isObject(number)) return schema;
+  const { anyOf: _, ...rest } = schema;
+  return { ...rest, ...number };
+}
+
+/**
+ * A route whose JSON body is optional (optionalBody) reads it in the host's own parse hook, so Elysia
+ * knows no media type for it and documents a required body with no content: it is the route's
+ * schema, as JSON, and it may be left out.
+ */
+function optionalJsonBodies(app: AnyElysia, paths: JsonObject): void {
+  for (const route of app.routes) {
+    const body = (route.hooks as { body?: unknown } | undefined)?.body;
+    if (!body || typeof body !== "object") continue;
+    const path = route.path.replace(/:(\w+)/g, "{$1}");
+    const operation = (paths[path] as JsonObject | undefined)?.[route.method.toLowerCase()];
+    if (!isObject(operation) || !isObject(operation.requestBody)) continue;
+    const requestBody = operation.requestBody;
+    if (!isObject(requestBody.content) || Object.keys(requestBody.content).length > 0) continue;
+    requestBody.content = { "application/json": { schema: JSON.parse(JSON.stringify(body)) as Json } };
+    requestBody.required = false;
+  }
+}
+
 /** Builds the normalized document of `app`. Call after every route is registered. */
 export function buildOpenApiDocument(app: AnyElysia, options: DocumentOptions): JsonObject {
   const { paths, components } = toOpenAPISchema(app, { paths: options.excludePaths ?? [] }, undefined, undefined, "3.0.3");
+  optionalJsonBodies(app, paths as unknown as JsonObject);
+  for (const item of Object.values(paths as unknown as JsonObject)) {
+    if (!isObject(item)) continue;
+    for (const operation of Object.values(item)) {
+      if (!isObject(operation) || !Array.isArray(operation.parameters)) continue;
+      for (const parameter of operation.parameters) {
+        if (isObject(parameter) && parameter.in === "query") parameter.schema = plainQueryNumber(parameter.schema ?? null);
+      }
+    }
+  }
   const doc: JsonObject = {
     openapi: "3.0.3",
     info: options.info,

@@ -34,6 +34,39 @@ describe("OpenAPI document", () => {
     expect(warnings.map((p) => `${p.ruleId} ${p.message}`)).toEqual([]);
   });
 
+  test("every request body has its media type and schema; an optional one says so", async () => {
+    const bodies: Array<[string, Json]> = [];
+    for (const [path, item] of Object.entries<Json>(doc.paths)) {
+      for (const [method, operation] of Object.entries<Json>(item)) if (operation.requestBody) bodies.push([`${method} ${path}`, operation.requestBody]);
+    }
+    expect(bodies.length).toBeGreaterThan(20);
+    for (const [where, body] of bodies) expect(Object.keys(body.content ?? {}).length, where).toBeGreaterThan(0);
+    const byName = (where: string): Json => bodies.find(([w]) => w === where)?.[1] ?? {};
+    for (const where of ["post /v1/webhooks/test", "post /v1/events/ticket", "post /v1/cac/reset"]) {
+      expect(byName(where).required, where).toBe(false);
+      expect(byName(where).content["application/json"].schema.type, where).toBe("object");
+    }
+    expect(Object.keys(byName("post /v1/webhooks/test").content["application/json"].schema.properties)).toEqual(["webhook_id"]);
+    expect(byName("post /v1/events/ticket").content["application/json"].schema.properties.kind.enum).toEqual(["events", "wallboard"]);
+    expect(byName("post /v1/webhooks").required).toBe(true);
+  });
+
+  test("whole numbers in query strings are documented as integers, with no made-up default", async () => {
+    const numbers: Array<[string, Json]> = [];
+    for (const [path, item] of Object.entries<Json>(doc.paths)) {
+      for (const [method, operation] of Object.entries<Json>(item)) {
+        for (const parameter of operation.parameters ?? []) {
+          if (parameter.in !== "query") continue;
+          expect(JSON.stringify(parameter.schema), `${method} ${path} ${parameter.name}`).not.toContain('"format":"integer"');
+          if (parameter.schema.type === "integer") numbers.push([`${method} ${path} ${parameter.name}`, parameter.schema]);
+        }
+      }
+    }
+    const limit = numbers.find(([where]) => where === "get /v1/logs limit")![1];
+    expect(limit).toEqual({ type: "integer", minimum: 1, maximum: 500, description: expect.stringContaining("default 50") });
+    expect(numbers.every(([, schema]) => schema.default === undefined)).toBe(true);
+  });
+
   test("lists every /v1 route of the app, with its error replies", async () => {
     const routes = app.routes.filter((r) => r.path.startsWith("/v1") && r.path !== "/v1/openapi.json" && r.method !== "OPTIONS");
     expect(routes.length).toBeGreaterThan(5);

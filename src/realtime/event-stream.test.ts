@@ -175,7 +175,7 @@ describe(`realtime stream: tickets [${storeKind}]`, () => {
     const bad = new StreamConnection(`${host.base}/v1/events/stream?ticket=${minted.ticket}&events=call.started,call.exploded`);
     expect(await bad.closed).toEqual({ code: CLOSE.badRequest, reason: expect.stringContaining("call.exploded") });
     // Nothing named, or * beside names: refused as POST /v1/webhooks refuses them, not read as every event.
-    for (const [events, says] of [["", "no event named"], ["*,test", "send it alone"], [",", "no event named"]] as const) {
+    for (const [events, says] of [["", "no event named"], ["*,test", "send it alone"], [",", "no event named"], ["test,", "empty event name"], [",test", "empty event name"]] as const) {
       const refused = new StreamConnection(`${host.base}/v1/events/stream?ticket=${minted.ticket}&events=${events}`);
       expect(await refused.closed, events).toEqual({ code: CLOSE.badRequest, reason: expect.stringContaining(says) });
     }

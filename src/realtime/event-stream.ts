@@ -132,7 +132,8 @@ class StreamClient {
     if (!ticket) return this.close(CLOSE.ticketRefused, closeReason("ticket_refused", REFUSALS.missing));
     // The query is checked before the ticket is spent, so a typo does not cost a ticket.
     try {
-      this.filter = parseEventFilter(query.events);
+      // events=a,b&events=c is one list: a,b,c.
+      this.filter = parseEventFilter(Array.isArray(query.events) ? query.events.join(",") : query.events);
     } catch (error) {
       return this.close(CLOSE.badRequest, closeReason("bad_request", (error as Error).message));
     }

@@ -59,9 +59,11 @@ const KNOWN_EVENTS = new Set<string>(EVENT_NAMES);
  */
 export function parseEventFilter(input: string | string[] | undefined | null): Set<EventName> | null {
   if (input === undefined || input === null) return null;
-  const names = (Array.isArray(input) ? input : input.split(",")).map((n) => n.trim()).filter(Boolean);
-  // As POST /v1/webhooks reads its events: nothing named, or * beside names, is a mistake, not "every event".
-  if (names.length === 0) throw new Error("no event named; leave events out (or send *) for every event");
+  const names = (Array.isArray(input) ? input : input.split(",")).map((n) => n.trim());
+  // As POST /v1/webhooks reads its events: nothing named, an empty name, or * beside names is a
+  // mistake, not "every event" (nor fewer events).
+  if (names.every((n) => n === "")) throw new Error("no event named; leave events out (or send *) for every event");
+  if (names.includes("")) throw new Error("an empty event name (a stray comma?)");
   if (names.includes("*")) {
     if (names.length > 1) throw new Error("* means every event; send it alone");
     return null;

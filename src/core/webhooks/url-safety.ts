@@ -103,7 +103,8 @@ export async function checkWebhookUrl(text: string, options: { path?: string; al
   }
   if (url.protocol !== "https:") throw fail("Must be an https:// URL.");
   if (url.username || url.password) throw fail("Must not carry a user name or password; sign deliveries with the secret instead.");
-  if (url.hash) throw fail("Must not have a #fragment.");
+  // An empty fragment ("…/in#") has no hash but is kept by the serialization.
+  if (url.hash || url.href.endsWith("#")) throw fail("Must not have a #fragment.");
   const host = bareHost(url);
   if (!host) throw fail("Has no host.");
   if (url.port === "0") throw fail("Port 0 cannot be delivered to.");

@@ -39,10 +39,14 @@ export function generateWebhookSecret(): string {
  * absent, `*`, or naming every event. Unknown names are a 400 at /events listing them all.
  * @example normalizeEvents("call.ended, call.started,call.ended") // ["call.started", "call.ended"]
  */
+/** The refusal of a list with an empty name in it ("test,", "a,,b"): a typo, not "fewer events". */
+export const EMPTY_EVENT_NAME = "An empty event name (a stray comma?): separate names with single commas.";
+
 export function normalizeEvents(input: string | string[] | undefined): string[] {
   if (input === undefined) return ["*"];
-  const names = (typeof input === "string" ? input.split(",") : input).map((n) => n.trim()).filter(Boolean);
-  if (!names.length) throw validationFailed([{ path: "/events", message: "Name at least one event, or * for all." }]);
+  const names = (typeof input === "string" ? input.split(",") : input).map((n) => n.trim());
+  if (names.every((n) => n === "")) throw validationFailed([{ path: "/events", message: "Name at least one event, or * for all." }]);
+  if (names.includes("")) throw validationFailed([{ path: "/events", message: EMPTY_EVENT_NAME }]);
   if (names.includes("*")) {
     if (names.some((n) => n !== "*")) throw validationFailed([{ path: "/events", message: "* means every event; send it alone." }]);
     return ["*"];

@@ -185,6 +185,11 @@ describe(`/v1/webhooks errors [${storeKind}]`, () => {
       [{ url: HOOK, events: "" }, "/events", /string length greater or equal to 1/],
       [{ url: HOOK, events: [] }, "/events", /array length to be greater or equal to 1/],
       [{ url: HOOK, events: "*,test" }, "/events"],
+      // An empty name is a typo, not fewer events; an empty #fragment is a fragment.
+      [{ url: HOOK, events: "test," }, "/events", /empty event name/],
+      [{ url: HOOK, events: "call.started,,call.ended" }, "/events", /empty event name/],
+      [{ url: HOOK, events: ["test", " "] }, "/events", /empty event name/],
+      [{ url: "https://93.184.216.34/hook#" }, "/url", /fragment/],
       [{ url: HOOK, events: 3 }, "/events", /Expected string or array\./],
       [{ url: HOOK, secret: "short" }, "/secret"],
       [{ url: HOOK, secret: "x".repeat(257) }, "/secret"],
