@@ -37,6 +37,7 @@ export namespace CallModel {
     T.Literal("number"),
     T.Literal("trunk"),
     T.Literal("user"),
+    T.Literal("call_limit"),
   ]);
 
   /** One call record (CDR). */

@@ -4,6 +4,7 @@ import type { Platform } from "../platform.ts";
 import { storeKind, testPlatform } from "../../../test/support/platform.ts";
 import { addToDnc } from "../dnc/dnc.service.ts";
 import { decideRoute } from "./decide.ts";
+import { admitCall } from "../calls/admission.ts";
 import { routeFixture, testDeps } from "./decide.fixture.ts";
 import type { RouteRequest } from "./route-types.ts";
 
@@ -164,6 +165,33 @@ describe(`decideRoute outbound [${storeKind}]`, () => {
     expect((await from("447700900700"))!.uri).toBe("sip:14155550003@carrier.example.net");
     const bare = await caller({ default_cid_number: "14155550000" });
     expect((await decideRoute(testDeps(platform), bare.dial("447700900700"))).reply.rtjson.routes![0]!.headers!.from!.uri).toBe("sip:14155550000@carrier.example.net");
+  });
+
+  test("the account's outbound_cid transforms apply to the caller-ID a leg falls back to (the trunk's cid_number, the From)", async () => {
+    const c = await caller();
+    const uk = await c.f.trunk({ name: "uk", proxy: "uk.example.net", cid_number: "02071230000" });
+    await c.f.route({ via: "trunk", trunk_id: uk, match_prefix: "44", priority: 1 });
+    await c.f.transform({ direction: "outbound_cid", match_regex: "^0", replacement: "44" });
+    const viaTrunk = await decideRoute(testDeps(platform), c.dial("442071239999"));
+    expect(viaTrunk.reply.rtjson.routes![0]!.headers!.from!.uri).toBe("sip:442071230000@uk.example.net");
+    const viaCarrier = await decideRoute(testDeps(platform), c.dial("14155550100", { from: "02079460000" }));
+    expect(viaCarrier.reply.rtjson.routes![0]!.headers!.from!.uri).toBe("sip:442079460000@carrier.example.net");
+  });
+
+  test("a concurrent call limit of direction any is one counter for both directions", async () => {
+    const c = await caller();
+    const any = await c.f.callLimit({ direction: "any", max_count: 1, hard: 1 });
+    const out = await decideRoute(testDeps(platform), c.dial("447700900100"));
+    expect(out.slots).toContainEqual({ level: "call_limit", id: any, limit: 1 });
+    const flow = await c.f.flow();
+    const did = await c.f.number({ dest_kind: "flow", dest_id: flow });
+    const inboundReq: RouteRequest = { callId: `i${++n}`, from: "14155550000", fromDomain: "carrier.example", to: did.e164, source_ip: "192.0.2.10" };
+    const inbound = await decideRoute(testDeps(platform), inboundReq);
+    expect(inbound.slots).toContainEqual({ level: "call_limit", id: any, limit: 1 });
+    // Admitted: the outbound call holds the one place; the inbound call finds it taken.
+    expect((await admitCall(platform, out, c.dial("447700900100", { callId: `held-${n}` }))).rtjson.action).toBe("outbound");
+    const refused = await admitCall(platform, inbound, inboundReq);
+    expect(refused.rtjson).toMatchObject({ action: "reject", code: 503, vars: { cac_level: "call_limit", cac_id: any } });
   });
 
   test("routes: longest prefix wins; equal prefixes fail over serially by priority; unusable trunks are skipped", async () => {

@@ -177,6 +177,8 @@ export interface DidContext {
   /** call_limit rows (direction in/any) of the account and of this DID. */
   limits: RouteCallLimit[];
   acls: RouteAclRule[];
+  /** The account or this DID has dnc_in lists: callers are checked against them (loadCallerLists). */
+  screensCallers: boolean;
 }
 
 /** An authenticated device, its user and account, and what the dialled digits name in the account. */
@@ -304,7 +306,9 @@ const didSql = sql`select json_build_object(
     'limits', ${list(sql`select json_agg(${LIMIT}) from call_limit c where c.account_id = n.account_id and c.direction in ('in','any')
       and ((c.scope_kind = 'account' and c.scope_id = n.account_id) or (c.scope_kind in ('did','number') and c.scope_id = n.id))`)},
     'acls', ${list(sql`select json_agg(${ACL}) from acl_rule r where r.account_id = n.account_id
-      and ((r.scope_kind = 'account' and r.scope_id = n.account_id) or (r.scope_kind in ('did','number') and r.scope_id = n.id))`)}
+      and ((r.scope_kind = 'account' and r.scope_id = n.account_id) or (r.scope_kind in ('did','number') and r.scope_id = n.id))`)},
+    'screensCallers', exists(select 1 from phone_list pl where pl.account_id = n.account_id and pl.kind = 'dnc_in'
+      and ((pl.scope_kind = 'account' and pl.scope_id = n.account_id) or (pl.scope_kind in ('did','number') and pl.scope_id = n.id)))
   ) as ctx
   from did_lookup l join number n on n.account_id = l.account_id and n.id = l.number_id join account a on a.id = n.account_id
   where l.e164 = ${p("e164")}`;
@@ -363,6 +367,16 @@ const outboundSql = sql`select json_build_object(
       and (de.expires_at is null or de.expires_at > ${p("now")}))
   ) as ctx`;
 
+/** Every outbound_* transform of the account, in order (a forward's legs: route and trunk scopes). */
+const outboundTransformsSql = sql`select ${list(sql`select json_agg(${TRANSFORM} ${TRANSFORM_ORDER}) from number_transform x
+    where x.account_id = ${p("account")} and x.direction in ('outbound_dst','outbound_cid')`)} as ctx`;
+
+/** Kinds of the lists (dnc_in, allow) of the account or of DID `number` that hold caller `e164`. */
+const callerListsSql = sql`select ${list(sql`select json_agg(distinct pl.kind) from phone_list pl join phone_list_entry pe
+    on pe.account_id = pl.account_id and pe.phone_list_id = pl.id
+    where pl.account_id = ${p("account")} and pe.e164 = ${p("e164")} and pl.kind in ('dnc_in','allow')
+      and ((pl.scope_kind = 'account' and pl.scope_id = ${p("account")}) or (pl.scope_kind in ('did','number') and pl.scope_id = ${p("number")}))`)} as ctx`;
+
 // ---- prepared per database handle -------------------------------------------------------------
 
 function prepareAll(db: DbOrTx) {
@@ -375,6 +389,8 @@ function prepareAll(db: DbOrTx) {
     device: one("route_device", deviceSql),
     target: one("route_target", targetSql),
     outbound: one("route_outbound", outboundSql),
+    outboundTransforms: one("route_outbound_transforms", outboundTransformsSql),
+    callerLists: one("route_caller_lists", callerListsSql),
   };
 }
 
@@ -435,6 +451,16 @@ export async function loadDevice(db: DbOrTx, accountId: string, deviceId: string
 /** One route-target hop: whichever of extension / user / forward / flow has this id in the account. */
 export async function loadTarget(db: DbOrTx, accountId: string, id: string): Promise<TargetContext> {
   return (await first<TargetContext>(await statements(db).target.execute({ account: accountId, id })))!;
+}
+
+/** Every outbound_* transform of the account, in order. */
+export async function loadOutboundTransforms(db: DbOrTx, accountId: string): Promise<RouteTransform[]> {
+  return (await first<RouteTransform[]>(await statements(db).outboundTransforms.execute({ account: accountId }))) ?? [];
+}
+
+/** Kinds of the caller-screening lists (dnc_in, allow) of the account or of DID `numberId` that hold `e164`. */
+export async function loadCallerLists(db: DbOrTx, accountId: string, numberId: string, e164: string): Promise<string[]> {
+  return (await first<string[]>(await statements(db).callerLists.execute({ account: accountId, number: numberId, e164 }))) ?? [];
 }
 
 /** Outbound routes and policies of the account and the calling user, for destination `e164`. */

@@ -271,15 +271,71 @@ describe(`decideRoute inbound DIDs [${storeKind}]`, () => {
     const flow = await f.flow();
     const did = await f.number({ dest_kind: "flow", dest_id: flow });
     await f.callLimit({ direction: "in", period_sec: 3600, max_count: 2, hard: 1 });
-    await f.callLimit({ scope_kind: "did", scope_id: did.id, direction: "any", max_count: 7, hard: 1 });
-    const go = () => decideRoute(testDeps(platform), req({ to: did.e164, source_ip: CARRIER_IP }));
-    const first = await go();
+    await f.callLimit({ scope_kind: "did", scope_id: did.id, direction: "in", max_count: 7, hard: 1 });
+    const any = await f.callLimit({ scope_kind: "did", scope_id: did.id, direction: "any", max_count: 5, hard: 1 });
+    const go = (callId?: string) => decideRoute(testDeps(platform), req({ to: did.e164, source_ip: CARRIER_IP, ...(callId ? { callId } : {}) }));
+    const first = await go("limit-retransmitted");
     expect(first.reply.rtjson.action).toBe("flow");
+    // One direction lowers that direction's ceiling; "any" has its own counter, shared by both directions.
     expect(first.slots).toContainEqual({ level: "number", id: did.id, limit: 7 });
+    expect(first.slots).toContainEqual({ level: "call_limit", id: any, limit: 5 });
+    // A retransmission of the same call is not a second call: it takes nothing from the window.
+    const again = await go("limit-retransmitted");
+    expect(steps(again)).toContain("counted already");
     expect((await go()).reply.rtjson.action).toBe("flow");
     const third = await go();
     expect(third.reply.rtjson).toMatchObject({ action: "reject", code: 403 });
     expect(steps(third)).toContain("call_limit");
+  });
+
+  test("callers on a dnc_in list (the account's, or this DID's) are declined, after the caller-ID transforms; an allow list wins", async () => {
+    const f = await routeFixture(platform);
+    const flow = await f.flow();
+    const did = await f.number({ dest_kind: "flow", dest_id: flow });
+    const other = await f.number({ dest_kind: "flow", dest_id: flow });
+    const call = (to: string, from: string) => decideRoute(testDeps(platform), req({ to, from, source_ip: CARRIER_IP }));
+    // No dnc_in list: nobody is looked up.
+    expect((await call(did.e164, "14155550111")).reply.rtjson.action).toBe("flow");
+    await f.phoneList("dnc_in", ["14155550111", "442079460000"]);
+    await f.phoneList("dnc_in", ["14155550222"], { scope_kind: "did", scope_id: did.id });
+    await f.phoneList("allow", ["442079460000"]);
+    await f.transform({ direction: "inbound_cid", match_regex: "^0(\\d+)$", replacement: "1$1" });
+    const listed = await call(did.e164, "+14155550111");
+    expect(listed.reply.rtjson).toMatchObject({ action: "reject", code: 603, reason: "Decline" });
+    expect(steps(listed)).toContain("dnc_in");
+    expect(listed.slots).toEqual([]);
+    // Compared after the transforms: the national form of a listed number is that number.
+    expect((await call(did.e164, "04155550111")).reply.rtjson.code).toBe(603);
+    // A DID's own list holds for that DID only.
+    expect((await call(did.e164, "14155550222")).reply.rtjson.code).toBe(603);
+    expect((await call(other.e164, "14155550222")).reply.rtjson.action).toBe("flow");
+    // On an allow list too: let through. Not a number: on no list.
+    expect((await call(did.e164, "442079460000")).reply.rtjson.action).toBe("flow");
+    expect((await call(did.e164, "anonymous")).reply.rtjson.action).toBe("flow");
+  });
+
+  test("a forward's legs take their route's and trunk's transforms; where the forward fails to is every trigger's failover", async () => {
+    const f = await routeFixture(platform);
+    const flow = await f.flow();
+    const did = await f.number({ dest_kind: "flow", dest_id: flow });
+    const pbx = await f.trunk({ name: "pbx", proxy: "pbx.example:5060" });
+    await f.route({ via: "trunk", trunk_id: pbx, match_prefix: "44", priority: 1 });
+    await f.transform({ scope_kind: "trunk", scope_id: pbx, direction: "outbound_dst", match_regex: "^44", replacement: "9944" });
+    await f.forward({ number_id: did.id, number: "447700900123", trigger: "always", overflow_dest_kind: "flow", overflow_dest_id: flow });
+    const d = await decideRoute(testDeps(platform), req({ to: did.e164, source_ip: CARRIER_IP }));
+    expect(d.reply.rtjson.action).toBe("outbound");
+    expect(d.reply.rtjson.routes!.map((r) => r.uri)).toEqual(["sip:99447700900123@pbx.example:5060"]);
+    expect(d.reply.rtjson.vars).toMatchObject({
+      failover_busy: `flow:${flow}`,
+      failover_no_answer: `flow:${flow}`,
+      failover_unreachable: `flow:${flow}`,
+      media_engine: "sip:10.0.0.5:5080",
+    });
+    // Overflow to hangup, or none: no failover (the call ends when the forward fails).
+    const plain = await f.number({ dest_kind: "flow", dest_id: flow });
+    await f.forward({ number_id: plain.id, number: "447700900124", trigger: "always", overflow_dest_kind: "hangup" });
+    const ends = await decideRoute(testDeps(platform), req({ to: plain.e164, source_ip: CARRIER_IP }));
+    expect(Object.keys(ends.reply.rtjson.vars).filter((k) => k.startsWith("failover_"))).toEqual([]);
   });
 
   test("inbound ACL rules on the source address: the DID's own; the account's are about its devices", async () => {
@@ -410,6 +466,9 @@ describe(`decideRoute internal calls [${storeKind}]`, () => {
     const feat = await decideRoute(testDeps(platform), o.from("*97"));
     expect(feat.reply.rtjson).toMatchObject({ action: "flow", vars: { feature: "voicemail_main", dest_kind: "feature", dest_id: "voicemail_main" } });
     expect(feat.reply.rtjson.routes![0]!.headers!.extra).toContain("X-Dest: feature:voicemail_main");
+    // A stored code that is no feature of ours (an object's own name) is a 404, not a flow.
+    await o.f.extension({ digits: "*77", dest_kind: "feature", dest_id: "constructor" });
+    expect((await decideRoute(testDeps(platform), o.from("*77"))).reply.rtjson).toMatchObject({ action: "reject", code: 404 });
   });
 
   test("an unknown extension that is not a number is 404; an unknown device is 403", async () => {

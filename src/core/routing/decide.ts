@@ -19,7 +19,9 @@ import { countryOfE164 } from "./country-codes.ts";
 import {
   loadDevice,
   loadDid,
+  loadCallerLists,
   loadOutbound,
+  loadOutboundTransforms,
   loadTarget,
   loadTrunkById,
   loadTrunksBySource,
@@ -242,6 +244,10 @@ async function inbound(deps: RouteDeps, draft: DecisionDraft, candidates: Array<
   const after = (t: RouteTransform) => t.scope_kind === "did" || (!source && t.scope_kind === "account");
   draft.to = applyTransforms(draft, "inbound_dst", ctx.transforms, number.e164, after);
   draft.from = applyTransforms(draft, "inbound_cid", ctx.transforms, cid, after);
+  if (ctx.screensCallers) {
+    const screened = await callerVerdict(deps, draft, account.id, number.id);
+    if (screened) return screened;
+  }
   addSlot(draft, "account_in", account.id, account.max_in);
   addSlot(draft, "number", number.id, number.max_channels);
   if (source) addSlot(draft, "trunk", source.trunk.id, source.trunk.max_channels);
@@ -257,6 +263,27 @@ async function inbound(deps: RouteDeps, draft: DecisionDraft, candidates: Array<
   const target = scheduledTarget(draft, number, ctx.schedule, account.timezone) ?? didDefault(draft, account);
   if (!target) return reject(draft, 480, "Temporarily Unavailable", "closed, and no closed destination");
   return routeTo(deps, draft, account, target, 0);
+}
+
+/**
+ * The caller against the account's and the DID's dnc_in lists (after the inbound_cid transforms, so
+ * a national-format caller is compared in E.164): listed → 603 Decline, unless an allow list holds
+ * the caller too. A caller that is no number (anonymous, a SIP name) is on no list.
+ */
+async function callerVerdict(deps: RouteDeps, draft: DecisionDraft, accountId: string, numberId: string): Promise<RouteDecision | null> {
+  const caller = draft.from.replace(/^\+/, "");
+  if (!E164.test(caller)) {
+    step(draft, "dnc", `caller ${draft.from || "(none)"} is not an E.164 number: no dnc_in list applies`);
+    return null;
+  }
+  const lists = await loadCallerLists(deps.db, accountId, numberId, caller);
+  if (lists.includes("allow")) {
+    step(draft, "dnc", `caller ${caller} is on an allow list: dnc_in lists skipped`);
+    return null;
+  }
+  if (!lists.includes("dnc_in")) return null;
+  step(draft, "dnc", `caller ${caller} is on a dnc_in phone list`);
+  return reject(draft, 603, "Decline", "caller on a do-not-call-in list");
 }
 
 /** The account's did_default_dest, for a number that has no destination at this moment. */
@@ -360,7 +387,7 @@ async function routeTo(deps: RouteDeps, draft: DecisionDraft, account: RouteAcco
 
 /** Feature codes run on a media engine (tones, prompts, PIN entry); the router adds what it knows. */
 async function feature(deps: RouteDeps, draft: DecisionDraft, code: string): Promise<RouteDecision> {
-  if (!(code in FEATURE_CODES)) return reject(draft, 404, "Not Found", `unknown feature code ${code}`);
+  if (!Object.hasOwn(FEATURE_CODES, code)) return reject(draft, 404, "Not Found", `unknown feature code ${code}`);
   draft.vars.feature = code;
   step(draft, "feature", code);
   return toMediaEngine(draft, deps.settings.mediaEngines, { kind: "feature", id: code, flowId: null });
@@ -468,11 +495,31 @@ async function forwardCall(deps: RouteDeps, draft: DecisionDraft, account: Route
     return toMediaEngine(draft, deps.settings.mediaEngines, { kind: "forward", id: fwd.id, flowId: null });
   }
   const cid = fwd.cid_mode === "custom" && fwd.cid_number ? fwd.cid_number : fwd.cid_mode === "did" && draft.vars.did ? String(draft.vars.did) : draft.from;
-  const ctx = await loadOutbound(deps.db, account.id, draft.userId ?? "", fwd.number, Math.floor(draft.now.getTime() / 1000));
+  const [ctx, transforms] = await Promise.all([
+    loadOutbound(deps.db, account.id, draft.userId ?? "", fwd.number, Math.floor(draft.now.getTime() / 1000)),
+    loadOutboundTransforms(deps.db, account.id),
+  ]);
   const refused = destinationVerdict(draft, ctx, fwd.number);
   if (refused) return refused;
   addSlot(draft, "account_out", account.id, account.max_out);
-  return pickRoutes(deps, draft, account, ctx.routes, [], fwd.number, { number: cid, name: null });
+  setOverflow(draft, fwd, deps.settings.mediaEngines[0] ?? null);
+  // The number is E.164 already (account-scope rules are for what devices dial); the legs take their
+  // route's and trunk's transforms like any outbound call.
+  return pickRoutes(deps, draft, account, ctx.routes, transforms, fwd.number, { number: cid, name: null });
+}
+
+/**
+ * Where a forwarded call goes when the forward fails (its overflow destination): the failover of every
+ * trigger, handled at a media engine like the others. The original leg's failovers do not carry over.
+ */
+function setOverflow(draft: DecisionDraft, fwd: RouteForward, engine: string | null): void {
+  for (const key of Object.keys(draft.vars)) if (key.startsWith("failover_")) delete draft.vars[key];
+  const kind = fwd.overflow_dest_kind;
+  if (!kind || kind === "hangup") return;
+  const dest = fwd.overflow_dest_id ? `${kind}:${fwd.overflow_dest_id}` : kind;
+  for (const trigger of ["busy", "no_answer", "unreachable"] as const) draft.vars[`failover_${trigger}`] = dest;
+  if (engine) draft.vars.media_engine = engine;
+  step(draft, "forward", `if the forward fails: ${dest}${engine ? "" : " (no media engine configured to take it)"}`);
 }
 
 /**
@@ -488,6 +535,8 @@ function pickRoutes(
   transforms: readonly RouteTransform[],
   e164: string,
   cid: { number: string; name: string | null },
+  /** Applied to a caller-ID the leg falls back to (the trunk's cid_number, the From as sent). */
+  fallbackCid: (number: string) => string = (number) => number,
 ): RouteDecision {
   const country = countryOfE164(e164);
   const matching = routes
@@ -514,7 +563,7 @@ function pickRoutes(
         step(draft, "outbound_route", `${r.name}: trunk ${t?.name ?? r.id} unusable (${!t ? "missing" : t.status !== "active" ? t.status : !t.proxy ? "no proxy" : "inbound only"})`);
         continue;
       }
-      const { dst, cid: c } = leg(r.id, t.id, e164, cid.number || t.cid_number || draft.req.from);
+      const { dst, cid: c } = leg(r.id, t.id, e164, cid.number || fallbackCid(t.cid_number || draft.req.from));
       out.push({ uri: trunkUri(t.proxy, t.transport, dst), headers: { from: from(c, t.from_domain ?? hostOf(t.proxy)), extra } });
       firstTrunk ??= { id: t.id, max: t.max_channels };
       step(draft, "outbound_route", `${r.name} (prefix ${r.match_prefix ?? "any"}, country ${r.match_country ?? "any"}, priority ${r.priority}) → trunk ${t.name}`);
@@ -523,13 +572,13 @@ function pickRoutes(
         step(draft, "outbound_route", `${r.name}: via carrier, but no CARRIER_URI is configured`);
         continue;
       }
-      const { dst, cid: c } = leg(r.id, null, e164, cid.number || draft.req.from);
+      const { dst, cid: c } = leg(r.id, null, e164, cid.number || fallbackCid(draft.req.from));
       out.push({ uri: withUser(carrier, dst), headers: { from: from(c, hostOf(carrier)), extra } });
       step(draft, "outbound_route", `${r.name} (prefix ${r.match_prefix ?? "any"}, country ${r.match_country ?? "any"}, priority ${r.priority}) → carrier`);
     }
   }
   if (group.length === 0 && carrier) {
-    out.push({ uri: withUser(carrier, e164), headers: { from: from(cid.number || draft.req.from, hostOf(carrier)), extra } });
+    out.push({ uri: withUser(carrier, e164), headers: { from: from(cid.number || fallbackCid(draft.req.from), hostOf(carrier)), extra } });
     step(draft, "outbound_route", "no matching route → carrier default");
   }
   if (out.length === 0) return reject(draft, 503, "Service Unavailable", `no usable outbound route for ${e164}`);
@@ -637,8 +686,11 @@ async function outboundCall(
   const limited = await callLimits(deps, draft, ctx.limits, "out", (l) => (l.scope_kind === "user" ? ["user", caller.id] : ["account_out", account.id]));
   if (limited) return limited;
   const cid = callerId(draft, account, caller, ctx.cidRules, country);
-  const cidNumber = cid.number ? applyTransforms(draft, "outbound_cid", transforms, cid.number, (t) => t.scope_kind === "account") : "";
-  return pickRoutes(deps, draft, account, ctx.routes, transforms, e164, { number: cidNumber, name: cid.name });
+  // The account's outbound_cid transforms apply to whichever caller-ID the call presents: the one
+  // chosen here, or the trunk's cid_number or From a leg falls back to.
+  const accountCid = (number: string) => applyTransforms(draft, "outbound_cid", transforms, number, (t) => t.scope_kind === "account");
+  const cidNumber = cid.number ? accountCid(cid.number) : "";
+  return pickRoutes(deps, draft, account, ctx.routes, transforms, e164, { number: cidNumber, name: cid.name }, accountCid);
 }
 
 function dncReject(draft: DecisionDraft, why: string): RouteDecision {
@@ -727,6 +779,9 @@ function aclVerdict(draft: DecisionDraft, rules: readonly RouteAclRule[]): Route
  * fixed window (`hitWindow`); a hard one over its count refuses (403), a soft one lets the call
  * through with a warning in the trace. Concurrent limits (no period) become CAC slot ceilings.
  */
+/** How long a Call-ID counted against a per-period limit is remembered (INVITE retransmissions end within 32 s). */
+const RETRANSMIT_MEMORY_MS = 5 * 60_000;
+
 async function callLimits(
   deps: RouteDeps,
   draft: DecisionDraft,
@@ -738,10 +793,18 @@ async function callLimits(
     if (l.direction !== direction && l.direction !== "any") continue;
     if (l.period_sec === null) {
       if (l.hard === 1) {
-        const [level, id] = concurrentSlot(l);
+        // One direction lowers that direction's ceiling; both directions share the policy's own
+        // counter (each direction's ceiling would let max_count calls through in each).
+        const [level, id] = l.direction === "any" ? (["call_limit", l.id] as const) : concurrentSlot(l);
         addSlot(draft, level, id, l.max_count);
         step(draft, "call_limit", `${l.name}: at most ${l.max_count} concurrent (CAC ${level})`);
       } else step(draft, "call_limit", `${l.name}: soft concurrent limit, not enforced by CAC`);
+      continue;
+    }
+    // A retransmitted /route (same Call-ID) is one call: counted once, whatever instance it reaches.
+    const once = accountKey(draft.accountId!, "call_limit_seen", `${l.id}:${draft.req.callId}`);
+    if (!(await deps.live.setIfAbsent(once, "1", Math.min(l.period_sec * 1000, RETRANSMIT_MEMORY_MS)))) {
+      step(draft, "call_limit", `${l.name}: this Call-ID was counted already (a retransmission)`);
       continue;
     }
     const hit = await deps.live.hitWindow(accountKey(draft.accountId!, "call_limit", l.id), l.max_count, l.period_sec * 1000);

@@ -135,7 +135,7 @@ export async function checkRouteTargets(db: DbOrTx, accountId: string, slots: Ro
       continue;
     }
     if (kind === "feature") {
-      if (!(id in FEATURE_CODES)) details.push({ path: at("id"), message: `Unknown feature code; one of ${Object.keys(FEATURE_CODES).join(", ")}.` });
+      if (!Object.hasOwn(FEATURE_CODES, id)) details.push({ path: at("id"), message: `Unknown feature code; one of ${Object.keys(FEATURE_CODES).join(", ")}.` });
       continue;
     }
     if (spec.prefix && !id.startsWith(`${spec.prefix}_`)) {

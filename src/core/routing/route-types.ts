@@ -29,9 +29,12 @@ export type CallDirection = "inbound" | "outbound" | "internal";
 
 /** One concurrency counter a call holds while it lasts. */
 export interface CacSlot {
-  /** Which ceiling: account max_in / max_out / max_dialer, a number's or trunk's max_channels, a user's max_simultaneous. */
-  level: "account_in" | "account_out" | "account_dialer" | "number" | "trunk" | "user";
-  /** Account id for account_* levels, else the num_/trk_/us_ id. */
+  /**
+   * Which ceiling: account max_in / max_out / max_dialer, a number's or trunk's max_channels, a user's
+   * max_simultaneous, or a concurrent call_limit policy of direction `any` (both directions, one counter).
+   */
+  level: "account_in" | "account_out" | "account_dialer" | "number" | "trunk" | "user" | "call_limit";
+  /** Account id for account_* levels, the call_limit policy's id, else the num_/trk_/us_ id. */
   id: string;
   /** The ceiling (null or absent ceilings are not slots at all). */
   limit: number;

@@ -242,6 +242,12 @@ describe(`/v1/extensions errors [${storeKind}]`, () => {
     expect((await post({ dest_kind: "extension", dest_id: theirs.id })).body.details).toEqual(missing);
     const missingFlow = (await post({ dest_kind: "flow", dest_id: newId("flow") })).body.details;
     expect((await post({ dest_kind: "flow", dest_id: theirFlow })).body.details).toEqual(missingFlow);
+    // A feature code is one of ours, not any name an object happens to have.
+    for (const code of ["constructor", "toString", "__proto__", "hasOwnProperty"]) {
+      const bad = await post({ dest_kind: "feature", dest_id: code });
+      expect(bad.status, code).toBe(400);
+      expect(paths(bad.body), code).toEqual(["/dest_id"]);
+    }
     expect(await countExtensions(t.accountId)).toBe(0);
   });
 
