@@ -184,6 +184,10 @@ describe(`POST /auth [${storeKind}]`, () => {
     const plain = digest(s, { qop: false, nonce: "nonce-replay-2" });
     expect((await client.post("/auth", plain)).status).toBe(200);
     expect((await client.post("/auth", plain)).status).toBe(401);
+    // The response without qop covers neither nc nor cnonce: made-up ones make no new request of it.
+    for (const extra of [{ nc: "00000001", cnonce: "x1" }, { nc: "00000002", cnonce: "x2" }, { cnonce: "x3" }]) {
+      expect((await client.post("/auth", { ...plain, ...extra })).status, JSON.stringify(extra)).toBe(401);
+    }
   });
 
   test("a failed attempt does not burn the nonce for the real device", async () => {
@@ -213,6 +217,15 @@ describe(`POST /auth [${storeKind}]`, () => {
     expect(ttl).toBeLessThanOrEqual(10 * 60_000);
     await client.post("/auth", { ...digest(s, { password: "nope-nope" }), source_ip: v6 });
     expect(await authFailures(platform.live, v6)).toBe(1);
+    // Counted under the address's one spelling (the ban records read it so): Kamailio writes IPv6 in
+    // full and in capitals, and a dual-stack socket maps IPv4 into IPv6.
+    const full = `2001:DB8:0:0:0:0:0:${(Math.floor(Math.random() * 0xfff) + 1).toString(16).toUpperCase()}`;
+    const mapped = uniqueIp();
+    await platform.live.del(AUTH_FAIL_KEY(mapped));
+    await client.post("/auth", { ...digest(s, { password: "nope-nope" }), source_ip: full });
+    await client.post("/auth", { ...digest(s, { password: "nope-nope" }), source_ip: `::ffff:${mapped}` });
+    expect(await authFailures(platform.live, full.toLowerCase().replace(/:0:0:0:0:0:/, "::"))).toBe(1);
+    expect(await authFailures(platform.live, mapped)).toBe(1);
     // A malformed request is not an authentication failure.
     await client.post("/auth", { ...digest(s), response: "zz", source_ip: ip });
     expect(await authFailures(platform.live, ip)).toBe(3);

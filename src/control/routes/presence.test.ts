@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { randomUUID } from "node:crypto";
 import type { Platform } from "../../core/platform.ts";
 import { seedTenant, storeKind, testPlatform } from "../../../test/support/platform.ts";
-import { createUser } from "../../core/users/users.service.ts";
+import { createUser, updateUser } from "../../core/users/users.service.ts";
 import { createDevice, updateDevice } from "../../core/devices/devices.service.ts";
 import { createQueue } from "../../core/queues/queues.service.ts";
 import { newId } from "../../core/ids/ids.ts";
@@ -101,6 +101,11 @@ describe(`POST /presence/event register [${storeKind}]`, () => {
     const wrongUser = await client.post("/presence/event", register(a.accountId, ua.deviceId, { user_id: ub.userId }));
     expect(wrongUser.status).toBe(400);
     expect(wrongUser.body.details[0].path).toBe("/user_id");
+    // A disabled user's device may not register either (/auth refuses that user too).
+    const uc = await seedUser(a.accountId);
+    await updateUser(platform.db, a.accountId, uc.userId, { status: "disabled" });
+    expect((await client.post("/presence/event", register(a.accountId, uc.deviceId))).status).toBe(403);
+    expect(await userContacts(platform.live, a.accountId, uc.userId)).toEqual([]);
     await updateDevice(platform.db, a.accountId, ua.deviceId, { status: "disabled" });
     expect((await client.post("/presence/event", register(a.accountId, ua.deviceId))).status).toBe(403);
     expect(await userContacts(platform.live, a.accountId, ua.userId)).toEqual([]);
@@ -472,10 +477,15 @@ describe(`GET /presence/users [${storeKind}]`, () => {
     await agentEvent(paused.userId, "login");
     await agentEvent(paused.userId, "pause", { reason: "training" });
     await client.post("/presence/event", { type: "dialog", callId: randomUUID(), state: "confirmed", account_id: t.accountId, legs: [{ user_id: plainOnCall.userId }] });
+    // Not registered, but on a call (a forwarded leg, say): on_call, so not offline.
+    const unregisteredOnCall = await seedUser(t.accountId);
+    await client.post("/presence/event", { type: "dialog", callId: randomUUID(), state: "confirmed", account_id: t.accountId, legs: [{ user_id: unregisteredOnCall.userId }] });
 
     const r = await client.get(`/presence/users?accountId=${t.accountId}`);
     expect(r.status).toBe(200);
-    expect(r.body.tiles).toEqual({ total: 5, registered: 3, offline: 2, on_call: 1, ready: 1, paused: 1, logged_out: 1 });
+    expect(r.body.tiles).toEqual({ total: 6, registered: 3, offline: 2, on_call: 2, ready: 1, paused: 1, logged_out: 1 });
+    const rows = r.body.data as Array<{ status: string }>;
+    expect(r.body.tiles.offline).toBe(rows.filter((u) => u.status === "offline").length);
     const byId = new Map((r.body.data as Array<{ id: string; since: number | null }>).map((u) => [u.id, u]));
     expect(byId.has(foreign.userId)).toBe(false);
     expect(byId.get(ready.userId)).toMatchObject({ registered: 1, contacts: 2, devices_registered: 1, status: "available", agent_state: "ready", on_call: 0, is_agent: 1 });

@@ -33,6 +33,10 @@ describe("cidr", () => {
     // A leading zero reads as octal to URL parsers and inet_aton, as decimal elsewhere: refused.
     for (const text of ["010.0.0.1", "10.00.0.1", "127.0.0.01", "::ffff:010.0.0.1"]) expect(parseIp(text), text).toBeNull();
     expect(() => parseCidr("010.0.0.0/8")).toThrow();
+    // One prefix, in plain decimal; a zone only after an IPv6 address.
+    for (const text of ["10.77.0.0/16/99", "10.79.0.0/016", "10.0.0.0/", "10.0.0.0/+8"]) expect(() => parseCidr(text), text).toThrow();
+    expect(parseIp("10.78.0.1%foo")).toBeNull();
+    expect(parseIp("fe80::1%eth0")).not.toBeNull();
     expect(parseIp("10.0.0.0")).not.toBeNull();
   });
 

@@ -58,7 +58,9 @@ function parseIpv6(text: string): bigint | null {
 
 /** Parses an address to family and value, unwrapping IPv4-mapped IPv6. Null when not an address. */
 export function parseIp(text: string): { family: 4 | 6; value: bigint } | null {
-  const bare = text.replace(/^\[|\]$/g, "").replace(/%.*$/, "");
+  const unbracketed = text.replace(/^\[|\]$/g, "");
+  // A zone (`fe80::1%eth0`) belongs to IPv6 link-local text; after an IPv4 address it is junk.
+  const bare = unbracketed.includes(":") ? unbracketed.replace(/%.*$/, "") : unbracketed;
   const v4 = parseIpv4(bare);
   if (v4 !== null) return { family: 4, value: v4 };
   const v6 = parseIpv6(bare);
@@ -69,12 +71,15 @@ export function parseIp(text: string): { family: 4 | 6; value: bigint } | null {
 
 /** Parses `a.b.c.d/n` or `x::y/n`; a bare address is a single-host range. Throws on bad input. */
 export function parseCidr(text: string): Cidr {
-  const [addr, len] = text.trim().split("/");
+  const parts = text.trim().split("/");
+  if (parts.length > 2) throw new Error(`'${text}' is not an IP address or CIDR`);
+  const [addr, len] = parts;
   const ip = parseIp(addr ?? "");
   if (!ip) throw new Error(`'${text}' is not an IP address or CIDR`);
   const bits = ip.family === 4 ? 32 : 128;
   const prefix = len === undefined ? bits : Number(len);
-  if (!Number.isInteger(prefix) || prefix < 0 || prefix > bits || (len !== undefined && !/^\d+$/.test(len))) {
+  // Decimal without leading zeros, like the address's own parts.
+  if (!Number.isInteger(prefix) || prefix < 0 || prefix > bits || (len !== undefined && !/^(0|[1-9]\d{0,2})$/.test(len))) {
     throw new Error(`'${text}' has a bad prefix length`);
   }
   const mask = prefix === 0 ? 0n : ((1n << BigInt(prefix)) - 1n) << BigInt(bits - prefix);

@@ -26,7 +26,8 @@ export interface PresenceClock {
 
 /**
  * A REGISTER the edge accepted: stores (expires > 0) or removes (expires 0) the binding.
- * 404 for a device that is not the account's; 403 when device or account is not active (unregister always passes).
+ * 404 for a device that is not the account's; 403 when the device, its user or the account is not
+ * active, as /auth refuses them (unregister always passes).
  */
 export async function handleRegister(platform: Platform, input: PresenceModel.Register, clock: PresenceClock = {}): Promise<void> {
   const device = await findRegisteringDevice(platform.db, input.account_id, input.device_id);
@@ -40,7 +41,7 @@ export async function handleRegister(platform: Platform, input: PresenceModel.Re
     await forgetDevice(platform.live, input.account_id, device.user_id, input.device_id, clock.now?.() ?? Date.now());
     return;
   }
-  if (input.expires > 0 && (device.device_status !== "active" || device.account_status !== "active")) {
+  if (input.expires > 0 && (device.device_status !== "active" || device.user_status !== "active" || device.account_status !== "active")) {
     throw new AppError("forbidden", "This device may not register.");
   }
   await applyRegistration(
@@ -250,7 +251,7 @@ async function rosterOf(
     const status = onCall ? "on_call" : calls.early > 0 ? "ringing" : registered ? "available" : "offline";
     const agentState = u.is_agent === 1 ? (agent?.state ?? "logged_out") : null;
     if (registered) tiles.registered += 1;
-    else tiles.offline += 1;
+    if (status === "offline") tiles.offline += 1;
     if (onCall) tiles.on_call += 1;
     if (agentState === "ready") tiles.ready += 1;
     if (agentState === "paused") tiles.paused += 1;

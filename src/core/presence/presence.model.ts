@@ -122,9 +122,9 @@ export namespace PresenceModel {
   export const Tiles = T.Object(
     {
       total: T.Integer(),
-      registered: T.Integer(),
-      offline: T.Integer(),
-      on_call: T.Integer(),
+      registered: T.Integer({ description: "Users with at least one live registration." }),
+      offline: T.Integer({ description: "Users whose status is offline: no registration and no call." }),
+      on_call: T.Integer({ description: "Users in a confirmed call." }),
       ready: T.Integer({ description: "Agents ready (not on a call)." }),
       paused: T.Integer(),
       logged_out: T.Integer({ description: "Agents logged out." }),

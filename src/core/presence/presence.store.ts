@@ -8,19 +8,21 @@ import { devices } from "../devices/devices.schema.ts";
 import { appUsers } from "../users/users.schema.ts";
 import { queues } from "../queues/queues.schema.ts";
 
-/** A registering device, its owner and whether it and its account may register. */
+/** A registering device, its owner and whether it, its user and its account may register. */
 export interface RegisteringDevice {
   user_id: string;
   is_webrtc: number;
   device_status: string;
+  user_status: string;
   account_status: string;
 }
 
 function prepareDeviceLookup(db: Db) {
   return db
-    .select({ user_id: devices.user_id, is_webrtc: devices.is_webrtc, device_status: devices.status, account_status: accounts.status })
+    .select({ user_id: devices.user_id, is_webrtc: devices.is_webrtc, device_status: devices.status, user_status: appUsers.status, account_status: accounts.status })
     .from(devices)
     .innerJoin(accounts, eq(accounts.id, devices.account_id))
+    .innerJoin(appUsers, and(eq(appUsers.account_id, devices.account_id), eq(appUsers.id, devices.user_id)))
     .where(and(eq(devices.account_id, sql.placeholder("accountId")), eq(devices.id, sql.placeholder("deviceId"))))
     .limit(1)
     .prepare("presence_register_device");

@@ -103,10 +103,13 @@ export async function reportBans(db: DbOrTx, report: SecurityModel.Report, optio
   if (details.length) throw validationFailed(details.slice(0, 20));
 
   const allow = (await listAllow(db)).map((a) => canonicalRange(a.address)!.cidr);
+  /** Canonical, for our records; and as the node wrote it, which is the key its own ban table has. */
   const lift: string[] = [];
-  for (const ip of byIp.keys()) {
+  const liftAsSent: string[] = [];
+  for (const [ip, ban] of byIp) {
     if (ipAllowed(ip, allow)) {
       lift.push(ip);
+      liftAsSent.push(ban.ip);
       byIp.delete(ip);
     }
   }
@@ -122,8 +125,10 @@ export async function reportBans(db: DbOrTx, report: SecurityModel.Report, optio
     const flagEverywhere: string[] = [];
     for (const [ip, ban] of byIp) {
       const prev = previous.get(ip);
-      // A ban that had ended (expired, lifted) or that the node says it set after our last sighting is a new ban.
-      const again = prev !== undefined && (prev.status !== "active" || (ban.banned_at !== undefined && ban.banned_at > prev.last_seen));
+      // A new ban: one the node says it set after our last sighting; without its time, one whose row had
+      // ended (expired, lifted). A ban set before our last sighting is the one we knew, held all along,
+      // even if its row expired while the node was silent.
+      const again = prev !== undefined && (ban.banned_at !== undefined ? ban.banned_at > prev.last_seen : prev.status !== "active");
       const banCount = prev ? prev.ban_count + (again ? 1 : 0) : 1;
       const repeat = banCount >= 2;
       const multiNode = elsewhere.has(ip);
@@ -147,7 +152,7 @@ export async function reportBans(db: DbOrTx, report: SecurityModel.Report, optio
     await flagAddresses(tx, flagEverywhere);
     await expireMissing(tx, report.node, ips);
   });
-  return { lift: lift.sort() };
+  return { lift: liftAsSent.sort() };
 }
 
 /** GET /security/bans: bans, most recently seen first; stale ones are expired first. */

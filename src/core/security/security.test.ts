@@ -100,6 +100,12 @@ describe(`ban reports [${storeKind}]`, () => {
     // Host bits below the prefix: refused (as in trunk ACLs), not widened to the range in silence.
     await expect(addToAllowlist(platform.db, { address: `${net}20/28` }, now)).rejects.toMatchObject({ code: "validation_failed" });
     expect((await listAllowlist(platform.db)).find((a) => a.address === `${net}16/28`)?.note).toBe("carrier");
+    // lift names an address as the node wrote it: that text is the key of the node's own ban table.
+    const v6 = `2001:db8:${(Math.floor(Math.random() * 0xfff0) + 1).toString(16)}`;
+    await addToAllowlist(platform.db, { address: `${v6}::/48` }, now);
+    const asSent = `${v6.toUpperCase()}:0:0:0:0:5`;
+    expect((await reportBans(platform.db, { node: n, bans: [{ ip: asSent }] }, { now: now + 40 })).lift).toEqual([asSent]);
+    await removeFromAllowlist(platform.db, `${v6}::/48`);
     await removeFromAllowlist(platform.db, `${net}16/28`);
     expect((await listAllowlist(platform.db)).some((a) => a.address === `${net}16/28`)).toBe(false);
     const again = await reportBans(platform.db, { node: n, bans: [{ ip: `${net}17` }] }, { now: now + 60 });
@@ -114,6 +120,20 @@ describe(`ban reports [${storeKind}]`, () => {
     expect((await searchBans(platform.db, { q: net, status: "active" }, t0 + 50))).toHaveLength(2);
     expect((await searchBans(platform.db, { q: net, status: "active" }, t0 + 100)).map((r) => r.ip)).toEqual([`${net}2`]);
     expect((await searchBans(platform.db, { q: net, status: "active" }, t0 + SILENT_NODE_SEC + 1))).toHaveLength(0);
+  });
+
+  test("a ban the node held while it was silent is the same ban when it reports again; one set since is a new one", async () => {
+    const net = freshNet();
+    const n = node();
+    const t0 = 1_900_000_000;
+    const ban = { ip: `${net}3`, banned_at: t0, expires_at: t0 + 3600 };
+    await reportBans(platform.db, { node: n, bans: [ban] }, { now: t0 });
+    const quiet = t0 + SILENT_NODE_SEC + 30;
+    expect((await searchBans(platform.db, { q: ban.ip }, quiet))[0]?.status).toBe("expired");
+    await reportBans(platform.db, { node: n, bans: [ban] }, { now: quiet + 10 });
+    expect((await searchBans(platform.db, { q: ban.ip }, quiet + 10))[0]).toMatchObject({ status: "active", ban_count: 1, flagged: 0 });
+    await reportBans(platform.db, { node: n, bans: [{ ...ban, banned_at: quiet + 20 }] }, { now: quiet + 30 });
+    expect((await searchBans(platform.db, { q: ban.ip }, quiet + 30))[0]).toMatchObject({ status: "active", ban_count: 2, flagged: 1 });
   });
 
   test("bad input changes nothing: every bad address is named", async () => {

@@ -6,6 +6,7 @@
 import { AppError, validationFailed } from "../errors/app-error.ts";
 import type { Db } from "../db/db.ts";
 import { accountKey, globalKey, type LiveStore } from "../live/live-store.ts";
+import { canonicalIp } from "../security/address.ts";
 import type { Logger } from "../log/logger.ts";
 import type { Platform } from "../platform.ts";
 import type { SipAuthModel } from "./sip-auth.model.ts";
@@ -103,7 +104,9 @@ async function verifyDigest<I extends DigestIdentity>(
     if (input.cnonce === undefined) missing.push({ path: "/cnonce", message: "Required with qop." });
     if (missing.length) throw validationFailed(missing);
   }
-  const sourceIp = input.source_ip === undefined ? null : input.source_ip.trim().toLowerCase();
+  // Counted under the address's one spelling, the one the ban records read it back by
+  // (Kamailio writes IPv6 in full and in capitals; a dual-stack socket maps IPv4 into IPv6).
+  const sourceIp = input.source_ip === undefined ? null : (canonicalIp(input.source_ip.trim()) ?? input.source_ip.trim().toLowerCase());
   const sess = input.algorithm !== undefined && input.algorithm.toLowerCase() === "md5-sess";
   if (sess && input.cnonce === undefined) throw validationFailed([{ path: "/cnonce", message: "Required with MD5-sess." }]);
 
@@ -164,8 +167,10 @@ async function verifyDigest<I extends DigestIdentity>(
 
 /**
  * One key per (realm, nonce, nc, cnonce), hashed so its length is bounded whatever the edge sends.
- * Without qop (RFC 2069) nc and cnonce are empty: such a nonce is good for one request.
+ * Without qop (RFC 2069) the response does not cover nc and cnonce, so they are left out: such a
+ * nonce is good for one request, whatever nc or cnonce a replay adds.
  */
 function replayFingerprint(realm: string, input: SipAuthModel.Request): string {
-  return new Bun.CryptoHasher("sha256").update(`${realm}\n${input.nonce}\n${input.nc ?? ""}\n${input.cnonce ?? ""}`).digest("base64url");
+  const counted = input.qop === undefined ? "\n" : `${input.nc ?? ""}\n${input.cnonce ?? ""}`;
+  return new Bun.CryptoHasher("sha256").update(`${realm}\n${input.nonce}\n${counted}`).digest("base64url");
 }
