@@ -65,4 +65,17 @@ describe(`control CAC and trace [${storeKind}]`, () => {
     expect(r.body.data.steps[3].result).toBe("486 Busy Here");
     expect((await get(`/calls/nope-${cid}/trace`)).status).toBe(404);
   });
+
+  test("GET /calls/{callId}/trace?accountId= finds that account's call by its Call-ID, though another account used the Call-ID since", async () => {
+    const [a, b] = [await seedTenant(platform), await seedTenant(platform)];
+    const cid = sipCallId();
+    await admitCall(platform, decision(a.accountId), routeRequest(cid));
+    await admitCall(platform, decision(b.accountId), routeRequest(cid));
+    for (const t of [a, b]) {
+      const r = await get(`/calls/${encodeURIComponent(cid)}/trace?accountId=${t.accountId}`);
+      expect(r.status, t.accountId).toBe(200);
+      expect(r.body.data).toMatchObject({ sip_call_id: cid, account_id: t.accountId });
+    }
+    expect((await get(`/calls/${encodeURIComponent(cid)}/trace?accountId=${(await seedTenant(platform)).accountId}`)).status).toBe(404);
+  });
 });

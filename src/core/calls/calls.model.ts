@@ -121,7 +121,7 @@ export namespace CallModel {
 
   export const UsageQuery = t.Object(
     {
-      since: t.Optional(EpochSecQuery("Epoch seconds; default the start of this month in the account's timezone.")),
+      since: t.Optional(EpochSecQuery("Epoch seconds; default the start of the month (in the account's timezone) that until falls in: this month without until.")),
       until: t.Optional(EpochSecQuery("Epoch seconds (exclusive); default now.")),
       daily: t.Optional(t.Union([t.Literal("0"), t.Literal("1")], { description: "1 adds a series per calendar day in the account's timezone." })),
     },

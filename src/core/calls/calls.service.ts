@@ -14,6 +14,7 @@ import type { CallRecordRow } from "./calls.schema.ts";
 import {
   findCall,
   findCurrentCallOfUser,
+  findCallBySipId,
   findCallBySipIdAnyAccount,
   listActiveCalls,
   listCalls,
@@ -204,7 +205,12 @@ export async function getMyCurrentCall(db: DbOrTx, principal: Principal): Promis
 
 /** Control host: the trace by SIP Call-ID (or call_… id with the account), any account. */
 export async function getTraceForEdge(db: DbOrTx, callId: string, accountId?: string): Promise<CallModel.Trace> {
-  const row = accountId && callId.startsWith("call_") ? await findCall(db, accountId, callId) : await findCallBySipIdAnyAccount(db, callId);
+  // With the account named, its own call by that Call-ID (another account may have used the same one).
+  const row = accountId
+    ? callId.startsWith("call_")
+      ? await findCall(db, accountId, callId)
+      : await findCallBySipId(db, accountId, callId)
+    : await findCallBySipIdAnyAccount(db, callId);
   if (!row || (accountId && row.account_id !== accountId)) throw notFound("call");
   return traceOf(db, row);
 }
@@ -238,7 +244,9 @@ export async function getUsage(db: DbOrTx, accountId: string, query: { since?: n
   const account = await accountOf(db, accountId);
   const nowMs = Date.now();
   const untilMs = query.until === undefined ? nowMs : query.until * 1000;
-  const sinceMs = query.since === undefined ? await monthStartMs(db, account.timezone, nowMs) : query.since * 1000;
+  // Without since: the start of the month that until falls in (until is exclusive), so a past until
+  // alone asks for that month up to it.
+  const sinceMs = query.since === undefined ? await monthStartMs(db, account.timezone, untilMs - 1) : query.since * 1000;
   if (untilMs <= sinceMs) throw validationFailed([{ path: "/query/until", message: "until must be after since." }]);
   const [plan, { byCurrency, ...totals }] = await Promise.all([defaultRatePlan(db, accountId), usageTotals(db, accountId, sinceMs, untilMs)]);
   const currency = reportedCurrency(plan?.currency ?? null, byCurrency);

@@ -1,5 +1,5 @@
 /** Queries on call records and their traces. The only file of this capability that touches drizzle. */
-import { and, asc, desc, eq, getTableColumns, gte, isNull, lt, ne, sql, type SQL, type SQLWrapper } from "drizzle-orm";
+import { and, asc, desc, eq, getTableColumns, gte, isNull, lt, ne, or, sql, type SQL, type SQLWrapper } from "drizzle-orm";
 import { columnList, columnReader, jsonRows } from "../db/sql-text.ts";
 import { resultRows, type DbOrTx } from "../db/db.ts";
 import { rawRows } from "../db/migrate.ts";
@@ -378,7 +378,9 @@ const guarded = (column: SQLWrapper) => sql`case when ${formulaLike(column)} the
 /**
  * One CSV cell computed by the database, for the paged export: the guard, then RFC 4180 quoting the
  * way COPY (format csv) writes it, so both stores give the same bytes (an empty text is `""`, a
- * missing one nothing). Numbers and our own ids need neither and are written as they are.
+ * missing one nothing). Numbers and our own ids need neither and are written as they are; agent_id
+ * is guarded too, as records written before it was checked against the account's users may hold
+ * the edge's text.
  */
 function csvText(column: SQLWrapper): SQL {
   // LIKE ANY rather than regular expressions or nested strpos(): each cell is looked at a few times
@@ -402,7 +404,7 @@ const csvLineSql = sql<string>`concat_ws(',',
   coalesce(${durationSec}::text, ''),
   ${csvText(callRecords.hangup_cause)}, ${plain(callRecords.sip_code)}, ${plain(callRecords.cost_micro)}, ${csvText(callRecords.currency)},
   ${plain(callRecords.user_id)}, ${plain(callRecords.device_id)}, ${plain(callRecords.number_id)}, ${plain(callRecords.trunk_id)},
-  ${plain(callRecords.queue_id)}, ${plain(callRecords.agent_id)})`;
+  ${plain(callRecords.queue_id)}, ${csvText(callRecords.agent_id)})`;
 
 /**
  * The whole CSV export as one query whose columns are the cells of CSV_COLUMNS (newest first), for
@@ -415,7 +417,7 @@ export function csvExportQuery(accountId: string, filter: CallFilter): SQL {
       ${durationSec},
       ${guarded(callRecords.hangup_cause)}, ${callRecords.sip_code}, ${callRecords.cost_micro}, ${guarded(callRecords.currency)},
       ${callRecords.user_id}, ${callRecords.device_id}, ${callRecords.number_id}, ${callRecords.trunk_id},
-      ${callRecords.queue_id}, ${callRecords.agent_id}
+      ${callRecords.queue_id}, ${guarded(callRecords.agent_id)}
     from ${callRecords}
     where ${listWhere(accountId, filter, null)}
     order by ${callRecords.started_ms} desc, ${callRecords.id} desc`;
@@ -454,7 +456,17 @@ export async function listActiveCalls(db: DbOrTx, accountId: string, sinceMs: nu
   return db
     .select()
     .from(callRecords)
-    .where(and(eq(callRecords.account_id, accountId), isNull(callRecords.ended_ms), ne(callRecords.status, "rejected"), gte(callRecords.started_ms, sinceMs)))
+    // Up since `sinceMs` counted from the answer when there was one, as the CAC slots and the stale-call
+    // sweep count it (a long ring or queue wait before the answer does not hide a call that is up).
+    // The partial index of open calls holds only the calls up now: few rows, whatever the filter.
+    .where(
+      and(
+        eq(callRecords.account_id, accountId),
+        isNull(callRecords.ended_ms),
+        ne(callRecords.status, "rejected"),
+        or(gte(callRecords.started_ms, sinceMs), gte(callRecords.answered_ms, sinceMs)),
+      ),
+    )
     .orderBy(asc(callRecords.started_ms), asc(callRecords.id))
     .limit(limit);
 }

@@ -20,6 +20,10 @@ import { trackDialog, userCallCount } from "../presence/presence.service.ts";
 import { findCallBySipId, findCallBySipIdAnyAccount, listTrace } from "./calls.store.ts";
 import { getCall, streamCallsCsv } from "./calls.service.ts";
 import { decision, routeRequest, sipCallId } from "./calls.fixture.ts";
+import { createUser } from "../users/users.service.ts";
+
+/** A user of the account (a callee leg names a user the account has, or is no agent of the call). */
+const userIn = async (accountId: string) => (await createUser(platform.db, accountId, { username: `u${Math.random().toString(36).slice(2, 10)}` })).id;
 
 let platform: Platform;
 
@@ -231,6 +235,7 @@ describe(`dialog events [${storeKind}]`, () => {
     const t = await seedTenant(platform);
     const cid = await admitted(t.accountId, [slot("account_out", t.accountId, 1)], { queueId: "q_1" });
     const row0 = (await findCallBySipId(platform.db, t.accountId, cid))!;
+    const agentId = await userIn(t.accountId);
     clockAt(row0.started_ms + 70_000);
     await handleDialogEvent(platform, { type: "dialog", callId: cid, state: "early", account_id: t.accountId });
     expect((await findCallBySipId(platform.db, t.accountId, cid))!.status).toBe("ringing");
@@ -239,14 +244,14 @@ describe(`dialog events [${storeKind}]`, () => {
       callId: cid,
       state: "confirmed",
       ts: row0.started_ms + 5_000,
-      legs: [{ role: "caller", device_id: "dev_1" }, { role: "callee", user_id: "us_AGENT", state: "confirmed" }],
+      legs: [{ role: "caller", device_id: "dev_1" }, { role: "callee", user_id: agentId, state: "confirmed" }],
     });
     const answered = (await findCallBySipId(platform.db, t.accountId, cid))!;
-    expect(answered).toMatchObject({ status: "answered", answered: 1, answered_ms: row0.started_ms + 5_000, agent_id: "us_AGENT" });
+    expect(answered).toMatchObject({ status: "answered", answered: 1, answered_ms: row0.started_ms + 5_000, agent_id: agentId });
     const ans = await eventsOf(t.accountId, "call.answered");
     expect(ans).toHaveLength(1);
     expect(Value.Check(EventData["call.answered"], ans[0]!.data)).toBe(true);
-    expect(ans[0]!.data).toMatchObject({ wait_sec: 5, agent_id: "us_AGENT", queue_id: "q_1" });
+    expect(ans[0]!.data).toMatchObject({ wait_sec: 5, agent_id: agentId, queue_id: "q_1" });
 
     await handleDialogEvent(platform, { type: "dialog", callId: cid, state: "terminated", sip_code: 200, ts: row0.started_ms + 5_000 + 61_500 });
     const ended = (await findCallBySipId(platform.db, t.accountId, cid))!;
@@ -262,7 +267,7 @@ describe(`dialog events [${storeKind}]`, () => {
       billsec: 62,
       hangup_cause: "NORMAL_CLEARING",
       queue_id: "q_1",
-      agent_id: "us_AGENT",
+      agent_id: agentId,
       ts: row0.started_ms + 66_500,
     });
     expect(await cacSnapshot(platform.live, t.accountId)).toEqual([]);
@@ -321,10 +326,11 @@ describe(`dialog events [${storeKind}]`, () => {
     const answered = await admitted(b.accountId, [slot("account_out", b.accountId, 10)]);
     const canceled = await admitted(b.accountId, [slot("account_out", b.accountId, 10)]);
     const start = (await findCallBySipId(platform.db, a.accountId, whole))!.started_ms;
+    const ag = await userIn(a.accountId);
     const batch: Parameters<typeof handleDialogEvents>[1] = [
       { type: "dialog", callId: whole, account_id: a.accountId, state: "early", ts: start + 1000 },
       { type: "dialog", callId: busy, account_id: b.accountId, state: "terminated", sip_code: 486 },
-      { type: "dialog", callId: whole, account_id: a.accountId, state: "confirmed", ts: start + 3000, legs: [{ role: "callee", user_id: "us_AG" }] },
+      { type: "dialog", callId: whole, account_id: a.accountId, state: "confirmed", ts: start + 3000, legs: [{ role: "callee", user_id: ag }] },
       { type: "dialog", callId: early, account_id: a.accountId, state: "early" },
       { type: "dialog", callId: answered, account_id: b.accountId, state: "confirmed" },
       { type: "dialog", callId: whole, account_id: a.accountId, state: "terminated", sip_code: 200, ts: start + 13_000 },
@@ -337,7 +343,7 @@ describe(`dialog events [${storeKind}]`, () => {
     await handleDialogEvents(platform, batch);
     await handleDialogEvents(platform, batch); // the edge sends a batch again when it got no answer
     expect(await findCallBySipId(platform.db, a.accountId, whole)).toMatchObject({
-      status: "completed", ringing_ms: start + 1000, answered_ms: start + 3000, ended_ms: start + 13_000, billsec: 10, agent_id: "us_AG", hangup_cause: "NORMAL_CLEARING",
+      status: "completed", ringing_ms: start + 1000, answered_ms: start + 3000, ended_ms: start + 13_000, billsec: 10, agent_id: ag, hangup_cause: "NORMAL_CLEARING",
     });
     expect(await findCallBySipId(platform.db, a.accountId, early)).toMatchObject({ status: "ringing", ended_ms: null });
     expect(await findCallBySipId(platform.db, b.accountId, busy)).toMatchObject({ status: "busy", hangup_cause: "USER_BUSY", answered: 0 });
@@ -466,6 +472,7 @@ describe(`dialog events [${storeKind}]`, () => {
     const toUser = { reply: { rtjson: { ...base.reply.rtjson, vars: { direction: "outbound", dest_kind: "user", dest_id: "us_ROUTED" } } } };
     const lost = await admitted(t.accountId, [slot("account_out", t.accountId, 10)], toUser);
     const named = await admitted(t.accountId, [slot("account_out", t.accountId, 10)], toUser);
+    const leg = await userIn(t.accountId);
     const start = (await findCallBySipId(platform.db, t.accountId, lost))!.started_ms;
     clockAt(start + 70_000);
     // No confirmed at all; the end carries the answer time (as the shipped edge sends it).
@@ -474,19 +481,19 @@ describe(`dialog events [${storeKind}]`, () => {
     await handleDialogEvents(platform, [
       {
         type: "dialog", callId: named, account_id: t.accountId, state: "terminated", sip_code: 200, ts: start + 30_000, answered_ts: start + 10_000,
-        legs: [{ role: "callee", user_id: "us_LEG", state: "terminated" }],
+        legs: [{ role: "callee", user_id: leg, state: "terminated" }],
       },
       { type: "dialog", callId: named, account_id: t.accountId, state: "confirmed", ts: start + 10_000 },
     ]);
     const a = (await findCallBySipId(platform.db, t.accountId, lost))!;
     expect(a).toMatchObject({ status: "completed", answered: 1, answered_ms: start + 4_000, ended_ms: start + 65_000, billsec: 61, cost_micro: 61_000, agent_id: "us_ROUTED", hangup_cause: "NORMAL_CLEARING" });
     const b = (await findCallBySipId(platform.db, t.accountId, named))!;
-    expect(b).toMatchObject({ status: "completed", answered: 1, answered_ms: start + 10_000, billsec: 20, agent_id: "us_LEG" });
+    expect(b).toMatchObject({ status: "completed", answered: 1, answered_ms: start + 10_000, billsec: 20, agent_id: leg });
     // call.answered (once, at the answer) comes before call.ended, as for any answered call.
     const answered = (await eventsOf(t.accountId, "call.answered")).map((e) => e.data as { callId: string; ts: number; agent_id: string; wait_sec: number });
     expect(answered.sort((x, y) => x.ts - y.ts)).toEqual([
       expect.objectContaining({ callId: a.id, ts: start + 4_000, agent_id: "us_ROUTED", wait_sec: 4 }),
-      expect.objectContaining({ callId: b.id, ts: start + 10_000, agent_id: "us_LEG", wait_sec: 10 }),
+      expect.objectContaining({ callId: b.id, ts: start + 10_000, agent_id: leg, wait_sec: 10 }),
     ]);
     for (const e of await eventsOf(t.accountId, "call.answered")) expect(Value.Check(EventData["call.answered"], e.data)).toBe(true);
     expect((await listTrace(platform.db, t.accountId, a.id)).filter((x) => x.step === "dialog").map((x) => x.result)).toEqual([
@@ -497,6 +504,26 @@ describe(`dialog events [${storeKind}]`, () => {
     const unanswered = await admitted(t.accountId);
     await handleDialogEvent(platform, { type: "dialog", callId: unanswered, account_id: t.accountId, state: "terminated", sip_code: 487 });
     expect(await findCallBySipId(platform.db, t.accountId, unanswered)).toMatchObject({ status: "canceled", answered: 0, answered_ms: null, billsec: 0, cost_micro: 0 });
+  });
+
+  test("a callee leg naming no user of the call's account (another account's, or none at all) names no agent", async () => {
+    const t = await seedTenant(platform);
+    const other = await seedTenant(platform);
+    const theirs = await userIn(other.accountId);
+    const foreign = await admitted(t.accountId);
+    const made = await admitted(t.accountId);
+    const start = (await findCallBySipId(platform.db, t.accountId, foreign))!.started_ms;
+    clockAt(start + 20_000);
+    await handleDialogEvents(platform, [
+      { type: "dialog", callId: foreign, account_id: t.accountId, state: "confirmed", ts: start + 1000, legs: [{ role: "callee", user_id: theirs, state: "confirmed" }] },
+      { type: "dialog", callId: made, account_id: t.accountId, state: "terminated", sip_code: 200, ts: start + 9000, answered_ts: start + 2000, legs: [{ role: "callee", user_id: "us_MADE_UP" }] },
+    ]);
+    await handleDialogEvent(platform, { type: "dialog", callId: foreign, account_id: t.accountId, state: "terminated", sip_code: 200, ts: start + 5000 });
+    expect(await findCallBySipId(platform.db, t.accountId, foreign)).toMatchObject({ answered: 1, agent_id: null, status: "completed" });
+    expect(await findCallBySipId(platform.db, t.accountId, made)).toMatchObject({ answered: 1, agent_id: null, status: "completed" });
+    for (const e of [...(await eventsOf(t.accountId, "call.answered")), ...(await eventsOf(t.accountId, "call.ended"))]) {
+      expect((e.data as { agent_id: string | null }).agent_id).toBeNull();
+    }
   });
 
   test("a confirmed call to a user is answered by that user when the edge names no callee user", async () => {

@@ -27,6 +27,7 @@ import {
   type NewTraceStep,
 } from "./calls.store.ts";
 import { cacTtlMs } from "./cac-config.ts";
+import { existingUserKeys } from "../presence/presence.store.ts";
 
 type Legs = Array<Record<string, unknown>>;
 
@@ -66,10 +67,26 @@ export function endStatusOf(answered: boolean, cause: string): CallRecordRow["st
 }
 
 /** The answering agent: the user of a callee leg (the first confirmed one if the edge says which). */
-function agentOf(legs: Legs | undefined): string | null {
-  const callees = (legs ?? []).filter((l) => l.role === "callee" && typeof l.user_id === "string");
+/**
+ * The user who answered: a callee leg's user (the confirmed one first), if it is a user of the call's
+ * account (`known`: `account\0user` keys read for the round). Legs are the edge's text: a name that
+ * is no user of the account is no agent of the call.
+ */
+function agentOf(accountId: string, legs: Legs | undefined, known: ReadonlyMap<string, unknown>): string | null {
+  const callees = (legs ?? []).filter((l) => l.role === "callee" && typeof l.user_id === "string" && known.has(`${accountId}\u0000${l.user_id}`));
   const confirmed = callees.find((l) => l.state === "confirmed") ?? callees[0];
   return (confirmed?.user_id as string | undefined) ?? null;
+}
+
+/** The callee users the round's legs name that are users of their call's account. */
+async function knownCallees(platform: Platform, items: ReadonlyArray<{ call: DialogCall; legs: Legs | undefined }>): Promise<ReadonlyMap<string, unknown>> {
+  const named = new Map<string, { account_id: string; id: string }>();
+  for (const { call, legs } of items) {
+    for (const leg of legs ?? []) {
+      if (leg.role === "callee" && typeof leg.user_id === "string") named.set(`${call.account_id}\u0000${leg.user_id}`, { account_id: call.account_id, id: leg.user_id });
+    }
+  }
+  return named.size ? existingUserKeys(platform.db, [...named.values()]) : new Map();
 }
 
 /** call.answered of a call answered at `answeredMs`. */
@@ -141,10 +158,15 @@ export interface EndOptions {
    * future). Default: when the round is handled; the stale-call sweep gives its own.
    */
   now?: number;
+  /**
+   * The users (`account\0user` keys) of the events' accounts that the legs name, when the caller has
+   * read them already (presence does); else they are read here.
+   */
+  knownUsers?: ReadonlyMap<string, unknown>;
 }
 
 /** One round: at most one event per call. */
-async function handleRound(platform: Platform, events: DialogEvent[], { unbilled = false, now = Date.now() }: EndOptions): Promise<void> {
+async function handleRound(platform: Platform, events: DialogEvent[], { unbilled = false, now = Date.now(), knownUsers }: EndOptions): Promise<void> {
   const keyed = events.filter((e) => e.account_id);
   // The rate plans of the accounts whose calls end are read beside the calls (an event without an
   // account, rare, has its plan read after).
@@ -171,7 +193,8 @@ async function handleRound(platform: Platform, events: DialogEvent[], { unbilled
   const confirmed = items.filter((i) => i.event.state === "confirmed");
   const terminated = items.filter((i) => i.event.state === "terminated");
   const unplanned = [...new Set(terminated.map((i) => i.call.account_id))].filter((id) => !planAccounts.includes(id));
-  for (const [accountId, plan] of await defaultRatePlans(platform.db, unplanned)) plans.set(accountId, plan);
+  const [unplannedPlans, known] = await Promise.all([defaultRatePlans(platform.db, unplanned), knownUsers ?? knownCallees(platform, [...confirmed, ...terminated])]);
+  for (const [accountId, plan] of unplannedPlans) plans.set(accountId, plan);
 
   const { answered, ended } = await platform.events.transaction(async (tx, _emit, emitMany) => {
     const traces: NewTraceStep[] = [];
@@ -189,7 +212,7 @@ async function handleRound(platform: Platform, events: DialogEvent[], { unbilled
       markRingingMany(tx, early.map((i) => ({ account_id: i.call.account_id, id: i.call.id, ringing_ms: i.at }))),
       markAnsweredMany(
         tx,
-        confirmed.map((i) => ({ account_id: i.call.account_id, id: i.call.id, answered_ms: Math.max(i.at, i.call.started_ms), agent_id: agentOf(i.legs), legs: i.legs ?? null })),
+        confirmed.map((i) => ({ account_id: i.call.account_id, id: i.call.id, answered_ms: Math.max(i.at, i.call.started_ms), agent_id: agentOf(i.call.account_id, i.legs, known), legs: i.legs ?? null })),
       ),
       lockLiveCalls(tx, terminated.map((i) => ({ account_id: i.call.account_id, id: i.call.id }))),
     ]);
@@ -236,7 +259,7 @@ async function handleRound(platform: Platform, events: DialogEvent[], { unbilled
         rate_plan_id: price.rate_plan_id,
         legs: legs ?? null,
         answered_ms: lateAnswerMs,
-        agent_id: lateAnswerMs === null ? null : agentOf(legs),
+        agent_id: lateAnswerMs === null ? null : agentOf(fresh.account_id, legs, known),
       });
       detail.set(key, {
         answered: wasAnswered,

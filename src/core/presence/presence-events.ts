@@ -144,7 +144,7 @@ export async function handleDialogs(
     else calls.set(k, [e]);
   }
   await Promise.all([
-    handleDialogEvents(platform, accepted, options),
+    handleDialogEvents(platform, accepted, { ...options, knownUsers: known }),
     ...[...calls.values()].map(async (sequence) => {
       for (const event of sequence) {
         const users = usersOf(event);

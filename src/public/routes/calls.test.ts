@@ -12,6 +12,8 @@ import { callRecords } from "../../core/calls/calls.schema.ts";
 import { admitCall } from "../../core/calls/admission.ts";
 import { handleDialogEvent } from "../../core/calls/dialog.ts";
 import { decision, routeRequest, sipCallId } from "../../core/calls/calls.fixture.ts";
+import { findCallBySipId } from "../../core/calls/calls.store.ts";
+import { and, eq } from "drizzle-orm";
 import { insertRatePlan } from "../../core/rates/rates.store.ts";
 import { updateAccount } from "../../core/accounts/accounts.store.ts";
 import { CSV_PAGE } from "../../core/calls/calls.service.ts";
@@ -161,7 +163,7 @@ describe(`GET /v1/calls?format=csv [${storeKind}]`, () => {
     const t = await seedTenant(platform);
     const n = CSV_PAGE + 7; // more than one page
     const rows = await seedCalls(t.accountId, n, 1_710_000_000, (i) =>
-      i === 0 ? { from: '=HYPERLINK("http://evil.test","x")', to: "+14155550100" } : i === 1 ? { from: 'Smith, "Bob"\nJr', to: "@SUM(A1)" } : i === 2 ? { from: "-2+3" } : i === 3 ? { to: "", hangup_cause: null } : i === 4 ? { status: "answered", ended_ms: null, billsec: 0 } : {},
+      i === 0 ? { from: '=HYPERLINK("http://evil.test","x")', to: "+14155550100" } : i === 1 ? { from: 'Smith, "Bob"\nJr', to: "@SUM(A1)" } : i === 2 ? { from: "-2+3" } : i === 3 ? { to: "", hangup_cause: null } : i === 4 ? { status: "answered", ended_ms: null, billsec: 0 } : i === 6 ? { agent_id: 'x,"=cmd"\r\nfoo' } : {},
     );
     const r = await app.handle(new Request("http://localhost/v1/calls?format=csv&since=1710000000", { headers: { "x-api-key": t.key } }));
     expect(r.status).toBe(200);
@@ -183,6 +185,8 @@ describe(`GET /v1/calls?format=csv [${storeKind}]`, () => {
     expect(byId.get(rows[0]!.id)!.slice(3, 5)).toEqual(['\'=HYPERLINK("http://evil.test","x")', "'+14155550100"]);
     expect(byId.get(rows[1]!.id)!.slice(3, 5)).toEqual(['Smith, "Bob"\nJr', "'@SUM(A1)"]);
     expect(byId.get(rows[2]!.id)![3]).toBe("'-2+3");
+    // agent_id too (records written before it was checked against the account's users held the edge's text).
+    expect(byId.get(rows[6]!.id)![table[0]!.indexOf("agent_id")]).toBe('x,"=cmd"\r\nfoo');
     expect(text).toContain('"Smith, ""Bob""\nJr"');
     // An empty text is "" and a missing one nothing, the same bytes on both stores (COPY's way).
     const line3 = text.split("\r\n").find((l) => l.startsWith(`${rows[3]!.id},`))!;
@@ -232,6 +236,11 @@ describe(`usage, balance, live, CAC reset [${storeKind}]`, () => {
     const plain = await call(app, "GET", `/v1/usage?since=${since}&until=${until}`, { key: t.key });
     expect(plain.body.data.daily).toBeUndefined();
     expect((await call(app, "GET", `/v1/usage?since=${until}&until=${since}`, { key: t.key })).status).toBe(400);
+    // until alone: the month it falls in, up to it (not this month, which would end before it began).
+    const monthOfUntil = await call(app, "GET", `/v1/usage?until=${until}`, { key: t.key });
+    expect(monthOfUntil.status).toBe(200);
+    // 2024-03-01 00:00 in New York is 05:00 UTC.
+    expect(monthOfUntil.body.data).toMatchObject({ since: Date.UTC(2024, 2, 1, 5) / 1000, until, count: 4 });
     // Past the year 9999 is a mistake, refused before the database sees it.
     for (const q of ["until=1e20", "since=0&until=99999999999999999999&daily=1"]) {
       const far = await call(app, "GET", `/v1/usage?${q}`, { key: t.key });
@@ -300,6 +309,20 @@ describe(`usage, balance, live, CAC reset [${storeKind}]`, () => {
       expect(bad.status, path).toBe(400);
       expect(bad.body.details).toEqual([{ path: "/query/foo", message: expect.any(String) }]);
     }
+  });
+
+  test("GET /v1/live lists a call up now that rang or queued long before its answer, as its CAC slot counts it", async () => {
+    const t = await seedTenant(platform);
+    const cid = sipCallId();
+    await admitCall(platform, decision(t.accountId, { slots: [{ level: "account_out", id: t.accountId, limit: 3 }] }), routeRequest(cid));
+    const row = (await findCallBySipId(platform.db, t.accountId, cid))!;
+    const ceiling = platform.config.cacMaxCallSec * 1000;
+    // Started longer ago than the call ceiling, answered well within it: up now.
+    await platform.db.update(callRecords).set({ started_ms: Date.now() - ceiling - 600_000, answered_ms: Date.now() - 60_000, answered: 1, status: "answered" })
+      .where(and(eq(callRecords.account_id, t.accountId), eq(callRecords.id, row.id)));
+    const live = await call(app, "GET", "/v1/live", { key: t.key });
+    expect(live.body.data.calls.map((c: Json) => c.id)).toEqual([row.id]);
+    expect(live.body.data.active_calls).toBe(1);
   });
 
   test("live snapshot, interactions and POST /v1/cac/reset", async () => {
