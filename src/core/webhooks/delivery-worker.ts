@@ -33,7 +33,7 @@ import { describeError } from "../../http/describe-error.ts";
 import { blockedReason, resolveHost } from "./url-safety.ts";
 import { serviceSignature, standardWebhookKey, standardWebhookSignature } from "./delivery-signing.ts";
 import { hasPlannedDeliveries } from "./delivery.service.ts";
-import { deleteFinishedBefore, exchangeDeliveries, releaseClaims, type AttemptRecord, type ClaimedDelivery } from "./delivery.store.ts";
+import { deleteFinishedBefore, exchangeDeliveries, releaseClaims, subscriptionForDelivery, type AttemptRecord, type ClaimedDelivery } from "./delivery.store.ts";
 
 /** A claimed delivery waiting for, or holding, a slot of this worker. */
 interface Job {
@@ -123,6 +123,12 @@ const RECORD_BACKLOG = 2 * RECORD_BATCH;
 export function maxUnrecordedDeliveries(concurrency: number): number {
   return RECORD_BACKLOG + BUFFER * concurrency + RECORD_BATCH;
 }
+/**
+ * How old, at most, the subscription an attempt goes by may be (ms): a claimed job can wait here for
+ * most of its lease, and a subscription deleted or disabled meanwhile must get nothing more. One read
+ * per subscription per interval, whatever the number of its deliveries.
+ */
+const SUBSCRIPTION_FRESH_MS = 1000;
 /** Most host names whose DNS answer is cached. */
 const MAX_DNS_ENTRIES = 4096;
 /** Most rows one claim takes. */
@@ -134,7 +140,8 @@ const USER_AGENT = "Parley-Webhooks/1";
 type Outcome =
   | { kind: "delivered"; status: number }
   | { kind: "retry"; status: number | null; error: string }
-  | { kind: "fail"; status: number | null; error: string };
+  /** `unsent`: given up before any request left (an address that is not public): no attempt is counted. */
+  | { kind: "fail"; status: number | null; error: string; unsent?: boolean };
 
 /** A short, secret-free reason for a failed fetch (Bun's messages carry the URL; we keep codes only). */
 function networkReason(error: unknown, timeoutMs: number): string {
@@ -316,6 +323,45 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
     return endpoint;
   }
 
+  // ── Subscriptions as they are now: what the claim read, while it is at most SUBSCRIPTION_FRESH_MS
+  // old; then read again (one read per subscription at a time).
+  interface SeenSubscription {
+    value: ClaimedDelivery["subscription"];
+    at: number;
+    reading?: Promise<ClaimedDelivery["subscription"]>;
+  }
+  const seenSubscriptions = new Map<string, SeenSubscription>();
+  function sawSubscription(job: ClaimedDelivery, at: number): void {
+    const key = `${job.account_id}\u0000${job.webhook_id}`;
+    const seen = seenSubscriptions.get(key);
+    if (seen && seen.at >= at) return;
+    seenSubscriptions.set(key, { value: job.subscription, at });
+    if (seenSubscriptions.size > 10_000) {
+      const old = Date.now() - 60_000;
+      for (const [k, v] of seenSubscriptions) if (v.at < old && !v.reading) seenSubscriptions.delete(k);
+    }
+  }
+  async function currentSubscription(job: ClaimedDelivery): Promise<ClaimedDelivery["subscription"]> {
+    const key = `${job.account_id}\u0000${job.webhook_id}`;
+    let seen = seenSubscriptions.get(key);
+    if (!seen) seenSubscriptions.set(key, (seen = { value: job.subscription, at: 0 }));
+    if (Date.now() - seen.at < SUBSCRIPTION_FRESH_MS) return seen.value;
+    const entry = seen;
+    entry.reading ??= subscriptionForDelivery(db, job.account_id, job.webhook_id).then(
+      (value) => {
+        entry.value = value;
+        entry.at = Date.now();
+        entry.reading = undefined;
+        return value;
+      },
+      (error: unknown) => {
+        entry.reading = undefined;
+        throw error;
+      },
+    );
+    return entry.reading;
+  }
+
   /** One HTTP attempt of a claimed delivery. */
   async function post(job: ClaimedDelivery, endpoint: Endpoint, body: string, secret: Secret | null): Promise<Outcome> {
     const deadline = Date.now() + timeoutMs;
@@ -326,7 +372,7 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
     if (!resolved.length) return { kind: "retry", status: null, error: "host does not resolve" };
     const allowed = allowPrivate ? resolved : resolved.filter((a) => blockedReason(a) === null);
     if (!allowed.length) {
-      return { kind: "fail", status: null, error: `refused: the host resolves to an address that is not public: ${blockedReason(resolved[0]!)}` };
+      return { kind: "fail", status: null, error: `refused: the host resolves to an address that is not public: ${blockedReason(resolved[0]!)}`, unsent: true };
     }
     const session = sessionFor(host);
     const event = job.event!.name;
@@ -367,13 +413,14 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
 
   /** Decides what to record for one claimed delivery (making the attempt when it can). */
   async function attempt(job: ClaimedDelivery): Promise<Outcome | { kind: "dead"; error: string }> {
-    if (!job.subscription) return { kind: "dead", error: "the subscription was removed" };
-    if (job.subscription.status !== "active") return { kind: "dead", error: "the subscription is disabled" };
+    const subscription = await currentSubscription(job);
+    if (!subscription) return { kind: "dead", error: "the subscription was removed" };
+    if (subscription.status !== "active") return { kind: "dead", error: "the subscription is disabled" };
     if (!job.event) return { kind: "dead", error: "the event is no longer stored" };
     let secret: Secret | null = null;
-    if (job.subscription.secret_ref) {
+    if (subscription.secret_ref) {
       try {
-        secret = await secretOf(job.account_id, job.subscription.secret_ref);
+        secret = await secretOf(job.account_id, subscription.secret_ref);
       } catch (error) {
         log.error("webhook secret unreadable", { delivery: job.id, error: describeError(error) });
       }
@@ -381,7 +428,7 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
       if (secret === null) return { kind: "retry", status: null, error: "signing secret unavailable" };
     }
     const body = JSON.stringify({ event: job.event.name, account_id: job.account_id, data: job.event.data, ts: job.event.ts });
-    return post(job, endpointOf(job.subscription.url), body, secret);
+    return post(job, endpointOf(subscription.url), body, secret);
   }
 
   // ── The database side: one loop of exchanges, each ONE statement that records every outcome
@@ -492,6 +539,7 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
       }
       if (!room) continue;
       for (const delivery of result.claimed) {
+        sawSubscription(delivery, now);
         queued.set(delivery.webhook_id, (queued.get(delivery.webhook_id) ?? 0) + 1);
         let queue = waiting.get(delivery.webhook_id);
         if (!queue) waiting.set(delivery.webhook_id, (queue = []));
@@ -535,7 +583,8 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
         outcome = { kind: "retry", status: null, error: "internal error" };
       }
       const now = Date.now();
-      const made = outcome.kind === "dead" ? job.attempts : job.attempts + 1;
+      // No request left for a dead job or one refused before sending: no attempt is counted.
+      const made = outcome.kind === "dead" || (outcome.kind === "fail" && outcome.unsent) ? job.attempts : job.attempts + 1;
       const status: AttemptRecord["status"] =
         outcome.kind === "delivered" ? "delivered" : outcome.kind === "retry" && made < maxAttempts ? "retrying" : "failed";
       toRecord.push({
@@ -572,14 +621,22 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
   /** Starts waiting jobs while slots are free, respecting each subscription's share. */
   function dispatch(): void {
     if (stopped || !waitingCount || inflight >= concurrency) return;
-    for (const [webhookId, queue] of waiting) {
+    // In turn: a subscription that got a slot goes to the back, so a slot freed by one endpoint is
+    // offered to the others first (a subscription with its share in flight takes none).
+    for (const webhookId of [...waiting.keys()]) {
+      const queue = waiting.get(webhookId)!;
       let started = running.get(webhookId) ?? 0;
+      const before = started;
       while (queue.length && inflight < concurrency && started < perSubscription) {
         launch(queue.shift()!);
         waitingCount--;
         started++;
       }
       if (!queue.length) waiting.delete(webhookId);
+      else if (started > before) {
+        waiting.delete(webhookId);
+        waiting.set(webhookId, queue);
+      }
       if (inflight >= concurrency) return;
     }
   }

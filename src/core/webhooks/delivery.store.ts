@@ -59,6 +59,15 @@ export interface ClaimedDelivery {
   subscription: { url: string; secret_ref: string | null; status: string } | null;
 }
 
+/** A subscription as an attempt needs it now (null: removed). */
+export async function subscriptionForDelivery(db: DbOrTx, accountId: string, id: string): Promise<ClaimedDelivery["subscription"]> {
+  const [row] = await rawRows<{ url: string; secret_ref: string | null; status: string }>(
+    db,
+    sql`select url, secret_ref, status from webhook_subscription where account_id = ${accountId} and id = ${id}`,
+  );
+  return row ?? null;
+}
+
 /** Gives claims back unattempted (a stopping worker), so another worker may take them at once. */
 export async function releaseClaims(db: DbOrTx, keys: Array<{ account_id: string; id: string; token: string }>): Promise<void> {
   if (!keys.length) return;

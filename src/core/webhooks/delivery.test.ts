@@ -306,9 +306,11 @@ describe(`webhook delivery [${storeKind}]`, () => {
     await subscribe(t, path); // saved while allowed (or before the name changed)
     await fireTestEvent(platform.events, t.accountId, {});
     const [row] = await withWorker(() => settled(t.accountId, 1), { allowPrivate: false });
-    expect(row).toMatchObject({ status: "failed", attempts: 1, last_status: null });
+    // No request left: no attempt is counted, and the account's log says so.
+    expect(row).toMatchObject({ status: "failed", attempts: 0, last_status: null });
     expect(row!.last_error).toMatch(/refused: the host resolves to an address that is not public: loopback/);
     expect(receiver.at(path)).toHaveLength(0);
+    expect((await listLogs(platform.db, t.accountId, { level: "warn" })).data[0]!.message).toContain("not delivered without an attempt");
   });
 
   test("an event emitted in a rolled-back transaction is never planned nor delivered", async () => {
@@ -361,6 +363,33 @@ describe(`webhook delivery [${storeKind}]`, () => {
       `Webhook ${hook.id}: test not delivered without an attempt: the subscription was removed.`,
     ]);
   });
+
+  for (const how of ["deleted", "disabled"] as const) {
+    test(`a subscription ${how} while its claimed deliveries wait here gets no more requests than the freshness interval allows`, async () => {
+      const t = await seedTenant(platform);
+      const path = freshPath(`gone-${how}`);
+      receiver.on(path, async () => {
+        await Bun.sleep(700);
+        return new Response("ok");
+      });
+      const hook = await subscribe(t, path);
+      for (let i = 0; i < 6; i++) await fireTestEvent(platform.events, t.accountId, {});
+      const rows = await withWorker(
+        async () => {
+          await receiver.until(() => receiver.at(path).length >= 1, 5000, "the first request");
+          if (how === "deleted") await deleteWebhook(platform.db, platform.secrets, t.accountId, hook.id);
+          else await rawRows(platform.db, sql`update webhook_subscription set status = 'disabled' where account_id = ${t.accountId} and id = ${hook.id}`);
+          return settled(t.accountId, 6);
+        },
+        { perSubscription: 1, timeoutMs: 3000 },
+      );
+      // The one in flight, and at most one started while the claim's reading of the subscription was under a second old.
+      expect(receiver.at(path).length).toBeLessThanOrEqual(2);
+      const gone = rows.filter((r) => r.status === "failed");
+      expect(gone.length).toBeGreaterThanOrEqual(4);
+      for (const r of gone) expect(r).toMatchObject({ attempts: 0, last_error: how === "deleted" ? "the subscription was removed" : "the subscription is disabled" });
+    });
+  }
 
   test("a subscription removed between attempts: failed, the last attempt's status kept, no further request", async () => {
     const t = await seedTenant(platform);
