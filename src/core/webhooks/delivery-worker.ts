@@ -622,9 +622,10 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
   function dispatch(): void {
     if (stopped || !waitingCount || inflight >= concurrency) return;
     // In turn: a subscription that got a slot goes to the back, so a slot freed by one endpoint is
-    // offered to the others first (a subscription with its share in flight takes none).
-    for (const webhookId of [...waiting.keys()]) {
-      const queue = waiting.get(webhookId)!;
+    // offered to the others first (a subscription with its share in flight takes none). The walk
+    // stops once every slot is taken; the moves wait until it is done.
+    const served: Array<[string, Job[]]> = [];
+    for (const [webhookId, queue] of waiting) {
       let started = running.get(webhookId) ?? 0;
       const before = started;
       while (queue.length && inflight < concurrency && started < perSubscription) {
@@ -633,11 +634,12 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
         started++;
       }
       if (!queue.length) waiting.delete(webhookId);
-      else if (started > before) {
-        waiting.delete(webhookId);
-        waiting.set(webhookId, queue);
-      }
-      if (inflight >= concurrency) return;
+      else if (started > before) served.push([webhookId, queue]);
+      if (inflight >= concurrency) break;
+    }
+    for (const [webhookId, queue] of served) {
+      waiting.delete(webhookId);
+      waiting.set(webhookId, queue);
     }
   }
 

@@ -522,6 +522,46 @@ describe(`webhook delivery [${storeKind}]`, () => {
     expect(receiver.at(slow)).toHaveLength(10);
   });
 
+  test("a slot one subscription frees is offered to another subscription first", async () => {
+    const t = await seedTenant(platform);
+    const first = freshPath("turn-first");
+    const second = freshPath("turn-second");
+    const gates: Array<() => void> = [];
+    const order: string[] = [];
+    receiver.on(first, async () => {
+      order.push("first");
+      await new Promise<void>((resolve) => gates.push(resolve));
+      return new Response("ok");
+    });
+    receiver.on(second, async () => {
+      order.push("second");
+      await new Promise<void>((resolve) => gates.push(resolve));
+      return new Response("ok");
+    });
+    const a = await subscribe(t, first);
+    // The first subscription's deliveries are claimed first and take both slots.
+    for (let i = 0; i < 4; i++) await fireTestEvent(platform.events, t.accountId, { webhook_id: a.id });
+    await subscribe(t, second);
+    for (let i = 0; i < 4; i++) await fireTestEvent(platform.events, t.accountId, {});
+    await withWorker(
+      async () => {
+        // One subscription holds both slots (the claim's order says which; the first, as a rule).
+        await receiver.until(() => order.length === 2, 5000, "both slots taken");
+        expect(order[1]).toBe(order[0]!);
+        gates.shift()!(); // one of its attempts ends: the freed slot is offered to the other first
+        await receiver.until(() => order.length === 3, 5000, "the freed slot taken");
+        expect(order[2]).not.toBe(order[0]!);
+        for (let n = 0; n < 40 && order.length < 12; n++) {
+          while (gates.length) gates.shift()!();
+          await Bun.sleep(20);
+        }
+        while (gates.length) gates.shift()!();
+        await settled(t.accountId, 12);
+      },
+      { concurrency: 2, perSubscription: 2, timeoutMs: 5000 },
+    );
+  });
+
   test("retention: finished deliveries older than 7 days are removed; newer ones and those still to attempt stay", async () => {
     const t = await seedTenant(platform);
     const path = freshPath("retention");
