@@ -50,7 +50,7 @@ const REFUSALS: Record<TicketRefusal | "missing", string> = {
   unknown: "unknown or already used (or expired over 5 minutes ago); tickets are single-use",
   expired: "expired; tickets are valid for 60 s",
 };
-const BAD_RESUME_ID = "last_event_id must be the id (evt_…) of an event this stream sent";
+const BAD_RESUME_ID = "last_event_id must be an event id (evt_…) as the stream sends them";
 /** Longest delay setTimeout keeps (longer ones fire at once); a later expiry is left to the periodic check. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 

@@ -80,12 +80,28 @@ describe(`Idempotency-Key [${storeKind}]`, () => {
 
   test("a refused request is stored too: its retry gets the same refusal", async () => {
     const t = await seedTenant(platform);
-    const headers = { "idempotency-key": "bad-scope" };
-    const first = await call(app, "POST", "/v1/keys", { key: t.key, body: { scopes: ["no_such_scope"] }, headers });
-    expect(first.status).toBe(400);
-    const again = await call(app, "POST", "/v1/keys", { key: t.key, body: { scopes: ["no_such_scope"] }, headers });
-    expect(again.status).toBe(400);
+    const headers = { "idempotency-key": "gone-key" };
+    const first = await call(app, "DELETE", "/v1/keys/sk_01JZZZZZZZZZZZZZZZZZZZZZZZ", { key: t.key, headers });
+    expect(first.status).toBe(404);
+    const again = await call(app, "DELETE", "/v1/keys/sk_01JZZZZZZZZZZZZZZZZZZZZZZZ", { key: t.key, headers });
+    expect(again.status).toBe(404);
     expect(again.headers.get("idempotency-replayed")).toBe("true");
+  });
+
+  test("a request the route finds malformed (400) stores nothing: the corrected request may use the same key", async () => {
+    const t = await seedTenant(platform);
+    const headers = { "idempotency-key": "bad-scope" };
+    const first = await call(app, "POST", "/v1/keys", { key: t.key, body: { label: "k", scopes: ["no_such_scope"] }, headers });
+    expect(first.status).toBe(400);
+    expect(first.body.error).toBe("validation_failed");
+    const again = await call(app, "POST", "/v1/keys", { key: t.key, body: { label: "k", scopes: ["no_such_scope"] }, headers });
+    expect(again.status).toBe(400);
+    expect(again.headers.get("idempotency-replayed")).toBeNull();
+    const corrected = await call(app, "POST", "/v1/keys", { key: t.key, body: { label: "k", scopes: ["cdr"] }, headers });
+    expect(corrected.status).toBe(201);
+    const replay = await call(app, "POST", "/v1/keys", { key: t.key, body: { label: "k", scopes: ["cdr"] }, headers });
+    expect(replay.headers.get("idempotency-replayed")).toBe("true");
+    expect(replay.body.data.id).toBe(corrected.body.data.id);
   });
 
   test("keys are scoped to the account: another account's identical key runs independently", async () => {

@@ -49,14 +49,17 @@ function replyOf(value: unknown, fallbackStatus: number): { status: number; body
  * Settles a pending Idempotency-Key when the request ends in an error. Called by the host's error
  * mapper (a route-local error hook would never run: the host's global mapper answers first).
  * A refused request (4xx) is an answer too: its retry must get the same refusal, not run again;
- * a failure on our side (5xx) forgets the claim so a retry runs afresh.
+ * a malformed one (400 validation_failed) and a failure on our side (5xx) forget the claim, so a
+ * corrected request, or a retry, runs afresh.
  */
 export async function settleIdempotencyOnError(platform: Platform, request: Request, error: AppError): Promise<void> {
   const pending = pendingIdempotency.get(request);
   if (!pending) return;
   pendingIdempotency.delete(request);
   try {
-    if (error.status < 500) {
+    // A request found malformed by the route's own checks (a URL that does not resolve, an unknown
+    // event name) is a 400 like the schema's: nothing is stored, so the corrected request may reuse the key.
+    if (error.status < 500 && error.code !== "validation_failed") {
       await completeIdempotencyKey(platform.db, pending.accountId, pending.key, {
         status: error.status,
         body: sealReply(platform, pending, JSON.stringify(error.toBody())),
