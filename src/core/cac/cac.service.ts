@@ -12,10 +12,9 @@
  * Redis Cluster and across instances.
  */
 import { accountKey, type LiveStore } from "../live/live-store.ts";
-import type { CacSlot } from "../routing/route-types.ts";
+import { CAC_LEVELS, type CacSlot } from "../routing/route-types.ts";
 
 /** Levels in the order snapshots list them. */
-export const CAC_LEVELS = ["account_in", "account_out", "account_dialer", "number", "trunk", "user", "call_limit"] as const satisfies ReadonlyArray<CacSlot["level"]>;
 
 const slotName = (slot: Pick<CacSlot, "level" | "id">) => `${slot.level}|${slot.id}`;
 const slotKey = (accountId: string, slot: Pick<CacSlot, "level" | "id">) => accountKey(accountId, "cac", "slot", slot.level, slot.id);

@@ -1,10 +1,11 @@
 /** TypeBox models of call records, traces, usage, balance, the live snapshot and CAC counters. */
-import { Type as T, type Static } from "@sinclair/typebox";
+import { Type as T, type Static, type TLiteral } from "@sinclair/typebox";
 import { t } from "elysia";
 import { EpochSec, Flag, Nullable } from "../validation/fields.ts";
 import { EpochSecQuery, PageQuery } from "../../http/page-query.ts";
 import { PresenceModel } from "../presence/presence.model.ts";
 import { QueueModel } from "../queues/queues.model.ts";
+import { CAC_LEVELS } from "../routing/route-types.ts";
 
 const Direction = T.Union([T.Literal("inbound"), T.Literal("outbound"), T.Literal("internal")]);
 /** Every status a call record can have. */
@@ -29,16 +30,12 @@ const Status = T.Union(
   },
 );
 
+/** The TypeBox literals of a tuple of texts, as a tuple (what T.Union needs to keep each one). */
+type LiteralsOf<V extends readonly string[]> = { -readonly [K in keyof V]: TLiteral<V[K] & string> };
+
 export namespace CallModel {
-  export const CacLevel = T.Union([
-    T.Literal("account_in"),
-    T.Literal("account_out"),
-    T.Literal("account_dialer"),
-    T.Literal("number"),
-    T.Literal("trunk"),
-    T.Literal("user"),
-    T.Literal("call_limit"),
-  ]);
+  // One literal per level of CAC_LEVELS, typed as the tuple it is (a mapped array would type as one wide literal).
+  export const CacLevel = T.Union(CAC_LEVELS.map((level) => T.Literal(level)) as unknown as LiteralsOf<typeof CAC_LEVELS>);
 
   /** One call record (CDR). */
   export const Call = T.Object(

@@ -20,6 +20,7 @@ import { trackDialog, userCallCount } from "../presence/presence.service.ts";
 import { findCallBySipId, findCallBySipIdAnyAccount, listTrace } from "./calls.store.ts";
 import { getCall, streamCallsCsv } from "./calls.service.ts";
 import { decision, routeRequest, sipCallId } from "./calls.fixture.ts";
+import type { CacSlot } from "../routing/route-types.ts";
 import { createUser } from "../users/users.service.ts";
 
 /** A user of the account (a callee leg names a user the account has, or is no agent of the call). */
@@ -41,7 +42,7 @@ async function eventsOf(accountId: string, name: string) {
   return platform.db.select().from(events).where(and(eq(events.account_id, accountId), eq(events.name, name)));
 }
 
-const slot = (level: "account_in" | "account_out" | "account_dialer" | "number" | "trunk" | "user", id: string, limit: number) => ({ level, id, limit });
+const slot = (level: CacSlot["level"], id: string, limit: number) => ({ level, id, limit });
 
 /** Gives the account a default rate plan in USD with `rates`. */
 function defaultRatePlan(accountId: string, rates: Parameters<typeof insertRatePlan>[1]["rates"]) {

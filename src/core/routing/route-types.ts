@@ -27,13 +27,18 @@ export type RouteRequest = Static<typeof RouteRequest>;
 
 export type CallDirection = "inbound" | "outbound" | "internal";
 
+/**
+ * The concurrency ceilings, in the order counters are listed: account max_in / max_out / max_dialer,
+ * a number's or trunk's max_channels, a user's max_simultaneous, and a concurrent call_limit policy
+ * of direction `any` (both directions, one counter). The one list the type, the API schema and the
+ * listings use.
+ */
+export const CAC_LEVELS = ["account_in", "account_out", "account_dialer", "number", "trunk", "user", "call_limit"] as const;
+
 /** One concurrency counter a call holds while it lasts. */
 export interface CacSlot {
-  /**
-   * Which ceiling: account max_in / max_out / max_dialer, a number's or trunk's max_channels, a user's
-   * max_simultaneous, or a concurrent call_limit policy of direction `any` (both directions, one counter).
-   */
-  level: "account_in" | "account_out" | "account_dialer" | "number" | "trunk" | "user" | "call_limit";
+  /** Which ceiling (CAC_LEVELS). */
+  level: (typeof CAC_LEVELS)[number];
   /** Account id for account_* levels, the call_limit policy's id, else the num_/trk_/us_ id. */
   id: string;
   /** The ceiling (null or absent ceilings are not slots at all). */
