@@ -47,7 +47,11 @@ interface Job {
 export interface DeliveryWorkerOptions {
   /** Attempts in flight at once in this process (default 64). */
   concurrency?: number;
-  /** Attempts in flight at once per subscription in this process, so a slow endpoint cannot hold up the others (default 16). */
+  /**
+   * Attempts in flight at once per subscription in this process, so a slow endpoint cannot hold up
+   * the others (default 16). A subscription with none in flight may start one beyond `concurrency`
+   * (up to twice it), so endpoints that hold every slot never make another wait for its first.
+   */
   perSubscription?: number;
   /** Time limit of one attempt, DNS included, in ms (default 5000, SPEC.md section 8). */
   timeoutMs?: number;
@@ -97,11 +101,20 @@ const MAX_REPLY_BYTES = 64 * 1024;
 /** Sizes the default lease: a claim outlives HOLD + 2 attempt timeouts. */
 const HOLD = 4;
 /**
- * Claimed jobs a worker holds per slot (in flight and waiting), and per subscription per its share,
- * so claims come in large batches while a batch is in flight. A job that waited so long that its
- * attempt could outlive its lease is not attempted (another claim takes it after the lease).
+ * Claimed jobs a worker holds per slot (in flight and waiting), and at most per subscription per its
+ * share, so claims come in large batches while a batch is in flight. A job that waited so long that
+ * its attempt could outlive its lease is not attempted (another claim takes it after the lease).
  */
 const BUFFER = 16;
+/**
+ * Jobs held for subscriptions that are full (they are not claimed for) do not take room from the
+ * others, up to this many rounds of every slot in all.
+ */
+const HELD_MAX = 4 * BUFFER;
+/** A subscription this worker has not timed yet holds at most this many rounds of its share. */
+const NEW_SUBSCRIPTION_ROUNDS = 4;
+/** How long a subscription's pace is used after its last attempt here, ms. */
+const PACE_KEPT_MS = 60_000;
 /** Most outcomes one exchange records; it takes every outcome queued while the previous exchange ran. */
 const RECORD_BATCH = 1000;
 /**
@@ -117,11 +130,11 @@ const RECORD_BACKLOG = 2 * RECORD_BATCH;
 /**
  * The most deliveries a worker of `concurrency` slots can have POSTed with a 2xx but not yet recorded,
  * which a kill -9 makes us send again (at-least-once): outcomes queued (claiming pauses at
- * RECORD_BACKLOG, but jobs already claimed, up to BUFFER per slot, still finish), plus one exchange's
+ * RECORD_BACKLOG, but jobs already claimed, up to HELD_MAX per slot, still finish), plus one exchange's
  * batch being written.
  */
 export function maxUnrecordedDeliveries(concurrency: number): number {
-  return RECORD_BACKLOG + BUFFER * concurrency + RECORD_BATCH;
+  return RECORD_BACKLOG + HELD_MAX * concurrency + RECORD_BATCH;
 }
 /**
  * How old, at most, the subscription an attempt goes by may be (ms): a claimed job can wait here for
@@ -236,6 +249,11 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
   /** Per subscription: attempts in flight plus claimed jobs waiting here (not outcomes being written). */
   const queued = new Map<string, number>();
   const running = new Map<string, number>();
+  /**
+   * Per subscription: its attempts' recent duration, ms (a moving average), which sizes what it may
+   * hold, and when it was last timed.
+   */
+  const pace = new Map<string, { ms: number; at: number }>();
   /** Claimed, not yet started, per subscription in claim order (a slot frees without a database round trip). */
   const waiting = new Map<string, Job[]>();
   let waitingCount = 0;
@@ -435,8 +453,9 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
   // queued so far and claims the next batch (exchangeDeliveries). Under load the loop runs back to
   // back: outcomes are written in batches of hundreds, and the next batch is claimed while the
   // current one is in flight, so slots never wait for the database. A claim takes the room left
-  // (BUFFER × concurrency jobs waiting or in flight), and only when at least half a round of room
-  // is free or less than one round waits, so claims stay large. Claiming pauses while more than
+  // (BUFFER × concurrency jobs waiting or in flight, not counting those of full subscriptions), of
+  // each subscription at most what it may still hold (holdOf), and only when at least half a round
+  // of room is free or less than one round waits, so claims stay large. Claiming pauses while more than
   // RECORD_BACKLOG outcomes wait, so claimed-but-unrecorded work (what a crash would send again)
   // stays bounded and a slow database slows claiming down.
   interface Pending {
@@ -449,17 +468,76 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
   let again = false;
   /** Due rows may be waiting that we have not claimed (a wake-up, or the last claim filled up). */
   let dueLeft = true;
-  /** The last claim found nothing but rows of subscriptions we skip: wait for an attempt to finish. */
+  /**
+   * The last claim found nothing but rows of subscriptions we skip: wait for one of them to take
+   * claims again (or a wake-up: new rows may be due).
+   */
   let blocked = false;
-  /** Wake-ups and finished attempts so far (so one arriving during an exchange is not lost). */
+  /** Wake-ups so far (so one arriving during an exchange is not lost). */
   let wakes = 0;
-  let finishes = 0;
 
-  /** How many rows to claim now (0: none). */
-  function roomToClaim(): number {
-    if (stopped || !dueLeft || blocked || toRecord.length >= RECORD_BACKLOG) return 0;
-    const room = Math.min(MAX_CLAIM, BUFFER * concurrency - waitingCount - inflight);
-    return room > 0 && (room >= concurrency / 2 || waitingCount < concurrency) ? room : 0;
+  /**
+   * The most jobs a subscription may hold here (waiting and in flight): what its share of slots gets
+   * through at its recent pace in half the time a job may wait for its attempt (the lease less an
+   * attempt's time and a second), at least one round of its share and at most BUFFER rounds;
+   * NEW_SUBSCRIPTION_ROUNDS before it has been timed. A slow endpoint holds little (its jobs are not
+   * left waiting here until their lease runs out), a fast one enough for large claims.
+   */
+  const waitBudgetMs = (leaseMs - timeoutMs - 1000) / 2;
+  function holdOf(webhookId: string): number {
+    const ms = pace.get(webhookId)?.ms;
+    const rounds = ms === undefined ? NEW_SUBSCRIPTION_ROUNDS : Math.floor(waitBudgetMs / Math.max(ms, 1));
+    return perSubscription * Math.min(BUFFER, Math.max(1, rounds));
+  }
+
+  /**
+   * Subscriptions that filled up (they held what they may): not claimed for until an eighth of that,
+   * and at least one round of their share, has finished, so each claim for them is worth its scan.
+   */
+  const refilling = new Set<string>();
+  function isFull(webhookId: string): boolean {
+    const n = queued.get(webhookId) ?? 0;
+    const hold = holdOf(webhookId);
+    if (n >= hold) refilling.add(webhookId);
+    else if (n <= hold - Math.max(perSubscription, Math.floor(hold / 8))) refilling.delete(webhookId);
+    return refilling.has(webhookId);
+  }
+
+  /** The cap of a subscription this worker holds nothing of and has not timed lately. */
+  const newCap = perSubscription * NEW_SUBSCRIPTION_ROUNDS;
+
+  /**
+   * What a claim may take now: `room` in all (0: nothing), of each subscription its cap (`caps`,
+   * else `newCap`), skipping the full ones, from the `limit` oldest due rows of the others: what the
+   * subscriptions it holds may take, and one new subscription's cap, so a claim does not read far more
+   * rows than it can take.
+   */
+  function claimPlan(): { room: number; limit: number; caps: Record<string, number>; skip: string[] } {
+    const caps: Record<string, number> = {};
+    const skip: string[] = [];
+    if (stopped || !dueLeft || blocked || toRecord.length >= RECORD_BACKLOG) return { room: 0, limit: 0, caps, skip };
+    // Only jobs of subscriptions still claimed for take room: a full one's do not (up to HELD_MAX
+    // rounds in all), so endpoints slow enough to fill up never hold up the claims of the others.
+    let open = 0;
+    let wanted = newCap;
+    for (const [id, n] of queued) {
+      if (isFull(id)) skip.push(id);
+      else {
+        open += n;
+        caps[id] = holdOf(id) - n;
+        wanted += caps[id];
+      }
+    }
+    for (const id of refilling) if (!queued.has(id)) refilling.delete(id);
+    const room = Math.min(MAX_CLAIM, BUFFER * concurrency - open, HELD_MAX * concurrency - waitingCount - inflight);
+    if (!(room > 0 && (room >= concurrency / 2 || waitingCount < concurrency))) return { room: 0, limit: 0, caps, skip };
+    // Subscriptions timed here lately but holding nothing now may take what they may hold.
+    for (const [id, seen] of pace) {
+      if (queued.has(id) || seen.at < Date.now() - PACE_KEPT_MS) continue;
+      caps[id] = holdOf(id);
+      wanted += caps[id];
+    }
+    return { room, limit: Math.min(room, wanted), caps, skip };
   }
 
   /** Starts the exchange loop when there is work (or has it look again, when it runs). */
@@ -468,7 +546,7 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
       again = true;
       return;
     }
-    if (!toRecord.length && !roomToClaim()) return;
+    if (!toRecord.length && !claimPlan().room) return;
     syncing = sync().finally(() => {
       syncing = null;
       if (again) {
@@ -499,26 +577,25 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
           };
         });
       }
-      const room = roomToClaim();
+      const { room, limit, caps, skip } = claimPlan();
       if (!toRecord.length && !room) return;
       const batch = toRecord.length <= RECORD_BATCH ? toRecord : toRecord.slice(0, RECORD_BATCH);
       toRecord = toRecord.length <= RECORD_BATCH ? [] : toRecord.slice(RECORD_BATCH);
-      const skip: string[] = [];
-      if (room) for (const [id, n] of queued) if (n >= BUFFER * perSubscription) skip.push(id);
       const now = Date.now();
       const token = randomUUID();
       const leaseEnd = now + leaseMs;
       const wakesBefore = wakes;
-      const finishesBefore = finishes;
       let result: Awaited<ReturnType<typeof exchangeDeliveries>>;
       try {
         result = await exchangeDeliveries(platform.database, {
           records: batch.map((b) => b.record),
           now,
-          limit: room,
+          limit,
           leaseUntil: leaseEnd,
           token,
           skipWebhooks: skip,
+          caps,
+          defaultCap: newCap,
         });
       } catch (error) {
         log.error("webhook delivery exchange failed", { error: describeError(error), recording: batch.length, claiming: room });
@@ -532,13 +609,15 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
       }
       stats.exchanges++;
       stats.recorded += result.recorded.size;
-      stats.claimed += result.claimed.length;
       for (const { record } of batch) {
         if (!result.recorded.has(record.id)) log.warn("webhook delivery claim lost before its attempt was recorded", { delivery: record.id });
         else if (record.status === "retrying") wakeAt(record.next_attempt_at);
       }
       if (!room) continue;
+      stats.claimed += result.claimed.length;
+      const got = new Map<string, number>();
       for (const delivery of result.claimed) {
+        got.set(delivery.webhook_id, (got.get(delivery.webhook_id) ?? 0) + 1);
         sawSubscription(delivery, now);
         queued.set(delivery.webhook_id, (queued.get(delivery.webhook_id) ?? 0) + 1);
         let queue = waiting.get(delivery.webhook_id);
@@ -547,10 +626,15 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
         waitingCount++;
       }
       dispatch();
-      // A full claim may have left more behind; a short one emptied the due set, unless busy
-      // subscriptions were skipped (their finishing attempts unblock us).
-      dueLeft = result.claimed.length === room || skip.length > 0 || wakes !== wakesBefore;
-      blocked = result.claimed.length === 0 && skip.length > 0 && finishes === finishesBefore;
+      // A full claim, or one that reached a subscription's cap, may have left more behind; a short
+      // one emptied the due set, unless full subscriptions were skipped (their finishing attempts
+      // unblock us).
+      let capped = false;
+      for (const [id, n] of got) if (n >= (caps[id] ?? newCap)) capped = true;
+      dueLeft = result.claimed.length === limit || capped || skip.length > 0 || wakes !== wakesBefore;
+      // Nothing but rows of full subscriptions (if any are due): wait until one of them may take more
+      // (a finish below), or a wake-up.
+      blocked = result.claimed.length === 0 && skip.length > 0 && wakes === wakesBefore && skip.every(isFull);
     }
   }
 
@@ -576,6 +660,7 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
         return;
       }
       let outcome: Outcome | { kind: "dead"; error: string };
+      const started = Date.now();
       try {
         outcome = await attempt(job);
       } catch (error) {
@@ -583,6 +668,7 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
         outcome = { kind: "retry", status: null, error: "internal error" };
       }
       const now = Date.now();
+      if (outcome.kind !== "dead" && !(outcome.kind === "fail" && outcome.unsent)) timed(job.webhook_id, now - started);
       // No request left for a dead job or one refused before sending: no attempt is counted.
       const made = outcome.kind === "dead" || (outcome.kind === "fail" && outcome.unsent) ? job.attempts : job.attempts + 1;
       const status: AttemptRecord["status"] =
@@ -609,8 +695,7 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
       decrement(running, job.webhook_id);
       decrement(queued, job.webhook_id);
       attempts.delete(run);
-      finishes++;
-      blocked = false;
+      if (!isFull(job.webhook_id)) blocked = false;
       dispatch();
       if (gathered && gatherDone()) gathered();
       queueKick();
@@ -618,24 +703,42 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
     attempts.add(run);
   }
 
+  /** An attempt of the subscription took `ms` (a moving average over its recent attempts). */
+  function timed(webhookId: string, ms: number): void {
+    const now = Date.now();
+    const before = pace.get(webhookId);
+    if (before) {
+      before.ms = before.ms * 0.8 + ms * 0.2;
+      before.at = now;
+    } else {
+      pace.set(webhookId, { ms, at: now });
+      if (pace.size > 10_000) for (const [id, seen] of pace) if (!queued.has(id) && seen.at < now - PACE_KEPT_MS) pace.delete(id);
+    }
+  }
+
   /** Starts waiting jobs while slots are free, respecting each subscription's share. */
   function dispatch(): void {
-    if (stopped || !waitingCount || inflight >= concurrency) return;
+    if (stopped || !waitingCount || inflight >= 2 * concurrency) return;
     // In turn: a subscription that got a slot goes to the back, so a slot freed by one endpoint is
-    // offered to the others first (a subscription with its share in flight takes none). The walk
-    // stops once every slot is taken; the moves wait until it is done.
+    // offered to the others first (a subscription with its share in flight takes none). Once every
+    // slot is taken, a subscription with nothing in flight still starts one (up to twice the slots),
+    // and keeps its place for the next free slot: endpoints slow enough to hold every slot cannot
+    // make another wait for its first. The walk stops when nothing more can start; the moves wait
+    // until it is done.
     const served: Array<[string, Job[]]> = [];
     for (const [webhookId, queue] of waiting) {
       let started = running.get(webhookId) ?? 0;
-      const before = started;
-      while (queue.length && inflight < concurrency && started < perSubscription) {
+      let slotted = false;
+      while (queue.length && started < perSubscription) {
+        if (inflight < concurrency) slotted = true;
+        else if (started > 0 || inflight >= 2 * concurrency) break;
         launch(queue.shift()!);
         waitingCount--;
         started++;
       }
       if (!queue.length) waiting.delete(webhookId);
-      else if (started > before) served.push([webhookId, queue]);
-      if (inflight >= concurrency) break;
+      else if (slotted) served.push([webhookId, queue]);
+      if (inflight >= 2 * concurrency) break;
     }
     for (const [webhookId, queue] of served) {
       waiting.delete(webhookId);
@@ -648,6 +751,7 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
     if (stopped) return;
     wakes++;
     dueLeft = true;
+    blocked = false;
     kick();
   }
 

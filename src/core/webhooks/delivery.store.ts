@@ -111,6 +111,9 @@ export interface ExchangeInput {
   token: string;
   /** Subscriptions not to claim for (they hold enough work here). */
   skipWebhooks: string[];
+  /** Most rows to claim per subscription: `caps[webhook_id]`, else `defaultCap`. */
+  caps: Record<string, number>;
+  defaultCap: number;
 }
 
 /**
@@ -123,8 +126,12 @@ export interface ExchangeInput {
  * due time and releases it; either way the log row takes the outcome (a HOT update). The outcomes
  * travel as one JSON text: the database parses it faster than the client escapes ten arrays.
  * Claiming: due, without a live lease, not locked by another claim in progress (`FOR UPDATE SKIP
- * LOCKED`), oldest due first, skipping `skipWebhooks` and the rows being recorded; sets the lease and
- * the claim token (a HOT update). The claimed rows are updated by `ctid` (a TID scan). The due scan
+ * LOCKED`), oldest due first, skipping `skipWebhooks` and the rows being recorded, and of each
+ * subscription at most its cap (`caps`, else `defaultCap`): among the `limit` oldest candidates, a
+ * subscription's oldest up to its cap, so one subscription's backlog never fills a claim. The
+ * candidates are read unlocked, then locked by `ctid` with the conditions checked again (a row
+ * another claim changed meanwhile is a new version at another `ctid`, and is left alone). Sets the
+ * lease and the claim token (a HOT update); the claimed rows are updated by `ctid` (a TID scan). The due scan
  * must walk the queue's index in order and stop at `limit`: without statistics (no autovacuum, or
  * PGlite) the planner prefers a bitmap scan of every due row plus a sort, which made each claim
  * cost as much as the whole backlog. Those plans are off on the queue connections (PostgreSQL: the
@@ -132,7 +139,7 @@ export interface ExchangeInput {
  * around the statement.
  */
 export async function exchangeDeliveries(database: Pick<Database, "db" | "queue">, input: ExchangeInput): Promise<{ recorded: Set<string>; claimed: ClaimedDelivery[] }> {
-  const { records, now, limit, leaseUntil, token, skipWebhooks } = input;
+  const { records, now, limit, leaseUntil, token, skipWebhooks, caps, defaultCap } = input;
   const tokens = [...new Set(records.map((r) => r.token))];
   const outcomes = JSON.stringify(
     records.map((r) => [
@@ -180,13 +187,23 @@ export async function exchangeDeliveries(database: Pick<Database, "db" | "queue"
           ), claimed as (
             update webhook_delivery_due w set claimed_until = ${leaseUntil}, claim_token = ${token}
             where w.ctid = any(array(
-              select d.ctid from webhook_delivery_due d
-              where d.next_attempt_at <= ${now}
-                and (d.claimed_until is null or d.claimed_until <= ${now})
-                and (d.claim_token is null or d.claim_token <> all(${sql.param(tokens)}::text[]))
-                and d.webhook_id <> all(${sql.param(skipWebhooks)}::text[])
-              order by d.next_attempt_at
-              limit ${limit}
+              select l.ctid from webhook_delivery_due l
+              where l.ctid = any(array(
+                  select c.ctid from (
+                    select d.ctid, row_number() over (partition by d.webhook_id collate "C" order by d.next_attempt_at) as n,
+                           coalesce((${JSON.stringify(caps)}::jsonb ->> d.webhook_id)::integer, ${defaultCap}) as cap
+                    from (
+                      select d.ctid, d.webhook_id, d.next_attempt_at from webhook_delivery_due d
+                      where d.next_attempt_at <= ${now}
+                        and (d.claimed_until is null or d.claimed_until <= ${now})
+                        and (d.claim_token is null or d.claim_token <> all(${sql.param(tokens)}::text[]))
+                        and d.webhook_id <> all(${sql.param(skipWebhooks)}::text[])
+                      order by d.next_attempt_at
+                      limit ${limit}) d) c
+                  where c.n <= c.cap))
+                and l.next_attempt_at <= ${now}
+                and (l.claimed_until is null or l.claimed_until <= ${now})
+                and (l.claim_token is null or l.claim_token <> all(${sql.param(tokens)}::text[]))
               for update skip locked))
             returning w.account_id, w.id, w.webhook_id, w.attempts, w.event_id
           )

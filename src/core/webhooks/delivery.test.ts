@@ -522,45 +522,121 @@ describe(`webhook delivery [${storeKind}]`, () => {
     expect(receiver.at(slow)).toHaveLength(10);
   });
 
+  test("one subscription's backlog does not fill the claims ahead of another's newer delivery", async () => {
+    const t = await seedTenant(platform);
+    const slow = freshPath("backlog-slow");
+    const fast = freshPath("backlog-fast");
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    receiver.on(slow, async () => {
+      await gate;
+      return new Response("finally");
+    });
+    const a = await subscribe(t, slow);
+    // More than the worker holds in all (16 per slot: 64): oldest first across subscriptions, one
+    // claim took them all and the newer delivery waited for the whole backlog.
+    for (let i = 0; i < 100; i++) await fireTestEvent(platform.events, t.accountId, { webhook_id: a.id });
+    const b = await subscribe(t, fast);
+    await fireTestEvent(platform.events, t.accountId, { webhook_id: b.id });
+    await withWorker(
+      async () => {
+        await receiver.until(() => receiver.at(fast).length === 1, 10_000, "the other subscription's delivery");
+        expect(receiver.at(slow).length).toBeLessThanOrEqual(2);
+        release();
+        await settled(t.accountId, 101, 30_000);
+      },
+      { concurrency: 4, perSubscription: 2, timeoutMs: 10_000 },
+    );
+    expect(receiver.at(slow)).toHaveLength(100);
+  }, 60_000);
+
+  test("endpoints that hold every slot do not make another subscription wait for its first attempt", async () => {
+    const t = await seedTenant(platform);
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const slowPaths = [freshPath("slots-slow"), freshPath("slots-slow"), freshPath("slots-slow")];
+    for (const path of slowPaths) {
+      receiver.on(path, async () => {
+        await gate;
+        return new Response("finally");
+      });
+      const w = await subscribe(t, path);
+      for (let i = 0; i < 5; i++) await fireTestEvent(platform.events, t.accountId, { webhook_id: w.id });
+    }
+    const fast = freshPath("slots-fast");
+    const w = await subscribe(t, fast);
+    await fireTestEvent(platform.events, t.accountId, { webhook_id: w.id });
+    await withWorker(
+      async () => {
+        // Two slow subscriptions take the 4 slots (2 each); the third and the fast one start one each beyond them.
+        await receiver.until(() => receiver.at(fast).length === 1, 10_000, "the fast subscription's delivery");
+        expect(slowPaths.map((p) => receiver.at(p).length).reduce((x, y) => x + y, 0)).toBeLessThanOrEqual(5);
+        release();
+        await settled(t.accountId, 16, 30_000);
+      },
+      { concurrency: 4, perSubscription: 2, timeoutMs: 10_000 },
+    );
+    for (const path of slowPaths) expect(receiver.at(path)).toHaveLength(5);
+  }, 60_000);
+
+  test("a slow endpoint's jobs are not claimed so far ahead that their lease runs out before their attempt", async () => {
+    const t = await seedTenant(platform);
+    const path = freshPath("paced");
+    receiver.on(path, async () => (await Bun.sleep(200), new Response("ok")));
+    await subscribe(t, path);
+    for (let i = 0; i < 12; i++) await fireTestEvent(platform.events, t.accountId, {});
+    // One attempt at a time, 200 ms each; a job may wait 1 s for its attempt (a 2.4 s lease, less
+    // the 0.4 s timeout and a second). Holding 16 (a slot's buffer), the 6th onwards were left to
+    // their lease and claimed again after it (18 claims).
+    const worker = startDeliveryWorker(platform, { pollMs: 100, timeoutMs: 400, leaseMs: 2400, concurrency: 1, perSubscription: 1 });
+    try {
+      await settled(t.accountId, 12, 30_000);
+    } finally {
+      await worker.stop();
+    }
+    expect(worker.stats().claimed).toBe(12);
+    expect(receiver.at(path)).toHaveLength(12);
+  }, 60_000);
+
   test("a slot one subscription frees is offered to another subscription first", async () => {
     const t = await seedTenant(platform);
-    const first = freshPath("turn-first");
-    const second = freshPath("turn-second");
-    const gates: Array<() => void> = [];
-    const order: string[] = [];
-    receiver.on(first, async () => {
-      order.push("first");
-      await new Promise<void>((resolve) => gates.push(resolve));
-      return new Response("ok");
-    });
-    receiver.on(second, async () => {
-      order.push("second");
-      await new Promise<void>((resolve) => gates.push(resolve));
-      return new Response("ok");
-    });
-    const a = await subscribe(t, first);
-    // The first subscription's deliveries are claimed first and take both slots.
+    const paths = { first: freshPath("turn-first"), second: freshPath("turn-second") };
+    const gates: Record<string, Array<() => void>> = { first: [], second: [] };
+    for (const name of ["first", "second"] as const) {
+      receiver.on(paths[name], async () => {
+        await new Promise<void>((resolve) => gates[name]!.push(resolve));
+        return new Response("ok");
+      });
+    }
+    const count = (name: "first" | "second") => receiver.at(paths[name]).length;
+    const a = await subscribe(t, paths.first);
     for (let i = 0; i < 4; i++) await fireTestEvent(platform.events, t.accountId, { webhook_id: a.id });
-    await subscribe(t, second);
+    await subscribe(t, paths.second);
     for (let i = 0; i < 4; i++) await fireTestEvent(platform.events, t.accountId, {});
     await withWorker(
       async () => {
-        // One subscription holds both slots (the claim's order says which; the first, as a rule).
-        await receiver.until(() => order.length === 2, 5000, "both slots taken");
-        expect(order[1]).toBe(order[0]!);
-        gates.shift()!(); // one of its attempts ends: the freed slot is offered to the other first
-        await receiver.until(() => order.length === 3, 5000, "the freed slot taken");
-        expect(order[2]).not.toBe(order[0]!);
-        for (let n = 0; n < 40 && order.length < 12; n++) {
-          while (gates.length) gates.shift()!();
+        // One subscription takes both slots (the claim's order says which: the first, as a rule);
+        // the other, with nothing in flight, starts one beyond them. Nothing more starts.
+        await receiver.until(() => count("first") + count("second") === 3, 5000, "both slots taken, and one more");
+        const [busy, other] = count("first") === 2 ? (["first", "second"] as const) : (["second", "first"] as const);
+        expect([count(busy), count(other)]).toEqual([2, 1]);
+        // Both attempts of the busy one end: one attempt in flight, a slot free. It goes to the other
+        // subscription first (the busy one was served last); then the busy one, with nothing in
+        // flight, starts one beyond the slots. Served in the walk's order instead, the busy one would
+        // have taken both (4 and 1).
+        for (const release of gates[busy]!.splice(0)) release();
+        await receiver.until(() => count("first") + count("second") === 5, 5000, "the freed slot taken");
+        expect([count(busy), count(other)]).toEqual([3, 2]);
+        for (let n = 0; n < 100 && count("first") + count("second") < 12; n++) {
+          for (const name of ["first", "second"] as const) for (const release of gates[name]!.splice(0)) release();
           await Bun.sleep(20);
         }
-        while (gates.length) gates.shift()!();
+        for (const name of ["first", "second"] as const) for (const release of gates[name]!.splice(0)) release();
         await settled(t.accountId, 12);
       },
       { concurrency: 2, perSubscription: 2, timeoutMs: 5000 },
     );
-  });
+  }, 30_000);
 
   test("retention: finished deliveries older than 7 days are removed; newer ones and those still to attempt stay", async () => {
     const t = await seedTenant(platform);
