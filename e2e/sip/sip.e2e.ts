@@ -5,6 +5,9 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { ADMIN_TOKEN, api, freePorts, nextMediaPort, HAVE_SIP_TOOLS, IN_CI, runSipp, startKamailio, startParley, startSipp, type Kamailio, type Parley, type Proc } from "./harness.ts";
 import { addSipUser, createSipTenant, PASSWORD, type SipTenant } from "./tenant.ts";
 import { eventually as eventuallyPasses } from "../../test/support/eventually.ts";
@@ -202,6 +205,41 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
       return c;
     });
     expect(cdr.to).toBe("1004");
+  });
+
+  test("a callee's final refusal reaches the caller, and the CDR's hangup cause is the edge's mapping of its code", async () => {
+    // No voicemail or forward: the refusal is the call's end (a busy callee with voicemail fails over, above).
+    const cases: Array<[number, string, string]> = [
+      [604, "Does Not Exist Anywhere", "UNALLOCATED_NUMBER"],
+      [403, "Forbidden", "CALL_REJECTED"],
+      [488, "Not Acceptable Here", "CALL_REJECTED"],
+      [480, "Temporarily Unavailable", "NO_ANSWER"],
+      [486, "Busy Here", "USER_BUSY"],
+      [500, "Server Internal Error", "NORMAL_TEMPORARY_FAILURE"],
+    ];
+    for (const [i, [code, reason, cause]] of cases.entries()) {
+      // A user of its own (one contact): forked to several, the caller gets the best of their replies.
+      const callee = String(1005 + i);
+      await addSipUser(parley, tenant, callee);
+      const [port] = freePorts(1) as [number];
+      const scenario = join(mkdtempSync(join(tmpdir(), "sipp-reply-")), "uas-reply.xml");
+      writeFileSync(scenario, readFileSync(join(import.meta.dir, "scenarios", "uas-reply.template.xml"), "utf8").replaceAll("{{code}}", String(code)).replaceAll("{{reason}}", reason));
+      const uas = startSipp(scenario, ["-p", String(port), "-mp", String(nextMediaPort())]);
+      await Bun.sleep(200);
+      try {
+        expect((await register(callee, port)).code).toBe(0);
+        const r = await invite("1001", callee, "invite-refused.xml");
+        expect(r.code, `${code}: ${JSON.stringify(r.statuses)} ${r.stderr}${r.stdout.slice(-800)} UAS: ${uas.stderr()}`).toBe(0);
+        expect(r.statuses.at(-1)).toBe(code);
+        const callId = r.callIds.at(-1)!;
+        await eventually(async () => {
+          const c = (await calls()).find((x) => x.sip_call_id === callId);
+          expect(c, String(code)).toMatchObject({ answered: 0, sip_code: code, hangup_cause: cause });
+        });
+      } finally {
+        await uas.stop();
+      }
+    }
   });
 
   test("a second INVITE without credentials from the same address is challenged at once, without asking /route", async () => {
