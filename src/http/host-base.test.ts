@@ -208,6 +208,28 @@ describe(`host base [${storeKind}]`, () => {
     expect(plain.body.details).toEqual([{ path: "/headers/upgrade", message: expect.stringContaining("WebSocket") }]);
   });
 
+  test("a JSON member given twice is a 400 naming it, on the API and at the edge, and changes nothing", async () => {
+    const t = await seedTenant(platform);
+    const app = createPublicApp(platform);
+    const before = (await call(app, "GET", "/v1/keys", { key: t.key })).body.data.length;
+    // JSON.parse alone keeps the last: the key would have been made with the "cdr" scope only.
+    const twice = await call(app, "POST", "/v1/keys", { key: t.key, body: '{"label":"k","scopes":["*"],"scopes":["cdr"]}' });
+    expect(twice.status).toBe(400);
+    expect(twice.body).toMatchObject({ ok: false, error: "validation_failed", details: [{ path: "/scopes", message: "Given more than once; send one value." }] });
+    const nested = await call(app, "POST", "/v1/keys", { key: t.key, body: '{"label":"k","meta":[{"note":"a","note":"b"}]}' });
+    expect(nested.body.details).toEqual([{ path: "/meta/0/note", message: "Given more than once; send one value." }]);
+    expect((await call(app, "GET", "/v1/keys", { key: t.key })).body.data.length).toBe(before);
+    expect((await call(app, "POST", "/v1/keys", { key: t.key, body: '{"label":"k2","scopes":["cdr"]}' })).status).toBe(201);
+    const control = listenControl(platform, [routeRoutes]);
+    try {
+      const r = await fetch(`${control.base}/route`, { method: "POST", headers: { "content-type": "application/json" }, body: '{"callId":"c1","from":"1001","to":"1002","to":"+14155550123","source_ip":"127.0.0.1"}' });
+      expect(r.status).toBe(400);
+      expect(((await r.json()) as { details: unknown }).details).toEqual([{ path: "/to", message: "Given more than once; send one value." }]);
+    } finally {
+      await control.stop();
+    }
+  });
+
   test("a lone UTF-16 surrogate in a body (not Unicode text) is a 400 naming where, on the API and at the edge", async () => {
     const t = await seedTenant(platform);
     const app = createPublicApp(platform);

@@ -7,6 +7,7 @@ import { Elysia } from "elysia";
 import { AppError, ERROR_STATUS } from "../core/errors/app-error.ts";
 import type { Platform } from "../core/platform.ts";
 import { describeError } from "./describe-error.ts";
+import { duplicateMemberPath } from "./json-duplicates.ts";
 import { beginRequest, requestMeta } from "./request-context.ts";
 import { apiModels } from "./api-models.ts";
 import { errorDetails } from "../core/validation/error-details.ts";
@@ -234,6 +235,9 @@ function toAppError(code: string | number, error: unknown, request: Request, acc
   return null;
 }
 
+/** A query parameter or a JSON member given twice (no parameter is a list; which value would count is a guess). */
+const GIVEN_TWICE = "Given more than once; send one value.";
+
 /**
  * The 400 of a query string the route cannot read as sent (null: none): a parameter on a route that
  * takes none, or a name given twice (no parameter is a list; which value would count is a guess).
@@ -243,7 +247,7 @@ function queryRefusal(search: string, takesNone: boolean): AppError | null {
   for (const name of new URLSearchParams(search).keys()) {
     const refuse = (message: string) => new AppError("validation_failed", "The request is not valid.", { details: [{ path: `/query/${name}`, message }] });
     if (takesNone) return refuse("This field cannot be set here.");
-    if (seen.has(name)) return refuse("Given more than once; send one value.");
+    if (seen.has(name)) return refuse(GIVEN_TWICE);
     seen.add(name);
   }
   return null;
@@ -372,11 +376,16 @@ export function hostBase(platform: Platform, options: HostBaseOptions) {
       if (kind === "form" && options.accept.includes("form")) return parseStrictForm(utf8Text(await bytes()));
       if (kind === "json" && (length === null ? request.body !== null : Number(length) > 0)) {
         const text = utf8Text(await bytes());
+        let parsed: unknown;
         try {
-          return JSON.parse(text) as unknown;
+          parsed = JSON.parse(text);
         } catch {
           throw unparsable(options.accept);
         }
+        // JSON.parse keeps the last of two members of one name: refused, as a field given twice is.
+        const twice = duplicateMemberPath(text);
+        if (twice !== null) throw new AppError("validation_failed", "The request is not valid.", { details: [{ path: twice, message: GIVEN_TWICE }] });
+        return parsed;
       }
     })
     .onTransform({ as: "global" }, ({ body, request }) => {

@@ -22,6 +22,7 @@ import {
   csvPage,
   listTrace,
   monthStartMs,
+  countActiveCalls,
   usageByDay,
   usageTotals,
   type CallFilter,
@@ -246,7 +247,8 @@ export async function getUsage(db: DbOrTx, accountId: string, query: { since?: n
   const untilMs = query.until === undefined ? nowMs : query.until * 1000;
   // Without since: the start of the month that until falls in (until is exclusive), so a past until
   // alone asks for that month up to it.
-  const sinceMs = query.since === undefined ? await monthStartMs(db, account.timezone, untilMs - 1) : query.since * 1000;
+  // (Not before the epoch: an until in the account's first local month of 1970 starts it at 0.)
+  const sinceMs = query.since === undefined ? Math.max(0, await monthStartMs(db, account.timezone, untilMs - 1)) : query.since * 1000;
   if (untilMs <= sinceMs) throw validationFailed([{ path: "/query/until", message: "until must be after since." }]);
   const [plan, { byCurrency, ...totals }] = await Promise.all([defaultRatePlan(db, accountId), usageTotals(db, accountId, sinceMs, untilMs)]);
   const currency = reportedCurrency(plan?.currency ?? null, byCurrency);
@@ -302,12 +304,15 @@ export async function activeCalls(db: DbOrTx, accountId: string, maxCallMs: numb
   }));
 }
 
-/** GET /v1/live and GET /cac: active calls, CAC counters and the account's ceilings. */
+/**
+ * GET /v1/live and GET /cac: active calls (how many are up, and the oldest LIVE_LIMIT of them), CAC
+ * counters and the account's ceilings.
+ */
 export async function liveSnapshot(db: DbOrTx, live: LiveStore, accountId: string, maxCallMs: number) {
   const account = await accountOf(db, accountId);
   const calls = await activeCalls(db, accountId, maxCallMs);
   return {
-    active_calls: calls.length,
+    active_calls: calls.length < LIVE_LIMIT ? calls.length : await countActiveCalls(db, accountId, Date.now() - maxCallMs),
     calls,
     cac: await cacSnapshot(live, accountId),
     ceilings: { max_in: account.max_in, max_out: account.max_out, max_dialer: account.max_dialer },

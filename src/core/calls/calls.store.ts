@@ -1,5 +1,5 @@
 /** Queries on call records and their traces. The only file of this capability that touches drizzle. */
-import { and, asc, desc, eq, getTableColumns, gte, isNull, lt, ne, or, sql, type SQL, type SQLWrapper } from "drizzle-orm";
+import { and, asc, count, desc, eq, getTableColumns, gte, isNull, lt, ne, or, sql, type SQL, type SQLWrapper } from "drizzle-orm";
 import { columnList, columnReader, jsonRows } from "../db/sql-text.ts";
 import { resultRows, type DbOrTx } from "../db/db.ts";
 import { rawRows } from "../db/migrate.ts";
@@ -453,22 +453,28 @@ export async function csvPage(
 
 /** Calls of the account not yet ended (admitted ones, not rejects), oldest first. */
 export async function listActiveCalls(db: DbOrTx, accountId: string, sinceMs: number, limit: number): Promise<CallRecordRow[]> {
-  return db
-    .select()
-    .from(callRecords)
-    // Up since `sinceMs` counted from the answer when there was one, as the CAC slots and the stale-call
-    // sweep count it (a long ring or queue wait before the answer does not hide a call that is up).
-    // The partial index of open calls holds only the calls up now: few rows, whatever the filter.
-    .where(
-      and(
-        eq(callRecords.account_id, accountId),
-        isNull(callRecords.ended_ms),
-        ne(callRecords.status, "rejected"),
-        or(gte(callRecords.started_ms, sinceMs), gte(callRecords.answered_ms, sinceMs)),
-      ),
-    )
-    .orderBy(asc(callRecords.started_ms), asc(callRecords.id))
-    .limit(limit);
+  return db.select().from(callRecords).where(activeCallsOf(accountId, sinceMs)).orderBy(asc(callRecords.started_ms), asc(callRecords.id)).limit(limit);
+}
+
+/** How many calls of the account are up (what listActiveCalls lists, without a limit). */
+export async function countActiveCalls(db: DbOrTx, accountId: string, sinceMs: number): Promise<number> {
+  const [row] = await db.select({ n: count() }).from(callRecords).where(activeCallsOf(accountId, sinceMs));
+  return Number(row?.n ?? 0);
+}
+
+/**
+ * Calls up: admitted, not ended, up since `sinceMs` counted from the answer when there was one, as
+ * the CAC slots and the stale-call sweep count it (a long ring or queue wait before the answer does
+ * not hide a call that is up). The partial index of open calls holds only the calls up now: few rows,
+ * whatever the filter.
+ */
+function activeCallsOf(accountId: string, sinceMs: number): SQL | undefined {
+  return and(
+    eq(callRecords.account_id, accountId),
+    isNull(callRecords.ended_ms),
+    ne(callRecords.status, "rejected"),
+    or(gte(callRecords.started_ms, sinceMs), gte(callRecords.answered_ms, sinceMs)),
+  );
 }
 
 /** Totals over calls started in [since, until). */

@@ -21,6 +21,8 @@ import { createUser } from "../../core/users/users.service.ts";
 import { createConsoleUser, login } from "../../core/auth/auth.service.ts";
 import { createQueue } from "../../core/queues/queues.service.ts";
 import { handleAgent } from "../../core/presence/presence-events.ts";
+import { listenControl } from "../../control/routes/control-listener.fixture.ts";
+import { cacRoutes } from "../../control/routes/cac.ts";
 
 let platform: Platform;
 let app: ReturnType<typeof createPublicApp>;
@@ -241,6 +243,11 @@ describe(`usage, balance, live, CAC reset [${storeKind}]`, () => {
     expect(monthOfUntil.status).toBe(200);
     // 2024-03-01 00:00 in New York is 05:00 UTC.
     expect(monthOfUntil.body.data).toMatchObject({ since: Date.UTC(2024, 2, 1, 5) / 1000, until, count: 4 });
+    // An until in the account's first local month of 1970 (New York: before 05:00 UTC on 1 January):
+    // that month starts at the epoch, not before it (it was a 500, the reply's since below 0).
+    const early = await call(app, "GET", "/v1/usage?until=3600", { key: t.key });
+    expect(early.status).toBe(200);
+    expect(early.body.data).toMatchObject({ since: 0, until: 3600, count: 0 });
     // Past the year 9999 is a mistake, refused before the database sees it.
     for (const q of ["until=1e20", "since=0&until=99999999999999999999&daily=1"]) {
       const far = await call(app, "GET", `/v1/usage?${q}`, { key: t.key });
@@ -323,6 +330,22 @@ describe(`usage, balance, live, CAC reset [${storeKind}]`, () => {
     const live = await call(app, "GET", "/v1/live", { key: t.key });
     expect(live.body.data.calls.map((c: Json) => c.id)).toEqual([row.id]);
     expect(live.body.data.active_calls).toBe(1);
+  });
+
+  test("GET /v1/live counts every call up, also beyond the 500 it lists (the oldest)", async () => {
+    const t = await seedTenant(platform);
+    const now = Math.floor(Date.now() / 1000);
+    const rows = await seedCalls(t.accountId, 503, now - 600, () => ({ status: "answered", ended_ms: null }));
+    const live = (await call(app, "GET", "/v1/live", { key: t.key })).body.data;
+    expect(live.active_calls).toBe(503);
+    expect(live.calls).toHaveLength(500);
+    expect(live.calls[0].id).toBe(rows[0]!.id);
+    const control = listenControl(platform, [cacRoutes]);
+    try {
+      expect((await control.get(`/cac?accountId=${t.accountId}`)).body.data).toMatchObject({ active_calls: 503 });
+    } finally {
+      await control.stop();
+    }
   });
 
   test("live snapshot, interactions and POST /v1/cac/reset", async () => {

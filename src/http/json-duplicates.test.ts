@@ -1,0 +1,23 @@
+import { describe, expect, test } from "bun:test";
+import { duplicateMemberPath } from "./json-duplicates.ts";
+
+describe("duplicateMemberPath", () => {
+  test("no member named twice in one object: null, however names repeat across objects and arrays", () => {
+    for (const text of ['{"a":1}', '{"a":1,"b":2}', '[{"a":1},{"a":2}]', '{"a":{"a":1},"b":[{"a":1,"b":2},{"a":3}]}', '"x,y"', "[1,2,3]", '{"a":"},\\"a\\":"}', "{}", "[]"]) {
+      expect(duplicateMemberPath(text)).toBeNull();
+    }
+  });
+
+  test("the path of the second member of a name already seen in its object", () => {
+    expect(duplicateMemberPath('{"accountId":"a","accountId":"b"}')).toBe("/accountId");
+    expect(duplicateMemberPath('{"a":1,"b":{"c":1,"c":2}}')).toBe("/b/c");
+    expect(duplicateMemberPath('{"list":[{"x":1},{"y":1,"y":2}]}')).toBe("/list/1/y");
+    expect(duplicateMemberPath(' { "a" : [ 1 , 2 ] , "a" : 3 } ')).toBe("/a");
+  });
+
+  test("names are compared decoded (escapes), and written as JSON Pointer tokens", () => {
+    expect(duplicateMemberPath('{"a":1,"\\u0061":2}')).toBe("/a");
+    expect(duplicateMemberPath('{"a/b":1,"a\\/b":2}')).toBe("/a~1b");
+    expect(duplicateMemberPath('{"x~y":{"q\\"":1,"q\\"":2}}')).toBe('/x~0y/q"');
+  });
+});

@@ -1,0 +1,71 @@
+/**
+ * Duplicate member names in a JSON text. `JSON.parse` keeps the last of them in silence, so
+ * `{"accountId":"a","accountId":"b"}` acted on b; a request body is refused instead, as a query
+ * parameter or form field given twice is.
+ */
+
+/** Reads a JSON string starting at the quote at `start`: its decoded value and the index after it. */
+function readString(text: string, start: number): { value: string; end: number } {
+  let i = start + 1;
+  let escaped = false;
+  for (;;) {
+    const c = text.charCodeAt(i);
+    if (c === 34 /* " */) break;
+    if (c === 92 /* \ */) {
+      escaped = true;
+      i += 2;
+    } else i++;
+  }
+  const raw = text.slice(start, i + 1);
+  return { value: escaped ? (JSON.parse(raw) as string) : raw.slice(1, -1), end: i + 1 };
+}
+
+/** A JSON Pointer token (RFC 6901). */
+const pointerToken = (name: string) => name.replace(/~/g, "~0").replace(/\//g, "~1");
+
+interface Frame {
+  /** Member names seen so far (objects); null for an array. */
+  names: Set<string> | null;
+  /** The member name or element index being read, for the path. */
+  at: string;
+  /** Objects: the next string is a member name. */
+  expectName: boolean;
+  index: number;
+}
+
+/**
+ * The JSON Pointer of the first member whose name its object already had, or null. `text` must be
+ * valid JSON (it is scanned after `JSON.parse` accepted it).
+ * @example duplicateMemberPath('{"a":1,"b":{"c":1,"c":2}}') // "/b/c"
+ */
+export function duplicateMemberPath(text: string): string | null {
+  // No object can hold two members without a comma between them.
+  if (text.indexOf(",") === -1) return null;
+  const stack: Frame[] = [];
+  const path = () => stack.map((f) => `/${f.at}`).join("");
+  for (let i = 0; i < text.length; ) {
+    const c = text.charCodeAt(i);
+    if (c === 34 /* " */) {
+      const { value, end } = readString(text, i);
+      const top = stack[stack.length - 1];
+      if (top?.names && top.expectName) {
+        top.at = pointerToken(value);
+        if (top.names.has(value)) return path();
+        top.names.add(value);
+        top.expectName = false;
+      }
+      i = end;
+      continue;
+    }
+    if (c === 123 /* { */) stack.push({ names: new Set(), at: "", expectName: true, index: 0 });
+    else if (c === 91 /* [ */) stack.push({ names: null, at: "0", expectName: false, index: 0 });
+    else if (c === 125 /* } */ || c === 93 /* ] */) stack.pop();
+    else if (c === 44 /* , */) {
+      const top = stack[stack.length - 1]!;
+      if (top.names) top.expectName = true;
+      else top.at = String(++top.index);
+    }
+    i++;
+  }
+  return null;
+}
