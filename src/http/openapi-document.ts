@@ -86,6 +86,45 @@ export interface DocumentOptions {
   tags?: Json[];
   /** Paths left out of the document (probes, the document itself). */
   excludePaths?: string[];
+  /** Extra component schemas (JSON Schema, converted like the routes'). */
+  schemas?: JsonObject;
+  /** Top-level `x-webhooks` (what we POST to subscribers; OpenAPI 3.1's `webhooks`). */
+  webhooks?: JsonObject;
+  /** The Idempotency-Key header every POST, PATCH and DELETE takes (a parameter object). */
+  writeHeader?: JsonObject;
+  /** Other media types of a success reply, by "METHOD path" (GET /v1/calls: text/csv). */
+  alsoReturns?: Record<string, Record<string, Json>>;
+}
+
+const WRITE_METHODS = new Set(["post", "put", "patch", "delete"]);
+
+/**
+ * What every operation says beyond Elysia's own: the write header on writes, and 413/415 where a
+ * body is read (the host refuses a body over its limit, or of another type, before the route runs).
+ */
+function completeOperations(paths: JsonObject, options: DocumentOptions, errorSchema: Json | undefined): void {
+  for (const [path, item] of Object.entries(paths)) {
+    if (!isObject(item)) continue;
+    for (const [method, operation] of Object.entries(item)) {
+      if (!isObject(operation)) continue;
+      if (options.writeHeader && WRITE_METHODS.has(method)) {
+        const parameters = Array.isArray(operation.parameters) ? operation.parameters : [];
+        const name = String(options.writeHeader.name).toLowerCase();
+        if (!parameters.some((p) => isObject(p) && p.in === "header" && String(p.name).toLowerCase() === name)) {
+          operation.parameters = [...parameters, options.writeHeader];
+        }
+      }
+      const responses = operation.responses;
+      if (isObject(responses) && isObject(operation.requestBody) && errorSchema) {
+        for (const [status, description] of [["413", "The body is larger than the host takes."], ["415", "The body is not of a media type this route takes."]] as const) {
+          responses[status] ??= { description, content: { "application/json": { schema: errorSchema } } };
+        }
+      }
+      const extra = options.alsoReturns?.[`${method.toUpperCase()} ${path}`];
+      const ok = isObject(responses) ? responses["200"] : undefined;
+      if (extra && isObject(ok)) ok.content = { ...(isObject(ok.content) ? ok.content : {}), ...extra };
+    }
+  }
 }
 
 /**
@@ -134,6 +173,8 @@ export function buildOpenApiDocument(app: AnyElysia, options: DocumentOptions): 
       }
     }
   }
+  const schemas = { ...((components.schemas ?? {}) as JsonObject), ...(options.schemas ?? {}) };
+  completeOperations(paths as unknown as JsonObject, options, schemas.Error ? { $ref: "#/components/schemas/Error" } : undefined);
   const doc: JsonObject = {
     openapi: "3.0.3",
     info: options.info,
@@ -141,7 +182,8 @@ export function buildOpenApiDocument(app: AnyElysia, options: DocumentOptions): 
     ...(options.tags ? { tags: options.tags } : {}),
     ...(options.security ? { security: options.security } : {}),
     paths: paths as unknown as Json,
-    components: { ...(options.components ?? {}), schemas: (components.schemas ?? {}) as Json },
+    ...(options.webhooks ? { "x-webhooks": options.webhooks } : {}),
+    components: { ...(options.components ?? {}), schemas },
   };
   return toOpenApi30Schema(doc) as JsonObject;
 }

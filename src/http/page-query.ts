@@ -18,7 +18,7 @@ export const PageQuery = t.Object(
 export const NoQuery = t.Object({}, { additionalProperties: false });
 
 /** An instant in epoch seconds in a query string, 0 to the end of year 9999 (fields.ts's EpochSec, coerced). */
-export const EpochSecQuery = (description: string) => t.Integer({ minimum: 0, maximum: MAX_EPOCH_SEC, description });
+export const EpochSecQuery = (description: string, minimum = 0) => t.Integer({ minimum, maximum: MAX_EPOCH_SEC, description });
 
 /** A 0/1 filter in a query string (compared as text: a query value is text until a route reads it). */
 export const FlagQuery = (description: string) => t.Union([t.Literal("0"), t.Literal("1")], { description });

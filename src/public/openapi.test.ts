@@ -5,6 +5,7 @@ import type { Platform } from "../core/platform.ts";
 import { createPublicApp } from "./app.ts";
 import { testPlatform } from "../../test/support/platform.ts";
 import { call, type Json } from "../../test/support/http.ts";
+import { EVENT_NAMES, eventCatalog } from "../core/webhooks/event-catalog.ts";
 
 let platform: Platform;
 let app: ReturnType<typeof createPublicApp>;
@@ -88,5 +89,38 @@ describe("OpenAPI document", () => {
     expect(Object.keys(patch.properties)).toEqual(expect.arrayContaining(["timezone", "language", "recording_retention_days"]));
     expect(patch.additionalProperties).toBe(false);
     expect(doc.paths["/v1/account"].patch.requestBody.content["application/x-www-form-urlencoded"]).toBeUndefined();
+  });
+
+  test("each event's data has a schema, and x-webhooks describes what we POST for it (headers, body, example)", () => {
+    expect(Object.keys(doc["x-webhooks"])).toEqual(EVENT_NAMES);
+    const samples = new Map(eventCatalog().map((e) => [e.name, e.sample]));
+    for (const name of EVENT_NAMES) {
+      const post = doc["x-webhooks"][name].post;
+      const media = post.requestBody.content["application/json"];
+      const ref: string = media.schema.properties.data.$ref;
+      const data = doc.components.schemas[ref.replace("#/components/schemas/", "")];
+      expect(data, name).toMatchObject({ type: "object", additionalProperties: false });
+      // The schema names exactly the fields the sample delivery carries.
+      expect(Object.keys(data.properties).sort(), name).toEqual(Object.keys(samples.get(name)!.data).sort());
+      expect(media.schema.properties.event.enum).toEqual([name]);
+      expect(media.example).toEqual(samples.get(name));
+      expect(post.parameters.map((p: Json) => p.name)).toEqual(["x-service-event", "x-service-signature", "webhook-id", "webhook-timestamp", "webhook-signature"]);
+    }
+    expect(Object.keys(doc.components.schemas.EventData_call_ended.properties).sort()).toEqual(["agent_id", "answered", "billsec", "callId", "direction", "hangup_cause", "queue_id", "ts"]);
+  });
+
+  test("every write takes Idempotency-Key; every body may be refused 413 and 415; GET /v1/calls also answers text/csv", () => {
+    let writes = 0;
+    for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, Json>>)) {
+      for (const [method, operation] of Object.entries(item)) {
+        if (["post", "patch", "delete", "put"].includes(method)) {
+          writes++;
+          expect(operation.parameters?.filter((p: Json) => p.in === "header" && p.name === "Idempotency-Key"), `${method} ${path}`).toHaveLength(1);
+        }
+        if (operation.requestBody) expect(Object.keys(operation.responses), `${method} ${path}`).toEqual(expect.arrayContaining(["413", "415"]));
+      }
+    }
+    expect(writes).toBeGreaterThan(40);
+    expect(Object.keys(doc.paths["/v1/calls"].get.responses["200"].content)).toEqual(["application/json", "text/csv"]);
   });
 });

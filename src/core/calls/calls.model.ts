@@ -76,7 +76,7 @@ export namespace CallModel {
     {
       ...PageQuery.properties,
       since: t.Optional(EpochSecQuery("Epoch seconds; calls started at or after. Default 0.")),
-      until: t.Optional(EpochSecQuery("Epoch seconds; calls started before. Default: no end.")),
+      until: t.Optional(EpochSecQuery("Epoch seconds; calls started before (after since: at least 1). Default: no end.", 1)),
       direction: t.Optional(t.Union([t.Literal("inbound"), t.Literal("outbound"), t.Literal("internal")])),
       user_id: t.Optional(t.String({ maxLength: 64 })),
       number_id: t.Optional(t.String({ maxLength: 64 })),
@@ -119,7 +119,7 @@ export namespace CallModel {
   export const UsageQuery = t.Object(
     {
       since: t.Optional(EpochSecQuery("Epoch seconds; default the start of the month (in the account's timezone) that until falls in: this month without until.")),
-      until: t.Optional(EpochSecQuery("Epoch seconds (exclusive); default now.")),
+      until: t.Optional(EpochSecQuery("Epoch seconds (exclusive; after since: at least 1); default now.", 1)),
       daily: t.Optional(t.Union([t.Literal("0"), t.Literal("1")], { description: "1 adds a series per calendar day in the account's timezone." })),
     },
     { additionalProperties: false },

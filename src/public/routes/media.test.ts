@@ -483,7 +483,7 @@ describe("/v1/media in the OpenAPI document", () => {
     const doc = (await call(app, "GET", "/v1/openapi.json")).body;
     const post = doc.paths["/v1/media"].post;
     expect(Object.keys(post.requestBody.content)).toEqual(["audio/wav", "audio/x-wav", "audio/wave", "audio/mpeg", "application/octet-stream"]);
-    expect(post.parameters.map((p: Json) => p.name).sort()).toEqual(["format", "kind", "name"]);
+    expect(post.parameters.map((p: Json) => p.name).sort()).toEqual(["Idempotency-Key", "format", "kind", "name"]);
     expect(post.responses["201"]).toBeDefined();
     const play = doc.paths["/v1/media/{id}/play"].get;
     expect(Object.keys(play.responses).sort()).toEqual(["200", "206", "401", "403", "404", "416", "429"]);
