@@ -120,6 +120,14 @@ function completeOperations(paths: JsonObject, options: DocumentOptions, errorSc
           responses[status] ??= { description, content: { "application/json": { schema: errorSchema } } };
         }
       }
+      // The scope a route needs (its access macro's x-required-scope), in words where a reader looks.
+      const scope = operation["x-required-scope"];
+      if (typeof scope === "string") {
+        const needs = scope === "any" ? "Any valid credential (no scope needed)." : `Scope: ${scope}.`;
+        operation.description = typeof operation.description === "string" && operation.description ? `${needs} ${operation.description}` : needs;
+        const forbidden = isObject(responses) ? responses["403"] : undefined;
+        if (isObject(forbidden) && scope !== "any") forbidden.description = `The credential lacks the scope ${scope} (error forbidden, need: "${scope}").`;
+      }
       const extra = options.alsoReturns?.[`${method.toUpperCase()} ${path}`];
       const ok = isObject(responses) ? responses["200"] : undefined;
       if (extra && isObject(ok)) ok.content = { ...(isObject(ok.content) ? ok.content : {}), ...extra };

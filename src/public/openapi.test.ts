@@ -123,4 +123,19 @@ describe("OpenAPI document", () => {
     expect(writes).toBeGreaterThan(40);
     expect(Object.keys(doc.paths["/v1/calls"].get.responses["200"].content)).toEqual(["application/json", "text/csv"]);
   });
+
+  test("every /v1 operation says the scope it needs, and its 403 names it", () => {
+    for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, Json>>)) {
+      if (!path.startsWith("/v1/")) continue;
+      for (const [method, operation] of Object.entries(item)) {
+        // Open routes (GET /v1, GET /v1/scopes) take no credential at all.
+        if (Array.isArray(operation.security) && operation.security.length === 0) continue;
+        expect(typeof operation["x-required-scope"], `${method} ${path}`).toBe("string");
+        expect(operation.description, `${method} ${path}`).toMatch(/^(Scope: [a-z_.]+\.|Any valid credential)/);
+      }
+    }
+    expect(doc.paths["/v1/live"].get["x-required-scope"]).toBe("cdr");
+    expect(doc.paths["/v1/live/interactions"].get["x-required-scope"]).toBe("reports");
+    expect(doc.paths["/v1/cac/reset"].post.responses["403"].description).toContain("cdr");
+  });
 });

@@ -149,6 +149,8 @@ export function apiAccess(platform: Platform) {
     .macro({
       /** The scope this route needs; `any` for any valid credential. */
       scope: (need: string) => ({
+        // The document says it: `x-required-scope` on the operation (merged into the route's detail).
+        detail: { "x-required-scope": need } as Record<string, unknown>,
         // transform runs before body validation: a caller without a valid credential learns nothing
         // about the body (401, not 400), and every attempt counts against the rate limit.
         async transform({ request, server, set }) {
