@@ -208,7 +208,7 @@ describe(`host base [${storeKind}]`, () => {
     expect(plain.body.details).toEqual([{ path: "/headers/upgrade", message: expect.stringContaining("WebSocket") }]);
   });
 
-  test("a JSON member given twice is a 400 naming it, on the API and at the edge, and changes nothing", async () => {
+  test("a JSON member or form field given twice is a 400 naming it, on the API and at the edge, and changes nothing", async () => {
     const t = await seedTenant(platform);
     const app = createPublicApp(platform);
     const before = (await call(app, "GET", "/v1/keys", { key: t.key })).body.data.length;
@@ -225,6 +225,10 @@ describe(`host base [${storeKind}]`, () => {
       const r = await fetch(`${control.base}/route`, { method: "POST", headers: { "content-type": "application/json" }, body: '{"callId":"c1","from":"1001","to":"1002","to":"+14155550123","source_ip":"127.0.0.1"}' });
       expect(r.status).toBe(400);
       expect(((await r.json()) as { details: unknown }).details).toEqual([{ path: "/to", message: "Given more than once; send one value." }]);
+      // A form field given twice, the same.
+      const form = await fetch(`${control.base}/route`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: "callId=c2&from=1001&to=1002&to=1003&source_ip=127.0.0.1" });
+      expect(form.status).toBe(400);
+      expect(((await form.json()) as { details: unknown }).details).toEqual([{ path: "/to", message: "Given more than once; send one value." }]);
     } finally {
       await control.stop();
     }

@@ -113,12 +113,12 @@ async function readCapped(body: ReadableStream<Uint8Array>, max: number): Promis
 }
 
 /**
- * A form body as Elysia reads one (a repeated name gives an array; `+` is a space), but a value whose
- * %XX escapes do not decode to UTF-8 text is a 400 naming it, where Elysia kept the undecoded text
- * (`from=caf%C3%A9%FF` stored as "caf%C3%A9%FF").
+ * A form body as Elysia reads one (`+` is a space), but a value whose %XX escapes do not decode to
+ * UTF-8 text is a 400 naming it, where Elysia kept the undecoded text (`from=caf%C3%A9%FF` stored as
+ * "caf%C3%A9%FF"), and so is a name given twice (Elysia made an array: "Expected string").
  */
-export function parseStrictForm(text: string): Record<string, string | string[]> {
-  const result: Record<string, string | string[]> = Object.create(null);
+export function parseStrictForm(text: string): Record<string, string> {
+  const result: Record<string, string> = Object.create(null);
   for (const pair of text.split("&")) {
     if (pair === "") continue;
     const at = pair.indexOf("=");
@@ -136,8 +136,10 @@ export function parseStrictForm(text: string): Record<string, string | string[]>
     } catch {
       throw new AppError("validation_failed", "The request is not valid.", { details: [{ path: `/${key}`, message: NOT_UTF8 }] });
     }
-    const current = result[key];
-    result[key] = current === undefined ? value : Array.isArray(current) ? [...current, value] : [current, value];
+    // A field given twice is refused, as a query parameter or a JSON member given twice is (no field
+    // of a form body is a list; which value would count is a guess).
+    if (Object.hasOwn(result, key)) throw new AppError("validation_failed", "The request is not valid.", { details: [{ path: `/${key}`, message: GIVEN_TWICE }] });
+    result[key] = value;
   }
   return result;
 }
