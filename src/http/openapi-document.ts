@@ -92,18 +92,17 @@ export interface DocumentOptions {
   webhooks?: JsonObject;
   /** The Idempotency-Key header every POST, PATCH and DELETE takes (a parameter object). */
   writeHeader?: JsonObject;
-  /** Other media types of a success reply, by "METHOD path" (GET /v1/calls: text/csv). */
-  alsoReturns?: Record<string, Record<string, Json>>;
 }
 
 const WRITE_METHODS = new Set(["post", "put", "patch", "delete"]);
 
 /**
- * What every operation says beyond Elysia's own: the write header on writes, and 413/415 where a
- * body is read (the host refuses a body over its limit, or of another type, before the route runs).
+ * What every operation says beyond Elysia's own: the write header on writes, 413/415 where a body is
+ * read (the host refuses a body over its limit, or of another type, before the route runs), the scope
+ * in words, and the other media types a route declares.
  */
 function completeOperations(paths: JsonObject, options: DocumentOptions, errorSchema: Json | undefined): void {
-  for (const [path, item] of Object.entries(paths)) {
+  for (const item of Object.values(paths)) {
     if (!isObject(item)) continue;
     for (const [method, operation] of Object.entries(item)) {
       if (!isObject(operation)) continue;
@@ -128,9 +127,21 @@ function completeOperations(paths: JsonObject, options: DocumentOptions, errorSc
         const forbidden = isObject(responses) ? responses["403"] : undefined;
         if (isObject(forbidden) && scope !== "any") forbidden.description = `The credential lacks the scope ${scope} (error forbidden, need: "${scope}").`;
       }
-      const extra = options.alsoReturns?.[`${method.toUpperCase()} ${path}`];
+      // Other media types of the success reply, declared by the route (detail "x-also-returns":
+      // GET /v1/calls?format=csv), listed beside its JSON rather than as one more JSON shape.
+      const extra = operation["x-also-returns"];
+      delete operation["x-also-returns"];
       const ok = isObject(responses) ? responses["200"] : undefined;
-      if (extra && isObject(ok)) ok.content = { ...(isObject(ok.content) ? ok.content : {}), ...extra };
+      if (isObject(extra) && isObject(ok)) {
+        const json = isObject(ok.content) && isObject(ok.content["application/json"]) ? ok.content["application/json"] : null;
+        // The JSON reply is the union's other member: the CSV text is not JSON.
+        if (json && isObject(json.schema) && Array.isArray(json.schema.anyOf)) {
+          const types = new Set(Object.values(extra).map((m) => (isObject(m) && isObject(m.schema) ? m.schema.type : null)));
+          const rest = json.schema.anyOf.filter((o) => !(isObject(o) && types.has(o.type as Json)));
+          if (rest.length === 1) json.schema = rest[0]!;
+        }
+        ok.content = { ...(isObject(ok.content) ? ok.content : {}), ...extra };
+      }
     }
   }
 }

@@ -1,6 +1,7 @@
 /** The public API host ({base_url}/v1): versioned REST, JSON in and out. */
 import { Elysia, type AnyElysia } from "elysia";
 import { eventDocument } from "../core/webhooks/event-document.ts";
+import { IdempotencyKeyHeader } from "../core/idempotency/idempotency.service.ts";
 import { buildOpenApiDocument, type DocumentOptions } from "../http/openapi-document.ts";
 import { Type as T } from "@sinclair/typebox";
 import type { Platform } from "../core/platform.ts";
@@ -119,16 +120,7 @@ export function createPublicApp(platform: Platform, modules: PublicRouteModule[]
     ],
     excludePaths: ["/healthz", "/readyz", "/v1/openapi.json"],
     ...eventDocument(),
-    writeHeader: {
-      name: "Idempotency-Key",
-      in: "header",
-      required: false,
-      description:
-        "Makes a retried write safe: the same key with the same request within 24 h gets the first reply again (header idempotency-replayed: true), " +
-        "a different request with it is a 422, one while the first still runs a 409 (docs/api-conventions.md).",
-      schema: { type: "string", minLength: 1, maxLength: 255, pattern: "^[!-~]+$" },
-    },
-    alsoReturns: { "GET /v1/calls": { "text/csv": { schema: { type: "string", description: "With format=csv: a header row, then one row per call (streamed)." } } } },
+    writeHeader: { name: "Idempotency-Key", in: "header", required: false, description: IdempotencyKeyHeader.description!, schema: JSON.parse(JSON.stringify(IdempotencyKeyHeader)) },
   };
   // The document is built on first request, from the finished app (every route registered by then).
   let document: ReturnType<typeof buildOpenApiDocument> | undefined;

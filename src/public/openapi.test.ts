@@ -121,7 +121,14 @@ describe("OpenAPI document", () => {
       }
     }
     expect(writes).toBeGreaterThan(40);
-    expect(Object.keys(doc.paths["/v1/calls"].get.responses["200"].content)).toEqual(["application/json", "text/csv"]);
+    const csv = doc.paths["/v1/calls"].get.responses["200"].content;
+    expect(Object.keys(csv)).toEqual(["application/json", "text/csv"]);
+    // The JSON reply is the list alone; the CSV text is its own media type, and the route's marker is gone.
+    expect(csv["application/json"].schema.anyOf).toBeUndefined();
+    expect(csv["text/csv"].schema.type).toBe("string");
+    expect(JSON.stringify(doc)).not.toContain("x-also-returns");
+    // The Idempotency-Key parameter is the core's schema (the one checkIdempotencyKey enforces).
+    expect(doc.paths["/v1/keys"].post.parameters.find((p: Json) => p.name === "Idempotency-Key").schema).toMatchObject({ minLength: 1, maxLength: 255, pattern: "^[!-~]+$" });
   });
 
   test("every /v1 operation says the scope it needs, and its 403 names it", () => {

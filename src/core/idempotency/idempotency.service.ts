@@ -3,6 +3,7 @@
  * the same request gets the stored reply; the same key with another request is refused (422); a
  * duplicate that arrives while the first is still running gets 409.
  */
+import { Type as T } from "@sinclair/typebox";
 import type { DbOrTx } from "../db/db.ts";
 import { AppError, validationFailed } from "../errors/app-error.ts";
 import { deleteOlderThan, deleteRecord, findRecord, insertClaim, retakeStale, storeReply } from "./idempotency.store.ts";
@@ -16,9 +17,20 @@ export type IdempotencyClaim =
   | { kind: "claimed" }
   | { kind: "replay"; status: number; body: string; contentType: string };
 
+/** The Idempotency-Key header: its format (checked below) and, in the OpenAPI document, every write's parameter. */
+export const IdempotencyKeyHeader = T.String({
+  minLength: 1,
+  maxLength: 255,
+  pattern: "^[!-~]+$",
+  description:
+    "Makes a retried write safe: the same key with the same request within 24 h gets the first reply again (header idempotency-replayed: true), " +
+    "a different request with it is a 422, one while the first still runs a 409 (docs/api-conventions.md). 1–255 printable ASCII characters, no spaces.",
+});
+const KEY_FORMAT = new RegExp(IdempotencyKeyHeader.pattern!);
+
 /** Refuses keys that are empty, too long or not printable ASCII (400). */
 export function checkIdempotencyKey(key: string): void {
-  if (key.length < 1 || key.length > 255 || !/^[\x21-\x7e]+$/.test(key)) {
+  if (key.length < IdempotencyKeyHeader.minLength! || key.length > IdempotencyKeyHeader.maxLength! || !KEY_FORMAT.test(key)) {
     throw validationFailed([{ path: "/headers/idempotency-key", message: "Must be 1–255 printable ASCII characters without spaces." }]);
   }
 }

@@ -55,6 +55,19 @@ async function deliveries(accountId: string): Promise<WebhookDeliveryRow[]> {
   return listDeliveryRows(platform.db, accountId, {}, null, 1000);
 }
 
+/** The receiver holds every request to `paths` until the returned function is called (then answers 200). */
+function holdRequests(paths: string[]): () => void {
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  for (const path of paths) {
+    receiver.on(path, async () => {
+      await gate;
+      return new Response("finally");
+    });
+  }
+  return release;
+}
+
 /** Waits until every delivery of the account is settled (delivered or failed). */
 async function settled(accountId: string, count: number, timeoutMs = 15_000): Promise<WebhookDeliveryRow[]> {
   const deadline = Date.now() + timeoutMs;
@@ -500,12 +513,7 @@ describe(`webhook delivery [${storeKind}]`, () => {
     const t = await seedTenant(platform);
     const slow = freshPath("per-sub-slow");
     const fast = freshPath("per-sub-fast");
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => (release = resolve));
-    receiver.on(slow, async () => {
-      await gate;
-      return new Response("finally");
-    });
+    const release = holdRequests([slow]);
     await subscribe(t, slow);
     await subscribe(t, fast);
     for (let i = 0; i < 10; i++) await fireTestEvent(platform.events, t.accountId, {});
@@ -526,12 +534,7 @@ describe(`webhook delivery [${storeKind}]`, () => {
     const t = await seedTenant(platform);
     const slow = freshPath("backlog-slow");
     const fast = freshPath("backlog-fast");
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => (release = resolve));
-    receiver.on(slow, async () => {
-      await gate;
-      return new Response("finally");
-    });
+    const release = holdRequests([slow]);
     const a = await subscribe(t, slow);
     // More than the worker holds in all (16 per slot: 64): oldest first across subscriptions, one
     // claim took them all and the newer delivery waited for the whole backlog.
@@ -552,14 +555,9 @@ describe(`webhook delivery [${storeKind}]`, () => {
 
   test("endpoints that hold every slot do not make another subscription wait for its first attempt", async () => {
     const t = await seedTenant(platform);
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => (release = resolve));
     const slowPaths = [freshPath("slots-slow"), freshPath("slots-slow"), freshPath("slots-slow")];
+    const release = holdRequests(slowPaths);
     for (const path of slowPaths) {
-      receiver.on(path, async () => {
-        await gate;
-        return new Response("finally");
-      });
       const w = await subscribe(t, path);
       for (let i = 0; i < 5; i++) await fireTestEvent(platform.events, t.accountId, { webhook_id: w.id });
     }

@@ -138,7 +138,14 @@ describe(`Idempotency-Key [${storeKind}]`, () => {
     const r = await call(app, "POST", "/v1/keys", { key: t.key, body: {}, headers: { "idempotency-key": "has space" } });
     expect(r.status).toBe(400);
     expect(r.body.details[0].path).toBe("/headers/idempotency-key");
+    for (const bad of ["k".repeat(256), "caf\u00e9", "tab\tkey"]) {
+      const refused = await call(app, "POST", "/v1/keys", { key: t.key, body: { label: "x" }, headers: { "idempotency-key": bad } });
+      expect(refused.status, bad).toBe(400);
+    }
     expect(await countKeys(t.key)).toBe(1);
+    // The longest key there is, of every printable character.
+    const longest = ("!~" + "a".repeat(253)).slice(0, 255);
+    expect((await call(app, "POST", "/v1/keys", { key: t.key, body: { label: "x" }, headers: { "idempotency-key": longest } })).status).toBe(201);
   });
 });
 

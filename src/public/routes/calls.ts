@@ -13,6 +13,9 @@ import { optionalBody } from "../../http/optional-body.ts";
 
 const IdParams = T.Object({ id: T.String({ maxLength: 64, description: "call_… id." }) });
 
+/** GET /v1/calls?format=csv's reply. */
+const CsvText = T.String({ description: "format=csv: a header row, then one row per call (RFC 4180, streamed)." });
+
 export function callRoutes(platform: Platform) {
   const tags = ["Calls"];
   const listJson = async (accountId: string, query: CallModel.ListQuery) => ({
@@ -41,8 +44,10 @@ export function callRoutes(platform: Platform) {
       {
         scope: "cdr",
         query: CallModel.ListQuery,
-        response: { 200: T.Union([ListReply(CallModel.Call), T.String({ description: "format=csv: text/csv." })]), ...errorReplies(400, 401, 403, 429) },
+        response: { 200: T.Union([ListReply(CallModel.Call), CsvText]), ...errorReplies(400, 401, 403, 429) },
         detail: {
+          // The OpenAPI document lists the CSV under its own media type (openapi-document.ts).
+          ...({ "x-also-returns": { "text/csv": { schema: CsvText } } } as Record<string, unknown>),
           tags,
           summary: "List call records (CDRs)",
           description:
