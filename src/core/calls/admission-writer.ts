@@ -1,21 +1,22 @@
 /**
  * Writes admitted calls together. Each admission is three rows (the call record, its trace steps,
- * call.started) in one transaction; written one call at a time, a call costs a transaction of its
- * own (begin, the three inserts, commit). The writer keeps at most WRITERS transactions in flight;
- * calls admitted while they are busy wait and go together in the next one (at most MAX_BATCH): at
- * low load each call is written at once, alone, and under load the statements per call fall as the
- * batches grow, which is when the database's time is short.
+ * call.started), written by one statement (EventBus.statement: no transaction to open and commit,
+ * one round trip). The writer keeps at most WRITERS statements in flight; calls admitted while they
+ * are busy wait and go together in the next one (at most MAX_BATCH): at low load each call is written
+ * at once, alone, and under load the statements per call fall as the batches grow, which is when the
+ * database's time is short.
  *
  * A call whose SIP Call-ID its account already has (another instance recorded it first) is not
- * written: its batch is rolled back and written again without it, and it is answered false. Any
+ * written, nor its trace or event, and is answered false; the others of its batch are written. Any
  * other failure fails nobody else: the batch's calls are written again one by one, so only a call
  * that fails alone gets the error.
  */
+import { sql } from "drizzle-orm";
 import type { EventInput } from "../events/bus.ts";
 import type { Platform } from "../platform.ts";
-import { insertCalls, insertTrace, sipKey, type NewCallRecord, type NewTraceStep } from "./calls.store.ts";
+import { admissionCtes, sipKey, type NewCallRecord, type NewTraceStep } from "./calls.store.ts";
 
-/** Transactions in flight at once per process (more would only take the batches apart). */
+/** Statements in flight at once per process (more would only take the batches apart). */
 const WRITERS = 2;
 /** Most calls one transaction writes. */
 const MAX_BATCH = 256;
@@ -31,20 +32,13 @@ export interface AdmissionRows {
 export interface AdmissionWriter {
   /** Writes the call with its trace and event; false when its account already has a call with its SIP Call-ID (nothing written). */
   write(rows: AdmissionRows): Promise<boolean>;
-  /** Transactions committed so far (tests, diagnostics). */
+  /** Statements committed so far (tests, diagnostics). */
   readonly batches: number;
 }
 
 interface Waiting extends AdmissionRows {
   done(inserted: boolean): void;
   failed(error: unknown): void;
-}
-
-/** The batch had calls whose Call-ID was taken: it was rolled back; these are the ones that were not. */
-class CallIdsTaken extends Error {
-  constructor(readonly inserted: Set<string>) {
-    super("a Call-ID of the batch is already recorded");
-  }
 }
 
 /**
@@ -57,49 +51,34 @@ export function createAdmissionWriter(platform: Platform, options: { writers?: n
   let writing = 0;
   let batches = 0;
 
-  /** One transaction for `list`: null when every call was written, else the calls that were not taken (nothing written). */
-  async function writeOnce(list: Waiting[]): Promise<Set<string> | null> {
-    try {
-      await platform.events.transaction(async (tx, _emit, emitMany) => {
-        // The three inserts go out together (pipelined on the transaction's connection); a taken
-        // Call-ID rolls all of them back.
-        const [inserted] = await Promise.all([
-          insertCalls(tx, list.map((w) => w.call)),
-          insertTrace(tx, list.flatMap((w) => w.steps)),
-          emitMany(list.flatMap((w) => (w.started ? [w.started] : []))),
-        ]);
-        if (inserted.size < list.length) throw new CallIdsTaken(inserted);
-      });
-      batches += 1;
-      return null;
-    } catch (error) {
-      if (error instanceof CallIdsTaken) return error.inserted;
-      throw error;
-    }
+  /** One statement for `list`: the SIP keys (sipKey) of the calls written. */
+  async function writeOnce(list: Waiting[]): Promise<Set<string>> {
+    const { result } = await platform.events.statement({
+      ctes: (gate) =>
+        admissionCtes(
+          list.map((w) => w.call),
+          list.flatMap((w) => w.steps),
+          gate,
+        ),
+      events: list.flatMap((w) => (w.started ? [{ ...w.started, key: w.call.id }] : [])),
+      keep: sql`exists (select 1 from adm_call c where c.account_id = i.account_id and c.id = i.key)`,
+      result: sql`(select coalesce(json_agg(json_build_array(account_id, sip_call_id)), '[]') from adm_call)`,
+    });
+    batches += 1;
+    return new Set((result as Array<[string, string]>).map(([accountId, sipCallId]) => sipKey(accountId, sipCallId)));
   }
 
   async function writeBatch(batch: Waiting[]): Promise<void> {
-    let left = batch;
+    let written: Set<string>;
     try {
-      for (;;) {
-        const inserted = await writeOnce(left);
-        if (inserted === null) {
-          for (const w of left) w.done(true);
-          return;
-        }
-        const next: Waiting[] = [];
-        for (const w of left) {
-          if (inserted.has(sipKey(w.call.account_id, w.call.sip_call_id))) next.push(w);
-          else w.done(false);
-        }
-        left = next;
-        if (!left.length) return;
-      }
+      written = await writeOnce(batch);
     } catch (error) {
-      if (left.length === 1) return left[0]!.failed(error);
+      if (batch.length === 1) return batch[0]!.failed(error);
       // One call's bad row must not fail the others: each is written again alone.
-      for (const w of left) await writeBatch([w]);
+      for (const w of batch) await writeBatch([w]);
+      return;
     }
+    for (const w of batch) w.done(written.has(sipKey(w.call.account_id, w.call.sip_call_id)));
   }
 
   function pump(): void {

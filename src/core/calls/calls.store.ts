@@ -117,6 +117,33 @@ export async function insertCalls(db: DbOrTx, rows: NewCallRecord[]): Promise<Se
 }
 
 /**
+ * The call path's write of admitted calls as CTEs of one statement (EventBus.statement): `adm_call`
+ * inserts the calls whose Call-ID their account does not have yet (returning account_id, id,
+ * sip_call_id), `adm_trace` the trace steps of those calls only, in order; both only where `gate`
+ * holds. Every call must give the same columns.
+ */
+export function admissionCtes(calls: NewCallRecord[], steps: NewTraceStep[], gate: SQL): SQL {
+  const columns = callColumnList(calls[0]!);
+  const signature = givenColumns(calls[0]!);
+  if (calls.some((row) => givenColumns(row) !== signature)) throw new Error("admissionCtes: every call must give the same columns");
+  const traced = steps.map((s) => ({ account_id: s.account_id, call_id: s.call_id, at_ms: s.at_ms, step: s.step, result: s.result, data: s.data ?? null }));
+  return sql`adm_call as (
+      insert into call_record (${columns})
+      select ${columns} from jsonb_populate_recordset(null::call_record, ${JSON.stringify(calls)}::jsonb)
+      where ${gate}
+      on conflict (account_id, sip_call_id) do nothing
+      returning account_id, id, sip_call_id
+    ), adm_trace as (
+      insert into call_trace (account_id, call_id, at_ms, step, result, data)
+      select s.account_id, s.call_id, s.at_ms, s.step, s.result, s.data
+      from rows from (jsonb_to_recordset(${JSON.stringify(traced)}::jsonb) as (account_id text, call_id text, at_ms bigint, step text, result text, data jsonb))
+        with ordinality as s(account_id, call_id, at_ms, step, result, data, n)
+      where exists (select 1 from adm_call c where c.account_id = s.account_id and c.id = s.call_id)
+      order by s.n
+    )`;
+}
+
+/**
  * Appends trace steps in order (their ids follow the order given). A fixed text with the steps as one
  * JSON parameter: no query building per call, and one prepared statement whatever the number of steps.
  */

@@ -1,14 +1,18 @@
 /** Admission (CAC, record, call.started), dialog lifecycle (answered, ended, cost) and CAC expiry/reset, on the configured stores. */
 import { afterAll, afterEach, beforeAll, describe, expect, setSystemTime, test } from "bun:test";
 import { Value } from "@sinclair/typebox/value";
-import { and, eq } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import type { Platform } from "../platform.ts";
 import { seedTenant, storeKind, testPlatform } from "../../../test/support/platform.ts";
 import { openLiveStore } from "../live/index.ts";
 import type { LiveStore } from "../live/live-store.ts";
 import { events } from "../events/events.schema.ts";
 import { EventData } from "../webhooks/event-catalog.ts";
-import { newId } from "../ids/ids.ts";
+import { isId, newId } from "../ids/ids.ts";
+import type { PlatformEvent } from "../events/bus.ts";
+import { hasPlannedDeliveries } from "../webhooks/delivery.service.ts";
+import { webhookDeliveries, webhookDeliveriesDue } from "../webhooks/delivery.schema.ts";
+import { webhookSubscriptions } from "../webhooks/webhooks.schema.ts";
 import { nowSeconds } from "../db/columns.ts";
 import { acquireSlots, cacSnapshot, resetCac } from "../cac/cac.service.ts";
 import { insertRatePlan } from "../rates/rates.store.ts";
@@ -207,6 +211,85 @@ describe(`admission writer [${storeKind}]`, () => {
     }
     // One call.started per call written, none for the taken Call-ID or the refused row.
     expect(await eventsOf(t.accountId, "call.started")).toHaveLength(1 + 3 + 3);
+  });
+
+  test("call.started is planned for the account's webhooks in the calls' own statement, as subscriptions come and go", async () => {
+    const t = await seedTenant(platform);
+    const other = await seedTenant(platform);
+    const writer = createAdmissionWriter(platform, { writers: 1 });
+    const hook = (accountId: string, events: string[], status = "active") => ({
+      account_id: accountId,
+      id: newId("wh"),
+      url: "https://hooks.example.com/h",
+      events,
+      status,
+      created_at: nowSeconds(),
+      updated_at: nowSeconds(),
+    });
+    const planned: PlatformEvent[] = [];
+    const stop = platform.events.onCommitted((list) => planned.push(...list.filter(hasPlannedDeliveries)));
+    /** The subscriptions each call's call.started was planned for (webhook ids, sorted), by call id. */
+    async function deliveriesOf(list: AdmissionRows[]) {
+      const byCall = new Map<string, string[]>();
+      for (const rows of list) {
+        const [event] = (await eventsOf(rows.call.account_id, "call.started")).filter((e) => (e.data as { callId: string }).callId === rows.call.id);
+        const found = await platform.db
+          .select()
+          .from(webhookDeliveries)
+          .where(and(eq(webhookDeliveries.account_id, rows.call.account_id), eq(webhookDeliveries.event_id, event!.id)));
+        for (const d of found) expect(isId(d.id, "whd")).toBe(true);
+        byCall.set(rows.call.id, found.map((d) => d.webhook_id).sort());
+      }
+      return byCall;
+    }
+    const written = async (list: AdmissionRows[]) => expect(await Promise.all(list.map((rows) => writer.write(rows)))).toEqual(Array(list.length).fill(true));
+
+    // No subscription yet: nothing planned.
+    const before = [admission(t.accountId), admission(other.accountId)];
+    await written(before);
+    expect([...(await deliveriesOf(before)).values()]).toEqual([[], []]);
+
+    // Subscriptions appear (the writer planned none last time): each call to those receiving call.started.
+    const started = hook(t.accountId, ["call.started"]);
+    const all = hook(t.accountId, ["*"]);
+    const otherAll = hook(other.accountId, ["*"]);
+    await platform.db.insert(webhookSubscriptions).values([started, all, hook(t.accountId, ["call.ended"]), hook(t.accountId, ["*"], "disabled"), otherAll]);
+    const second = [admission(t.accountId), admission(t.accountId), admission(other.accountId), admission(t.accountId)];
+    await written(second);
+    const mine = [started.id, all.id].sort();
+    expect([...(await deliveriesOf(second)).values()]).toEqual([mine, mine, [otherAll.id], mine]);
+
+    // One more, then one fewer: each batch sees the subscriptions of its own moment.
+    const third = hook(t.accountId, ["call.started", "call.ended"]);
+    await platform.db.insert(webhookSubscriptions).values(third);
+    const afterAdd = [admission(t.accountId), admission(t.accountId)];
+    await written(afterAdd);
+    expect([...(await deliveriesOf(afterAdd)).values()]).toEqual([[started.id, all.id, third.id].sort(), [started.id, all.id, third.id].sort()]);
+    await platform.db.delete(webhookSubscriptions).where(and(eq(webhookSubscriptions.account_id, t.accountId), eq(webhookSubscriptions.id, all.id)));
+    const afterDelete = [admission(t.accountId)];
+    await written(afterDelete);
+    expect([...(await deliveriesOf(afterDelete)).values()]).toEqual([[started.id, third.id].sort()]);
+
+    // Each queued at once, and the worker told about exactly the events that got deliveries.
+    const log = await platform.db.select().from(webhookDeliveries).where(eq(webhookDeliveries.account_id, t.accountId));
+    const due = new Set((await platform.db.select().from(webhookDeliveriesDue).where(eq(webhookDeliveriesDue.account_id, t.accountId))).map((d) => d.id));
+    expect(log).toHaveLength(3 * 2 + 2 * 3 + 2);
+    for (const d of log) if (d.status === "pending" || d.status === "retrying") expect(due.has(d.id)).toBe(true);
+    stop();
+    const withPlans = [...second, ...afterAdd, ...afterDelete].map((rows) => rows.call.id).sort();
+    expect(planned.map((e) => (e.data as { callId: string }).callId).sort()).toEqual(withPlans);
+  });
+
+  test("the one statement refuses events a planner can plan only in a transaction (test events)", async () => {
+    const t = await seedTenant(platform);
+    const attempt = platform.events.statement({
+      ctes: (gate) => sql`nothing as (select 1 where ${gate})`,
+      events: [{ accountId: t.accountId, event: "test", data: { message: "hi", webhook_id: null, ts: Date.now() }, key: "k" }],
+      keep: sql`true`,
+      result: sql`(select 1)`,
+    });
+    await expect(attempt).rejects.toThrow(/no SQL form/);
+    expect(await eventsOf(t.accountId, "test")).toEqual([]);
   });
 });
 

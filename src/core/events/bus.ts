@@ -6,9 +6,11 @@
  * worker). Publishing is best effort; the table is the truth, so consumers that missed a publish
  * catch up from it (stream resume, delivery polling).
  */
-import { and, asc, eq, gt, inArray, sql } from "drizzle-orm";
+import { and, asc, eq, gt, inArray, sql, type SQL } from "drizzle-orm";
 import { resultRows, type Db, type Tx } from "../db/db.ts";
 import { rawRows } from "../db/migrate.ts";
+import { rawJson } from "../db/sql-text.ts";
+import { newId, type IdPrefix } from "../ids/ids.ts";
 import type { LiveStore } from "../live/live-store.ts";
 import { accountKey } from "../live/live-store.ts";
 import type { Logger } from "../log/logger.ts";
@@ -55,6 +57,45 @@ export type EmitMany = (list: EventInput[]) => Promise<PlatformEvent[]>;
 export interface EventPlanner {
   read?(tx: Tx, accountIds: string[]): Promise<unknown>;
   plan(tx: Tx, events: PlatformEvent[], read: unknown): Promise<void>;
+  /** The events this planner acts on (default: every event); it is not called for others. */
+  names?: readonly EventName[];
+  /** The same plan written in SQL, for `EventBus.statement`. A planner without it cannot plan there. */
+  statement?: StatementPlan;
+}
+
+/**
+ * A planner's plan as part of the one statement of `EventBus.statement`, which must write exactly what
+ * `plan` would. It may read the statement's CTEs `ev_in` (the events given: account_id, name, data,
+ * ts), `ev` (those inserted: account_id, id, name, data, ts) and `ev_pool` (fresh ids with `idPrefix`:
+ * id, and n counting from 1). Only one planner may have a SQL form (the pool is its own).
+ */
+export interface StatementPlan {
+  /** The prefix of the ids the plan takes from `ev_pool`. */
+  idPrefix: IdPrefix;
+  /** A select of (account_id, n): how many ids the plan may take at most for the events of `ev_in`, per account. */
+  need: SQL;
+  /** CTEs (`name as (…), …`, names starting with `plan_`) writing the plan, taking the ids of `ev_pool` numbered 1 to what they use. */
+  ctes: SQL;
+  /** A select of one column: the ids of the events the plan wrote something for. */
+  planned: SQL;
+  /** After commit, with the events `planned` named. */
+  markPlanned(events: PlatformEvent[]): void;
+}
+
+/** What `EventBus.statement` writes: the caller's CTEs and events, all committed by one statement. */
+export interface StatementSpec {
+  /**
+   * The caller's CTEs (`name as (…), …`, names not starting with `ev` or `plan_`). Each must write only
+   * where `gate` holds: it does not when the statement was given too few ids for the plan, which then
+   * writes nothing and runs again with enough.
+   */
+  ctes(gate: SQL): SQL;
+  /** The events, each with a key `keep` can test (say the id of the row that caused it). */
+  events: Array<EventInput & { key: string }>;
+  /** A condition on `i` (a row of `ev_in`: account_id, key, name) for writing that event, which may read the caller's CTEs. */
+  keep: SQL;
+  /** A scalar subquery over the caller's CTEs: the statement's result (a JSON value). */
+  result: SQL;
 }
 
 export interface EventBus {
@@ -65,6 +106,14 @@ export interface EventBus {
   transaction<T>(fn: (tx: Tx, emit: Emit, emitMany: EmitMany) => Promise<T>): Promise<T>;
   /** One event in a transaction of its own. */
   emit<E extends EventName>(accountId: string, event: E, data: EventPayload<E>, ts?: number): Promise<PlatformEvent>;
+  /**
+   * Writes the caller's rows and the events they cause, with their plans, in one statement: one round
+   * trip and no transaction to open and commit (the call path's writes). Planners must have a SQL form
+   * for these events (throws otherwise). Returns the caller's `result` (parsed JSON) and the events
+   * written, which are published.
+   * @example const { result } = await bus.statement({ ctes: (gate) => sql`c as (insert … where ${gate} returning id)`, events, keep: sql`i.key in (select id from c)`, result: sql`(select json_agg(id) from c)` })
+   */
+  statement(spec: StatementSpec): Promise<{ result: unknown; events: PlatformEvent[] }>;
   /** Adds a planner run for every emitted event inside its transaction. */
   addPlanner(planner: EventPlanner): void;
   /** Local listener for committed events of any account (after commit; best effort). */
@@ -133,12 +182,16 @@ export function createEventBus(deps: { db: Db; live: LiveStore; log: Logger; ids
           returning account_id, id, name, data, ts`,
     );
     const accountIds = [...new Set(list.map((e) => e.accountId))];
-    const [rows, ...reads] = await Promise.all([inserting, ...planners.map((p) => (p.read ? p.read(tx, accountIds) : undefined))]);
+    const acting = planners.filter((p) => !p.names || list.some((e) => p.names!.includes(e.event)));
+    const [rows, ...reads] = await Promise.all([inserting, ...acting.map((p) => (p.read ? p.read(tx, accountIds) : undefined))]);
     // Sorted by id, the events are in the order of `list`.
     const emitted = rows
       .map((r) => toEvent({ account_id: r.account_id, id: Number(r.id), name: r.name, data: r.data, ts: Number(r.ts) }))
       .sort((a, b) => a.id - b.id);
-    for (const [i, planner] of planners.entries()) await planner.plan(tx, emitted, reads[i]);
+    for (const [i, planner] of acting.entries()) {
+      const names = planner.names;
+      await planner.plan(tx, names ? emitted.filter((e) => names.includes(e.event)) : emitted, reads[i]);
+    }
     sink.push(...emitted);
     return emitted;
   }
@@ -166,8 +219,84 @@ export function createEventBus(deps: { db: Db; live: LiveStore; log: Logger; ids
     }
   }
 
+  /**
+   * Ids the SQL plan took per event, per account, in the last statement of that account's events: the
+   * next statement passes that many fresh ids (an account without subscriptions, none). Too few, and
+   * the statement writes nothing and says how many it needs.
+   */
+  const idsPerEvent = new Map<string, number>();
+  const MAX_STATEMENT_ATTEMPTS = 3;
+
+  async function statement(spec: StatementSpec): Promise<{ result: unknown; events: PlatformEvent[] }> {
+    const names = new Set(spec.events.map((e) => e.event));
+    const acting = planners.filter((p) => !p.names || p.names.some((n) => names.has(n)));
+    const blind = acting.find((p) => !p.statement);
+    if (spec.events.length && blind) throw new Error("EventBus.statement: a planner of these events has no SQL form");
+    const plan = spec.events.length ? acting.find((p) => p.statement)?.statement : undefined;
+    const now = Date.now();
+    const input = JSON.stringify(spec.events.map((e) => ({ account_id: e.accountId, key: e.key, name: e.event, data: e.data, ts: e.ts ?? now })));
+    const perAccount = new Map<string, number>();
+    for (const e of spec.events) perAccount.set(e.accountId, (perAccount.get(e.accountId) ?? 0) + 1);
+    let wanted = 0;
+    for (const [accountId, count] of perAccount) wanted += Math.ceil((idsPerEvent.get(accountId) ?? 0) * count);
+    for (let attempt = 1; ; attempt++) {
+      const pool = plan ? Array.from({ length: wanted }, () => newId(plan.idPrefix)) : [];
+      const query = sql`with ev_in as (
+            select account_id, key, name, data, ts, n
+            from rows from (jsonb_to_recordset(${input}::jsonb) as (account_id text, key text, name text, data jsonb, ts bigint))
+              with ordinality as t(account_id, key, name, data, ts, n)
+          ), ev_need as (${plan ? plan.need : sql`select null::text as account_id, 0 as n where false`}
+          ), ev_gate as (
+            select coalesce((select sum(n) from ev_need), 0) <= ${pool.length} as ok
+          ), ev_pool as (
+            select id, n from jsonb_array_elements_text(${JSON.stringify(pool)}::jsonb) with ordinality as p(id, n)
+          ), ${spec.ctes(sql`(select ok from ev_gate)`)}, ev as (
+            insert into event (account_id, name, data, ts)
+            select i.account_id, i.name, i.data, i.ts from ev_in i
+            where (select ok from ev_gate) and ${spec.keep}
+            order by i.n
+            returning account_id, id, name, data, ts
+          )${plan ? sql`, ${plan.ctes}` : sql``}
+          select (select ok from ev_gate) as ok,
+            (select coalesce(json_agg(json_build_array(account_id, n)), '[]') from ev_need) as need,
+            (select coalesce(json_agg(id order by id), '[]') from ev) as ids,
+            (select coalesce(json_agg(i.n order by i.n), '[]') from ev_in i where ${spec.keep}) as kept,
+            ${plan ? sql`(select coalesce(json_agg(x), '[]') from (${plan.planned}) as planned(x))` : sql`'[]'::json`} as planned,
+            ${spec.result} as result`;
+      const [row] = await rawRows<{ ok: boolean; need: unknown; ids: unknown; kept: unknown; planned: unknown; result: unknown }>(db, query);
+      if (!row) throw new Error("EventBus.statement: no result row");
+      let needed = 0;
+      for (const accountId of perAccount.keys()) idsPerEvent.delete(accountId);
+      for (const [accountId, n] of rawJson<Array<[string, number]>>(row.need)) {
+        needed += Number(n);
+        if (idsPerEvent.size >= 10_000) idsPerEvent.clear();
+        idsPerEvent.set(accountId, Number(n) / (perAccount.get(accountId) ?? 1));
+      }
+      if (!row.ok) {
+        // A subscription came (or was first seen) since the last statement: nothing was written.
+        if (attempt >= MAX_STATEMENT_ATTEMPTS) throw new Error("EventBus.statement: the plan kept needing more ids");
+        wanted = needed;
+        continue;
+      }
+      const kept = rawJson<number[]>(row.kept);
+      const eventIds = rawJson<Array<number | string>>(row.ids);
+      if (kept.length !== eventIds.length) throw new Error("EventBus.statement: events written and kept differ");
+      const written = eventIds.map((id, i): PlatformEvent => {
+        const given = spec.events[Number(kept[i]) - 1]!;
+        return { id: Number(id), account_id: given.accountId, event: given.event, data: given.data as Record<string, unknown>, ts: given.ts ?? now };
+      });
+      if (plan) {
+        const planned = new Set(rawJson<Array<number | string>>(row.planned).map(Number));
+        plan.markPlanned(written.filter((e) => planned.has(e.id)));
+      }
+      await published(written);
+      return { result: rawJson<unknown>(row.result), events: written };
+    }
+  }
+
   const bus: EventBus = {
     ids,
+    statement,
     async transaction(fn) {
       const sink: PlatformEvent[] = [];
       const result = await db.transaction((tx) =>

@@ -115,6 +115,7 @@ export function installEventLogs(bus: EventBus): void {
   if (installed.has(bus)) return;
   installed.add(bus);
   bus.addPlanner({
+    names: ["test"],
     async plan(tx, events) {
       for (const event of events) {
         if (event.event !== "test") continue;

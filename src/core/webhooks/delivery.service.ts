@@ -11,7 +11,7 @@ import { decodeCursor, toPage } from "../pagination/pagination.ts";
 import { isEventName } from "./event-catalog.ts";
 import type { DeliveryModel } from "./delivery.model.ts";
 import type { WebhookDeliveryRow } from "./delivery.schema.ts";
-import { activeSubscriptions, countDeliveriesOfEvent, insertDeliveries, listDeliveryRows, type NewDeliveryRow } from "./delivery.store.ts";
+import { activeSubscriptions, countDeliveriesOfEvent, deliveryPlanSql, insertDeliveries, listDeliveryRows, type NewDeliveryRow } from "./delivery.store.ts";
 import { findWebhookStatus } from "./webhooks.store.ts";
 
 /**
@@ -32,6 +32,13 @@ export const planWebhookDeliveries: EventPlanner = {
   // The subscriptions are read beside the events' insert (they need only the accounts).
   read: (tx: Tx, accountIds: string[]) => activeSubscriptions(tx, accountIds),
   plan: (tx: Tx, events: PlatformEvent[], read: unknown) => planDeliveries(tx, events, read as Subscriptions),
+  statement: {
+    idPrefix: "whd",
+    ...deliveryPlanSql,
+    markPlanned(events) {
+      for (const event of events) withDeliveries.add(event);
+    },
+  },
 };
 
 type Subscriptions = Awaited<ReturnType<typeof activeSubscriptions>>;

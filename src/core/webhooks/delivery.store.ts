@@ -19,6 +19,41 @@ export async function activeSubscriptions(tx: DbOrTx, accountIds: string[]): Pro
 }
 
 /**
+ * Whether subscription `w` receives event `e` (SQL, aliases given): as planDeliveries decides it, a
+ * test event naming a webhook_id goes to that subscription only, others to subscriptions naming
+ * the event or `*`.
+ */
+function receives(e: string, w: string): SQL {
+  const [ev, sub] = [sql.raw(e), sql.raw(w)];
+  return sql`${sub}.account_id = ${ev}.account_id and ${sub}.status = 'active'
+    and case when ${ev}.name = 'test' and jsonb_typeof(${ev}.data -> 'webhook_id') = 'string'
+             then ${sub}.id = ${ev}.data ->> 'webhook_id'
+             else ${ev}.name = any(${sub}.events) or '*' = any(${sub}.events) end`;
+}
+
+/**
+ * The delivery planner in SQL (EventBus.statement): the same rows as insertDeliveries writes for
+ * planDeliveries' plan, one per (event, subscription receiving it), due at once, with ids from the
+ * statement's pool in (event, subscription) order.
+ */
+export const deliveryPlanSql = {
+  need: sql`select i.account_id, count(*)::int as n from ev_in i join webhook_subscription w on ${receives("i", "w")} group by i.account_id`,
+  ctes: sql`plan_wh_match as (
+      select e.account_id, e.id as event_id, e.name, e.ts, w.id as webhook_id, row_number() over (order by e.id, w.id) as n
+      from ev e join webhook_subscription w on ${receives("e", "w")}
+    ), plan_wh_log as (
+      insert into webhook_delivery (account_id, id, webhook_id, event_id, event, status, attempts, created_at, updated_at)
+      select m.account_id, p.id, m.webhook_id, m.event_id, m.name, 'pending', 0, m.ts / 1000, m.ts / 1000
+      from plan_wh_match m join ev_pool p on p.n = m.n
+      returning account_id, id, webhook_id, event_id, attempts
+    ), plan_wh_due as (
+      insert into webhook_delivery_due (account_id, id, webhook_id, event_id, attempts, next_attempt_at)
+      select account_id, id, webhook_id, event_id, attempts, 0 from plan_wh_log
+    )`,
+  planned: sql`select distinct event_id from plan_wh_log`,
+};
+
+/**
  * Plans deliveries: their log rows and their queue rows (due at once), in one statement of the
  * emitting transaction.
  */
