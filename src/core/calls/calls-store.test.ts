@@ -16,8 +16,8 @@ import { existingAccountIds, existingUserKeys } from "../presence/presence.store
 import { createUser } from "../users/users.service.ts";
 import { activeSubscriptions } from "../webhooks/delivery.store.ts";
 import { webhookSubscriptions } from "../webhooks/webhooks.schema.ts";
-import type { CallRecordRow } from "./calls.schema.ts";
-import { findCallBySipId, findCallsBySipIds, insertCall, lockLiveCalls, markAnsweredMany, markEndedMany, markRingingMany, type DialogCall } from "./calls.store.ts";
+import { callRecords, type CallRecordRow } from "./calls.schema.ts";
+import { findCallBySipId, findCallsBySipIds, lockLiveCalls, markAnsweredMany, markEndedMany, markRingingMany, type DialogCall } from "./calls.store.ts";
 import { sipCallId } from "./calls.fixture.ts";
 
 let platform: Platform;
@@ -34,7 +34,7 @@ const dialogView = (row: CallRecordRow): DialogCall => Object.fromEntries(DIALOG
 
 async function newCall(accountId: string, over: Partial<CallRecordRow> = {}): Promise<CallRecordRow> {
   const sip = sipCallId();
-  await insertCall(platform.db, {
+  await platform.db.insert(callRecords).values({
     account_id: accountId,
     id: newId("call"),
     sip_call_id: sip,

@@ -84,43 +84,16 @@ function callColumnList(row: Record<string, unknown>): SQL {
   return list;
 }
 
-/**
- * Inserts a call unless the account already has one with its SIP Call-ID; true when inserted.
- * @example await insertCall(tx, { account_id, id, sip_call_id, … }) // false: a Call-ID seen before
- */
-export async function insertCall(db: DbOrTx, row: NewCallRecord): Promise<boolean> {
-  return (await insertCalls(db, [row])).size === 1;
-}
-
-/** The key insertCalls reports an inserted call by. */
+/** The key an admission reports a written call by (its account and SIP Call-ID). */
 export const sipKey = (accountId: string, sipCallId: string) => `${accountId}\u0000${sipCallId}`;
-
-/**
- * Inserts calls, each unless its account already has one with its SIP Call-ID; returns the inserted
- * ones by {@link sipKey}. One of the statements every call pays for: a fixed text per set of columns
- * given (every row must give the same set; the query builder took about 35 µs of CPU to write one
- * insert each time), with the rows as one JSON parameter, however many. Columns the rows do not
- * give take their defaults.
- */
-export async function insertCalls(db: DbOrTx, rows: NewCallRecord[]): Promise<Set<string>> {
-  if (!rows.length) return new Set();
-  const columns = callColumnList(rows[0]!);
-  const signature = givenColumns(rows[0]!);
-  if (rows.some((row) => givenColumns(row) !== signature)) throw new Error("insertCalls: every row must give the same columns");
-  const written = await rawRows<{ account_id: string; sip_call_id: string }>(
-    db,
-    sql`insert into call_record (${columns})
-        select ${columns} from jsonb_populate_recordset(null::call_record, ${JSON.stringify(rows)}::jsonb)
-        on conflict (account_id, sip_call_id) do nothing returning account_id, sip_call_id`,
-  );
-  return new Set(written.map((r) => sipKey(r.account_id, r.sip_call_id)));
-}
 
 /**
  * The call path's write of admitted calls as CTEs of one statement (EventBus.statement): `adm_call`
  * inserts the calls whose Call-ID their account does not have yet (returning account_id, id,
  * sip_call_id), `adm_trace` the trace steps of those calls only, in order; both only where `gate`
- * holds. Every call must give the same columns.
+ * holds. A fixed text per set of columns given (every call must give the same set; the query builder
+ * took about 35 µs of CPU to write an insert each time), with the rows as JSON parameters, however
+ * many. Columns the calls do not give take their defaults.
  */
 export function admissionCtes(calls: NewCallRecord[], steps: NewTraceStep[], gate: SQL): SQL {
   const columns = callColumnList(calls[0]!);
