@@ -7,7 +7,7 @@ import { AppError, validationFailed } from "../../core/errors/app-error.ts";
 import { PresenceModel } from "../../core/presence/presence.model.ts";
 import { handleAgent, handleDialog, handleDialogs, handleRegister, presenceRoster } from "../../core/presence/presence-events.ts";
 import { apiModels } from "../../http/api-models.ts";
-import { NUL_MESSAGE, unstorableTextPath } from "../../http/host-base.ts";
+import { NUL_MESSAGE, unstorableTextPath } from "../../core/validation/storable-text.ts";
 import { errorDetails } from "../../core/validation/error-details.ts";
 import { OkReply, errorReplies } from "../../http/reply-models.ts";
 import { edgeBodyPreparer } from "../edge-body.ts";

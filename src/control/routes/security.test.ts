@@ -119,6 +119,42 @@ describe(`/security endpoints: errors [${storeKind}]`, () => {
   });
 });
 
+describe(`/security endpoints: what a node's own text holds [${storeKind}]`, () => {
+  test("bans as JSON text: an escaped NUL or lone surrogate inside is a 400 naming it (form and JSON), and records nothing", async () => {
+    const cases: Array<[string, string]> = [
+      [`[{"ip":"${net}40","reason":"a\\u0000b"}]`, "/bans/0/reason"],
+      [`[{"ip":"${net}40","reason":"a\\ud800b"}]`, "/bans/0/reason"],
+      [`[{"ip":"${net}40","reason":"ok"},{"ip":"${net}41","reason":"\\udfff"}]`, "/bans/1/reason"],
+    ];
+    for (const [bans, path] of cases) {
+      for (const form of [true, false]) {
+        const r = await send("POST", "/security/report", { node, bans }, form);
+        expect(r.status, `${bans} form=${form}`).toBe(400);
+        expect(r.body.details, `${bans} form=${form}`).toEqual([{ path, message: expect.stringContaining("NUL") }]);
+      }
+    }
+    expect((await send("GET", `/security/bans?q=${net}4`)).body.data).toEqual([]);
+  });
+
+  test("an allow-listed address the node holds in two spellings is lifted in both; two spellings are one record", async () => {
+    const four = `${net}50`;
+    const first = await send("POST", "/security/report", { node, bans: [{ ip: four, hits: 1 }, { ip: `::ffff:${four}`, hits: 9 }] });
+    expect(first).toEqual({ status: 200, body: { ok: true, lift: [] } });
+    const listed = (await send("GET", `/security/bans?q=${four}`)).body.data;
+    expect(listed.map((b: Json) => [b.ip, b.hits])).toEqual([[four, 9]]);
+
+    expect((await send("POST", "/security/allow", { address: four })).status).toBe(201);
+    const again = await send("POST", "/security/report", { node, bans: [{ ip: four }, { ip: `::ffff:${four}` }, { ip: `${net}51` }] });
+    expect(again).toEqual({ status: 200, body: { ok: true, lift: [four, `::ffff:${four}`].sort() } });
+    expect((await send("DELETE", `/security/allow/${four}`)).status).toBe(200);
+  });
+
+  test("an empty ts in a form is absent, as every optional field the edge sends", async () => {
+    const r = await send("POST", "/security/report", { node: `${node}-ts`, bans: "[]", ts: "" }, true);
+    expect(r).toEqual({ status: 200, body: { ok: true, lift: [] } });
+  });
+});
+
 describe(`/security endpoints: security [${storeKind}]`, () => {
   test("an address outside CONTROL_ALLOW gets 403 on every endpoint", async () => {
     const url = `http://127.0.0.1:${gated.server!.port}`;

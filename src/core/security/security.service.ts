@@ -10,6 +10,7 @@ import { notFound, validationFailed, type ErrorDetail } from "../errors/app-erro
 import { ipAllowed } from "../net/cidr.ts";
 import { canonicalIp, canonicalRange } from "./address.ts";
 import { errorDetails } from "../validation/error-details.ts";
+import { NUL_MESSAGE, unstorableTextPath } from "../validation/storable-text.ts";
 import { canonicalCidr } from "../trunks/cidr-text.ts";
 import { SecurityModel } from "./security.model.ts";
 import type { SecurityAllowRow, SecurityBanRow } from "./security.schema.ts";
@@ -76,8 +77,12 @@ export function parseReport(body: unknown): SecurityModel.Report {
       } catch {
         throw validationFailed([{ path: "/bans", message: "Not JSON text of an array of bans." }]);
       }
+      // The host checked the text as it came; the escapes inside it (\u0000, a lone \ud800) only now became characters.
+      const unstorable = unstorableTextPath(b.bans, "/bans");
+      if (unstorable !== null) throw validationFailed([{ path: unstorable, message: NUL_MESSAGE }]);
     }
-    // A form body carries ts as text.
+    // A form body carries ts as text; empty, it is absent (as every optional field the edge sends).
+    if (b.ts === "") delete b.ts;
     if (typeof b.ts === "string" && /^\d{1,12}$/.test(b.ts)) b.ts = Number(b.ts);
     input = b;
   }
@@ -93,12 +98,19 @@ export async function reportBans(db: DbOrTx, report: SecurityModel.Report, optio
   const now = options.now ?? nowSeconds();
   const details: ErrorDetail[] = [];
   const byIp = new Map<string, SecurityModel.ReportedBan>();
+  /** Each address as the node wrote it, every way it did (a dual-stack node may hold 192.0.2.1 and ::ffff:192.0.2.1). */
+  const spellings = new Map<string, Set<string>>();
   report.bans.forEach((ban, i) => {
     const ip = canonicalIp(ban.ip);
     if (!ip) details.push({ path: `/bans/${i}/ip`, message: "Not an IP address." });
     else if (ban.banned_at != null && ban.expires_at != null && ban.expires_at < ban.banned_at) {
       details.push({ path: `/bans/${i}/expires_at`, message: "A ban cannot end before it was set (banned_at)." });
-    } else byIp.set(ip, ban);
+    } else {
+      // One record per address: of two spellings, the ban with more hits stands for both.
+      const seen = byIp.get(ip);
+      if (!seen || (ban.hits ?? 0) > (seen.hits ?? 0)) byIp.set(ip, ban);
+      spellings.set(ip, (spellings.get(ip) ?? new Set()).add(ban.ip));
+    }
   });
   if (details.length) throw validationFailed(details.slice(0, 20));
 
@@ -106,10 +118,10 @@ export async function reportBans(db: DbOrTx, report: SecurityModel.Report, optio
   /** Canonical, for our records; and as the node wrote it, which is the key its own ban table has. */
   const lift: string[] = [];
   const liftAsSent: string[] = [];
-  for (const [ip, ban] of byIp) {
+  for (const ip of [...byIp.keys()]) {
     if (ipAllowed(ip, allow)) {
       lift.push(ip);
-      liftAsSent.push(ban.ip);
+      liftAsSent.push(...spellings.get(ip)!);
       byIp.delete(ip);
     }
   }
