@@ -10,7 +10,8 @@ import { events } from "../events/events.schema.ts";
 import { EventData } from "../webhooks/event-catalog.ts";
 import { isId, newId } from "../ids/ids.ts";
 import type { PlatformEvent } from "../events/bus.ts";
-import { hasPlannedDeliveries } from "../webhooks/delivery.service.ts";
+import { hasPlannedDeliveries, planWebhookDeliveries } from "../webhooks/delivery.service.ts";
+import { createEventBus } from "../events/bus.ts";
 import { webhookDeliveries, webhookDeliveriesDue } from "../webhooks/delivery.schema.ts";
 import { webhookSubscriptions } from "../webhooks/webhooks.schema.ts";
 import { nowSeconds } from "../db/columns.ts";
@@ -278,6 +279,36 @@ describe(`admission writer [${storeKind}]`, () => {
     stop();
     const withPlans = [...second, ...afterAdd, ...afterDelete].map((rows) => rows.call.id).sort();
     expect(planned.map((e) => (e.data as { callId: string }).callId).sort()).toEqual(withPlans);
+  });
+
+  test("the webhook planner's SQL form plans as its transaction form does: a test event naming a webhook goes to it alone", async () => {
+    // A bus with the webhook planner alone (the platform's also logs test events, which has no SQL form).
+    const bus = createEventBus({ db: platform.db, live: platform.live, log: platform.log, ids: platform.events.ids });
+    bus.addPlanner(planWebhookDeliveries);
+    const t = await seedTenant(platform);
+    const subs = [
+      { id: newId("wh"), events: ["call.ended"] },
+      { id: newId("wh"), events: ["*"] },
+      { id: newId("wh"), events: ["call.ended"], status: "disabled" },
+    ];
+    await platform.db.insert(webhookSubscriptions).values(
+      subs.map((w) => ({ account_id: t.accountId, url: "https://hooks.example.com/h", created_at: nowSeconds(), updated_at: nowSeconds(), ...w })),
+    );
+    const ts = Date.now();
+    const written = async (viaStatement: boolean, webhookId: string | null) => {
+      const input = { accountId: t.accountId, event: "test" as const, data: { message: "hi", webhook_id: webhookId, ts } };
+      const [event] = viaStatement
+        ? (await bus.statement({ ctes: (gate) => sql`none as (select 1 where ${gate})`, events: [{ ...input, key: "k" }], keep: sql`true`, result: sql`(select 1)` })).events
+        : await bus.transaction((_tx, _emit, emitMany) => emitMany([input]));
+      const rows = await platform.db.select().from(webhookDeliveries).where(and(eq(webhookDeliveries.account_id, t.accountId), eq(webhookDeliveries.event_id, event!.id)));
+      return rows.map((d) => d.webhook_id).sort();
+    };
+    for (const target of [null, subs[0]!.id, subs[2]!.id]) {
+      expect(await written(true, target), String(target)).toEqual(await written(false, target));
+    }
+    expect(await written(true, subs[0]!.id)).toEqual([subs[0]!.id]);
+    expect(await written(true, null)).toEqual([subs[1]!.id]);
+    expect(await written(true, subs[2]!.id)).toEqual([]);
   });
 
   test("the one statement refuses events a planner can plan only in a transaction (test events)", async () => {
