@@ -4,7 +4,10 @@
  * asks /route, later ones are challenged by the edge), authenticated against a device password and
  * routed to a registered user in one POST /route (with the digest), CDR'd (dialog events), held ~1 s.
  * The baseline is the same Kamailio config with STATIC_ROUTE (no HTTP: the digest checked against a
- * fixed password, every INVITE to the UAS), measured in the same run at the same rates.
+ * fixed password, every INVITE to the UAS), measured in the same run at the same rates. Between the two,
+ * the HTTP floor (BENCH_SIP_STUB=0 leaves it out): the same config as Parley's edge calling a control
+ * plane that does no work (bench/sip/stub-control.ts: /route replayed from memory, dialog events dropped),
+ * what the edge and one HTTP hop cost on this machine before any routing, database or live store.
  *
  *   bun bench/sip/run.ts
  *
@@ -45,6 +48,8 @@ const SCENARIO = join(import.meta.dir, "call.xml");
 /** Kamailio's allocator for both edges (docs/edge-protocols.md recommends tlsf; BENCH_SIP_MM=qm compares Debian's default). */
 const MEMORY_MANAGER = process.env.BENCH_SIP_MM || "tlsf";
 const scratch = mkdtempSync(join(tmpdir(), "parley-bench-sip-"));
+/** The HTTP floor beside the static baseline (bench/sip/stub-control.ts). */
+const STUB = process.env.BENCH_SIP_STUB !== "0";
 
 interface Edge {
   child: Child;
@@ -259,6 +264,21 @@ await runBench(async () => {
     ...(process.env.BENCH_SIP_DEFINES ?? "").split(/\s+/).filter(Boolean),
   ]);
   const baseline = await startEdge("edge-static", parley.controlPort, ["STATIC_ROUTE", `STATIC_PASSWORD="${PASSWORD}"`, `STATIC_ROUTE_URI="sip:127.0.0.1:${uasPort}"`]);
+  let stubEdge: Edge | undefined;
+  if (STUB) {
+    const stubPort = freePorts(1)[0]!;
+    const stubControl = spawnChild("stub-control", ["bun", "bench/sip/stub-control.ts"], { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", PORT: String(stubPort), STUB_UPSTREAM: parley.controlUrl });
+    const deadline = Date.now() + 10_000;
+    while (!stubControl.stdout().includes("listening on")) {
+      if (stubControl.proc.exitCode !== null || Date.now() > deadline) throw new BenchError(`the stub control plane did not start: ${stubControl.stderr().slice(-500)}`);
+      await Bun.sleep(50);
+    }
+    cpuGroups.stub = stubControl.proc.pid;
+    stubEdge = await startEdge("edge-stub", stubPort, [
+      ...(process.env.BENCH_SIP_WORKERS ? [`SIP_WORKERS="name=sip;workers=${process.env.BENCH_SIP_WORKERS}"`] : []),
+      ...(process.env.BENCH_SIP_DEFINES ?? "").split(/\s+/).filter(Boolean),
+    ]);
+  }
 
   for (const u of callees) {
     const r = await runSipp("register.xml", `127.0.0.1:${edge.port}`, ["-s", u, "-au", u, "-ap", PASSWORD, "-key", "domain", tenant.domain, "-key", "contact_port", String(uasPort), "-key", "expires", "3600", "-m", "1", "-timeout", "10s"]);
@@ -269,13 +289,25 @@ await runBench(async () => {
   writeFileSync(csv, `SEQUENTIAL\n${callees.map((c, i) => `${c};${CALLERS[i]};[authentication username=${CALLERS[i]} password=${PASSWORD}];`).join("\n")}\n`);
 
   const sql = pgClient(dbUrl, { max: 1, onnotice: () => {} });
-  const rows: Array<{ rate: number; base: Step; real: Step }> = [];
+  const rows: Array<{ rate: number; base: Step; stub?: Step; real: Step }> = [];
   try {
     // Warm-up (JIT, prepared statements, keep-alive connections), not reported.
     await load(edge.port, 20, tenant.domain, csv).catch(() => undefined);
+    // The floor's warm-up also fills its replies (one per callee, from Parley).
+    if (stubEdge) await load(stubEdge.port, 20, tenant.domain, csv).catch(() => undefined);
     for (const rate of RATES) {
       const base = { ...(await load(baseline.port, rate, tenant.domain, csv)) } as Step;
       await Bun.sleep(3000); // UAS timewait
+      let stub: Step | undefined;
+      if (stubEdge) {
+        const stubOffset = statSync(stubEdge.logFile).size;
+        stub = { ...(await load(stubEdge.port, rate, tenant.domain, csv)) } as Step;
+        const stubLog = readFrom(stubEdge.logFile, stubOffset);
+        stub.routeChallenge = latency(stubLog, /^\/route.* auth=0$/);
+        stub.routeDigest = latency(stubLog, /^\/route.* auth=1$/);
+        stub.overloaded = (stubLog.match(/overload: .* INVITE refused with 503/g) ?? []).length;
+        await Bun.sleep(3000);
+      }
       const before = await cdrCount(sql, tenant.accountId);
       const offset = statSync(edge.logFile).size;
       const real = { ...(await load(edge.port, rate, tenant.domain, csv)) } as Step;
@@ -286,13 +318,14 @@ await runBench(async () => {
       real.digestRejects = latency(log, /^\/route.*action=reject.* auth=1$/).n;
       real.events = latency(log, /^\/presence\/events/);
       real.overloaded = (log.match(/overload: .* INVITE refused with 503/g) ?? []).length;
-      rows.push({ rate, base, real });
+      rows.push({ rate, base, stub, real });
       console.log(
         `${String(rate).padStart(4)}/s  static: ${base.successful}/${base.attempted} ok in ${fmt(base.wallSec, 1)} s, ${base.failed} failed, ${base.retrans} retrans, setup ${fmt(base.setupMs, 1)} ms` +
+          (stub ? `  |  HTTP floor: ${stub.successful}/${stub.attempted} ok, ${stub.failed} failed, ${stub.retrans} retrans, setup ${fmt(stub.setupMs, 1)} ms, /route digest ${lat(stub.routeDigest)} ms, ${stub.overloaded} refused 503` : "") +
           `  |  parley: ${real.successful}/${real.attempted} ok in ${fmt(real.wallSec, 1)} s, ${real.failed} failed, ${real.retrans} retrans, setup ${fmt(real.setupMs, 1)} ms; ` +
           `CDRs ${real.cdrs.written} (${real.cdrs.completed} completed, drained ${fmt(real.cdrs.drainSec, 0)} s); ${real.overloaded} INVITEs refused 503 by the edge's overload guard` +
           (base.failures || real.failures ? `\n        failures: static [${base.failures}] parley [${real.failures}]` : "") +
-          `\n        CPU, % of one core: static ${cpuLine(base.cpu)}  |  parley ${cpuLine(real.cpu)}`,
+          `\n        CPU, % of one core: static ${cpuLine(base.cpu)}${stub ? `  |  HTTP floor ${cpuLine(stub.cpu)}` : ""}  |  parley ${cpuLine(real.cpu)}`,
       );
       await Bun.sleep(3000);
     }
@@ -301,6 +334,14 @@ await runBench(async () => {
   }
 
   console.log("\nms (p50/p99) as Kamailio saw the control calls; ratio = Parley's successful calls / the static baseline's.");
+  if (STUB) {
+    console.log("HTTP floor (the same edge, a control plane doing no work): rate | ok | failed | retrans | /route without credentials | /route with digest | edge overload 503s | setup ms | CPU kamailio + stub + sipp");
+    for (const { rate, stub } of rows) {
+      if (!stub) continue;
+      console.log([rate, `${stub.successful}/${stub.attempted}`, stub.failed, stub.retrans, lat(stub.routeChallenge), lat(stub.routeDigest), stub.overloaded ?? 0, fmt(stub.setupMs, 1), ((stub.cpu.kamailio ?? 0) + (stub.cpu.stub ?? 0) + (stub.cpu.sipp ?? 0)).toFixed(0)].join(" | "));
+    }
+    console.log("Parley:");
+  }
   console.log("rate | attempted | ok static | ok parley | failed | retrans | /route without credentials (n) | /route with digest (n, rejected) | /presence/events batches | CDRs (completed) | edge overload 503s | ratio | setup ms static/parley");
   for (const { rate, base, real } of rows) {
     console.log(

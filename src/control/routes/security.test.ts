@@ -149,6 +149,19 @@ describe(`/security endpoints: what a node's own text holds [${storeKind}]`, () 
     expect((await send("DELETE", `/security/allow/${four}`)).status).toBe(200);
   });
 
+  test("an IPv4-mapped range on the allowlist is the IPv4 range it maps: one entry, lifting both spellings", async () => {
+    const mapped = `::ffff:${net}0/120`;
+    const added = await send("POST", "/security/allow", { address: mapped });
+    expect(added.status).toBe(201);
+    expect(added.body.data.entry.address).toBe(`${net}0/24`);
+    expect((await send("POST", "/security/allow", { address: `${net}0/24` })).status).toBe(200);
+    const report = await send("POST", "/security/report", { node, bans: [{ ip: `::ffff:${net}60` }, { ip: `${net}61` }] });
+    expect(report).toEqual({ status: 200, body: { ok: true, lift: [`${net}61`, `::ffff:${net}60`].sort() } });
+    expect((await send("POST", "/security/allow", { address: `::ffff:${net}0/95` })).status).toBe(400);
+    expect((await send("DELETE", `/security/allow/${encodeURIComponent(mapped)}`)).status).toBe(200);
+    expect((await send("GET", "/security/allow")).body.data.map((a: Json) => a.address)).not.toContain(`${net}0/24`);
+  });
+
   test("an empty ts in a form is absent, as every optional field the edge sends", async () => {
     const r = await send("POST", "/security/report", { node: `${node}-ts`, bans: "[]", ts: "" }, true);
     expect(r).toEqual({ status: 200, body: { ok: true, lift: [] } });

@@ -40,6 +40,21 @@ describe("cidr", () => {
     expect(parseIp("10.0.0.0")).not.toBeNull();
   });
 
+  test("an IPv4-mapped IPv6 range is the IPv4 range it maps, its prefix counting the mapping's 96 bits", () => {
+    const r = parseCidr("::ffff:192.0.2.0/120");
+    expect(r).toMatchObject({ family: 4, prefix: 24, network: parseIp("192.0.2.0")!.value });
+    expect(ipAllowed("192.0.2.77", [r])).toBe(true);
+    expect(ipAllowed("::ffff:192.0.2.77", [r])).toBe(true);
+    expect(ipAllowed("192.0.3.1", [r])).toBe(false);
+    expect(parseCidr("::ffff:0:0/96")).toMatchObject({ family: 4, prefix: 0 });
+    expect(parseCidr("::ffff:192.0.2.9")).toMatchObject({ family: 4, prefix: 32 });
+    expect(parseCidr("[::ffff:c000:209]/128")).toMatchObject({ family: 4, prefix: 32 });
+    // Shorter than the mapping reaches past IPv4 space; longer than 128 is no prefix at all.
+    expect(() => parseCidr("::ffff:192.0.2.0/95")).toThrow(/96 or more/);
+    expect(() => parseCidr("::ffff:192.0.2.0/129")).toThrow(/prefix/);
+    expect(() => parseCidr("192.0.2.0/120")).toThrow(/prefix/);
+  });
+
   test("0.0.0.0/0 allows every IPv4 address", () => {
     expect(ipAllowed("203.0.113.9", parseCidrList("0.0.0.0/0"))).toBe(true);
   });

@@ -77,11 +77,16 @@ export function parseCidr(text: string): Cidr {
   const ip = parseIp(addr ?? "");
   if (!ip) throw new Error(`'${text}' is not an IP address or CIDR`);
   const bits = ip.family === 4 ? 32 : 128;
-  const prefix = len === undefined ? bits : Number(len);
+  // An IPv4-mapped IPv6 range (::ffff:192.0.2.0/120) is the IPv4 range it maps (192.0.2.0/24), as its
+  // single addresses are their IPv4 address: its prefix counts the 96 bits of the mapping too.
+  const mapped = ip.family === 4 && (addr ?? "").includes(":");
+  const written = len === undefined ? (mapped ? 128 : bits) : Number(len);
   // Decimal without leading zeros, like the address's own parts.
-  if (!Number.isInteger(prefix) || prefix < 0 || prefix > bits || (len !== undefined && !/^(0|[1-9]\d{0,2})$/.test(len))) {
+  if (!Number.isInteger(written) || written < 0 || written > (mapped ? 128 : bits) || (len !== undefined && !/^(0|[1-9]\d{0,2})$/.test(len))) {
     throw new Error(`'${text}' has a bad prefix length`);
   }
+  if (mapped && written < 96) throw new Error(`'${text}': a range of IPv4-mapped addresses needs a prefix of 96 or more`);
+  const prefix = mapped ? written - 96 : written;
   const mask = prefix === 0 ? 0n : ((1n << BigInt(prefix)) - 1n) << BigInt(bits - prefix);
   return { family: ip.family, network: ip.value & mask, prefix, text: text.trim() };
 }

@@ -37,7 +37,7 @@ export namespace DeliveryModel {
       ...PageQuery.properties,
       webhook_id: t.Optional(t.String({ minLength: 1, maxLength: 64, description: "Only deliveries to this subscription (wh_…)." })),
       event: t.Optional(t.String({ minLength: 1, maxLength: 64, description: "Only deliveries of this event name." })),
-      failed: t.Optional(FlagQuery("1: only failed deliveries.")),
+      failed: t.Optional(FlagQuery("1: only failed deliveries; 0: all but the failed ones.")),
     },
     { additionalProperties: false },
   );

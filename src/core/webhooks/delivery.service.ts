@@ -115,7 +115,7 @@ export async function listDeliveries(
   if (query.event !== undefined && !isEventName(query.event)) {
     throw validationFailed([{ path: "/query/event", message: `Unknown event: ${query.event}. See GET /v1/webhooks/events.` }]);
   }
-  const filter = { webhookId: query.webhook_id, event: query.event, failedOnly: query.failed === "1" };
+  const filter = { webhookId: query.webhook_id, event: query.event, failed: query.failed === undefined ? undefined : query.failed === "1" };
   const rows = await listDeliveryRows(db, accountId, filter, decodeCursor(query.cursor, "whd"), query.limit);
   return toPage(rows, query.limit, (row) => toDelivery(row, ids));
 }

@@ -1,5 +1,5 @@
 /** Queries on webhook deliveries: planning, claiming, recording attempts, the log, retention. */
-import { and, desc, eq, lt, sql, type SQL } from "drizzle-orm";
+import { and, desc, eq, lt, ne, sql, type SQL } from "drizzle-orm";
 import type { Database, Db, DbOrTx } from "../db/db.ts";
 import { rawRows } from "../db/migrate.ts";
 import { rawJson } from "../db/sql-text.ts";
@@ -302,7 +302,8 @@ export async function deleteFinishedBefore(db: Db, before: number, batch: number
 export interface DeliveryFilter {
   webhookId?: string;
   event?: string;
-  failedOnly?: boolean;
+  /** true: failed ones only; false: all but the failed ones. */
+  failed?: boolean;
 }
 
 /** One account's deliveries, newest first, before `beforeId`. */
@@ -310,7 +311,7 @@ export async function listDeliveryRows(db: DbOrTx, accountId: string, filter: De
   const where: SQL[] = [eq(webhookDeliveries.account_id, accountId)];
   if (filter.webhookId !== undefined) where.push(eq(webhookDeliveries.webhook_id, filter.webhookId));
   if (filter.event !== undefined) where.push(eq(webhookDeliveries.event, filter.event));
-  if (filter.failedOnly) where.push(eq(webhookDeliveries.status, "failed"));
+  if (filter.failed !== undefined) where.push(filter.failed ? eq(webhookDeliveries.status, "failed") : ne(webhookDeliveries.status, "failed"));
   if (beforeId) where.push(lt(webhookDeliveries.id, beforeId));
   return db.select().from(webhookDeliveries).where(and(...where)).orderBy(desc(webhookDeliveries.id)).limit(limit);
 }

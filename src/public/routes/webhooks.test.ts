@@ -360,7 +360,7 @@ describe(`/v1/webhooks/test and /v1/webhooks/deliveries [${storeKind}]`, () => {
     expect(await log(t)).toHaveLength(1);
   });
 
-  test("the log is newest first, keyset-paginated, and filters by webhook_id, event and failed=1", async () => {
+  test("the log is newest first, keyset-paginated, and filters by webhook_id, event and failed (1 only failed, 0 all but)", async () => {
     const t = await seedTenant(dev);
     const ok = await hook(t, "/log-ok");
     const bad = await hook(t, "/log-bad");
@@ -376,7 +376,10 @@ describe(`/v1/webhooks/test and /v1/webhooks/deliveries [${storeKind}]`, () => {
     const failed = await log(t, "&failed=1");
     expect(failed).toHaveLength(4);
     expect(failed.every((d) => d.webhook_id === bad.id && d.status === "failed" && d.attempts === 1 && d.last_status === 404 && d.last_error === "HTTP 404")).toBe(true);
-    expect(await log(t, "&failed=0")).toHaveLength(8);
+    const rest = await log(t, "&failed=0");
+    expect(rest).toHaveLength(4);
+    expect(rest.every((d) => d.status !== "failed")).toBe(true);
+    expect(await log(t, "")).toHaveLength(8);
     expect((await log(t, `&webhook_id=${ok.id}`)).map((d) => d.webhook_id)).toEqual([ok.id, ok.id, ok.id, ok.id]);
     expect((await log(t, "&event=call.ended")).map((d) => d.event)).toEqual(["call.ended", "call.ended"]);
     expect(await log(t, `&event=test&webhook_id=${bad.id}&failed=1`)).toHaveLength(3);

@@ -132,7 +132,7 @@ export function webhookRoutes(platform: Platform) {
           tags,
           summary: "The delivery log",
           description:
-            "One entry per (event, subscription), newest first, keyset-paginated. Filters: webhook_id, event, failed=1 (only failed). " +
+            "One entry per (event, subscription), newest first, keyset-paginated. Filters: webhook_id, event, failed=1 (only failed), failed=0 (all but the failed). " +
             "status: pending, retrying, delivered, failed; attempts (at most 3), last_status (HTTP code of the last attempt), last_error. " +
             "Finished entries (delivered or failed) are kept 7 days; those still to be attempted stay until they finish.",
         },
