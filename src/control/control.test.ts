@@ -1,5 +1,6 @@
 /** The control host: admin token gate, admin endpoints, IP allowlist, the two 501 stubs. */
 import { createUser } from "../core/users/users.service.ts";
+import { createQueue } from "../core/queues/queues.service.ts";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Platform } from "../core/platform.ts";
 import { createControlApp } from "./app.ts";
@@ -77,6 +78,32 @@ describe(`control host admin [${storeKind}]`, () => {
     expect((await call(app, "PATCH", "/admin/accounts/acc_nope", { headers: admin, body: { status: "suspended" } })).status).toBe(404);
     expect((await call(app, "GET", "/admin/accounts/acc_nope", { headers: admin })).status).toBe(404);
     expect((await call(app, "PATCH", `/admin/accounts/${acc.id}`, { body: { status: "active" } })).status).toBe(401);
+  });
+
+  test("the operator sets an account's default caller-ID and DID default destination, checked like any destination", async () => {
+    const acc = (await call(app, "POST", "/admin/accounts", { headers: admin, body: { name: "Defaults" } })).body.data;
+    const other = (await call(app, "POST", "/admin/accounts", { headers: admin, body: { name: "Other" } })).body.data;
+    const mine = await createQueue(platform.db, acc.id, { name: "Front desk" });
+    const theirs = await createQueue(platform.db, other.id, { name: "Theirs" });
+    const patch = (body: Json) => call(app, "PATCH", `/admin/accounts/${acc.id}`, { headers: admin, body });
+    const set = await patch({ default_cid_number: "+1 (415) 555-0123", did_default_dest_kind: "queue", did_default_dest_id: mine.id });
+    expect(set.status, JSON.stringify(set.body)).toBe(200);
+    expect(set.body.data).toMatchObject({ default_cid_number: "14155550123", did_default_dest_kind: "queue", did_default_dest_id: mine.id });
+    // Bad values are a 400 naming the field, and change nothing.
+    for (const [body, path] of [
+      [{ did_default_dest_kind: "queue", did_default_dest_id: theirs.id }, "/did_default_dest_id"],
+      [{ did_default_dest_kind: "user" }, "/did_default_dest_id"],
+      [{ did_default_dest_kind: "feature", did_default_dest_id: "voicemail_main" }, "/did_default_dest_kind"],
+      [{ default_cid_number: "not a number" }, "/default_cid_number"],
+    ] as const) {
+      const r = await patch(body);
+      expect(r.status, JSON.stringify(body)).toBe(400);
+      expect(r.body.details.map((d: Json) => d.path), JSON.stringify(body)).toContain(path);
+    }
+    expect((await call(app, "GET", `/admin/accounts/${acc.id}`, { headers: admin })).body.data).toMatchObject({ default_cid_number: "14155550123", did_default_dest_id: mine.id });
+    // Another kind alone drops the old id; null clears both.
+    expect((await patch({ did_default_dest_kind: "hangup" })).body.data).toMatchObject({ did_default_dest_kind: "hangup", did_default_dest_id: null });
+    expect((await patch({ did_default_dest_kind: null, default_cid_number: null })).body.data).toMatchObject({ did_default_dest_kind: null, did_default_dest_id: null, default_cid_number: null });
   });
 
   test("a reseller's child account; a non-reseller cannot be a parent", async () => {

@@ -42,6 +42,13 @@ const register = (accountId: string, deviceId: string, extra: Record<string, unk
   ...extra,
 });
 
+/** A call Parley routed (its record written, as /route does): presence tracks dialogs of such calls only. */
+async function routed(accountId: string): Promise<string> {
+  const callId = randomUUID();
+  await admitCall(platform, decision(accountId), routeRequest(callId));
+  return callId;
+}
+
 async function agentEvents(accountId: string) {
   return (await platform.events.since(accountId, 0, 500, ["agent.state"])).map((e) => e.data as { user_id: string; state: string; previous_state: string; reason: string | null });
 }
@@ -163,7 +170,7 @@ describe(`agents and dialogs [${storeKind}]`, () => {
     expect((await ev("login", { queues: q.id }, "form")).status).toBe(200);
     expect((await ev("login")).status).toBe(200); // no change, no event
     expect((await ev("pause", { reason: "lunch" })).status).toBe(200);
-    const callId = randomUUID();
+    const callId = await routed(t.accountId);
     const dialog = (state: string) => client.post("/presence/event", { type: "dialog", callId, state, account_id: t.accountId, legs: [{ role: "callee", user_id: agent.userId }] });
     expect((await dialog("early")).status).toBe(200);
     expect((await dialog("confirmed")).status).toBe(200);
@@ -201,8 +208,8 @@ describe(`agents and dialogs [${storeKind}]`, () => {
     };
     try {
       const dialog = (callId: string, state: string, legs: unknown[]) => client.post("/presence/event", { type: "dialog", callId, state, account_id: t.accountId, legs });
-      const toAgent = randomUUID();
-      const toPlain = randomUUID();
+      const toAgent = await routed(t.accountId);
+      const toPlain = await routed(t.accountId);
       for (const state of ["early", "confirmed"]) {
         expect((await dialog(toAgent, state, [{ role: "callee", device_id: agent.deviceId }])).status).toBe(200);
         expect((await dialog(toPlain, state, [{ role: "caller", user_id: plain.userId }, { role: "callee", device_id: plain.deviceId }])).status).toBe(200);
@@ -249,10 +256,23 @@ describe(`agents and dialogs [${storeKind}]`, () => {
     expect((await agentEvents(t.accountId)).map((e) => e.state)).toEqual(["ready", "on_call", "ready"]);
   });
 
-  test("a dialog event for a Call-ID with no record and no account changes no one's presence", async () => {
+  test("a dialog event for a Call-ID with no record changes no one's presence, with or without an account", async () => {
     const t = await seedTenant(platform);
     const u = await seedUser(t.accountId);
     expect((await client.post("/presence/event", { type: "dialog", callId: randomUUID(), state: "confirmed", legs: [{ role: "caller", user_id: u.userId }] })).status).toBe(200);
+    expect(await userCallCount(platform.live, t.accountId, u.userId)).toBe(0);
+    // Named account and legs, one at a time and in a batch beside a routed call: only the routed one counts.
+    const never = (state: string) => ({ type: "dialog", callId: "never-routed@x", state, account_id: t.accountId, legs: [{ role: "callee", user_id: u.userId }] });
+    expect((await client.post("/presence/event", never("early"))).status).toBe(200);
+    expect((await client.post("/presence/event", never("confirmed"))).status).toBe(200);
+    expect(await userCallCount(platform.live, t.accountId, u.userId)).toBe(0);
+    const real = await routed(t.accountId);
+    const batch = await client.post("/presence/events", { events: [never("confirmed"), { ...never("confirmed"), callId: real }] });
+    expect(batch.body).toMatchObject({ ok: true, handled: 2, refused: [] });
+    expect(await userCallCount(platform.live, t.accountId, u.userId)).toBe(1);
+    const roster = await client.get(`/presence/users?accountId=${t.accountId}`);
+    expect(roster.body.data.find((r: { id: string }) => r.id === u.userId)).toMatchObject({ on_call: 1 });
+    expect((await client.post("/presence/event", { ...never("terminated"), callId: real, sip_code: 200 })).status).toBe(200);
     expect(await userCallCount(platform.live, t.accountId, u.userId)).toBe(0);
   });
 
@@ -278,7 +298,7 @@ describe(`agents and dialogs [${storeKind}]`, () => {
     const u = await seedUser(t.accountId);
     expect((await client.post("/presence/event", { type: "dialog", callId: "c1", state: "confirmed", account_id: newId("acc") })).status).toBe(404);
     const ghost = newId("us");
-    const r = await client.post("/presence/event", { type: "dialog", callId: randomUUID(), state: "confirmed", account_id: t.accountId, legs: [{ user_id: ghost }, { device_id: u.deviceId }] });
+    const r = await client.post("/presence/event", { type: "dialog", callId: await routed(t.accountId), state: "confirmed", account_id: t.accountId, legs: [{ user_id: ghost }, { device_id: u.deviceId }] });
     expect(r.status).toBe(200);
     // The leg with only a device id counts for the device's user; the unknown user is not tracked.
     expect(await userCallCount(platform.live, t.accountId, u.userId)).toBe(1);
@@ -290,7 +310,7 @@ describe(`POST /presence/events (the edge's batches) [${storeKind}]`, () => {
   test("each call's events are handled in order while calls interleave; register events too", async () => {
     const t = await seedTenant(platform);
     const users = await Promise.all([seedUser(t.accountId), seedUser(t.accountId), seedUser(t.accountId)]);
-    const calls = users.map(() => randomUUID());
+    const calls = await Promise.all(users.map(() => routed(t.accountId)));
     const dialog = (i: number, state: string) => ({ type: "dialog", callId: calls[i], state, account_id: t.accountId, legs: [{ role: "callee", user_id: users[i]!.userId }] });
     // Interleaved as the edge queues them: call 0 ends, call 1 stays up, call 2 ends.
     const events = [
@@ -317,7 +337,7 @@ describe(`POST /presence/events (the edge's batches) [${storeKind}]`, () => {
   test("a malformed event is refused alone, named by position with its problems; the others are handled", async () => {
     const t = await seedTenant(platform);
     const u = await seedUser(t.accountId);
-    const callId = randomUUID();
+    const callId = await routed(t.accountId);
     const good = { type: "dialog", callId, state: "confirmed", account_id: t.accountId, legs: [{ role: "callee", user_id: u.userId }] };
     // An unknown type is not an event at all: the batch is refused whole, and nothing is handled.
     const unknownType = await client.post("/presence/events", { events: [good, { type: "fax" }] });
@@ -380,7 +400,7 @@ describe(`POST /presence/events (the edge's batches) [${storeKind}]`, () => {
     const t = await seedTenant(platform);
     const u = await seedUser(t.accountId);
     const agent = await seedUser(t.accountId, { agent: true });
-    const callId = randomUUID();
+    const callId = await routed(t.accountId);
     const r = await client.post("/presence/events", {
       events: [
         { type: "dialog", callId: randomUUID(), state: "confirmed", account_id: newId("acc") },
@@ -476,10 +496,10 @@ describe(`GET /presence/users [${storeKind}]`, () => {
     await agentEvent(ready.userId, "login");
     await agentEvent(paused.userId, "login");
     await agentEvent(paused.userId, "pause", { reason: "training" });
-    await client.post("/presence/event", { type: "dialog", callId: randomUUID(), state: "confirmed", account_id: t.accountId, legs: [{ user_id: plainOnCall.userId }] });
+    await client.post("/presence/event", { type: "dialog", callId: await routed(t.accountId), state: "confirmed", account_id: t.accountId, legs: [{ user_id: plainOnCall.userId }] });
     // Not registered, but on a call (a forwarded leg, say): on_call, so not offline.
     const unregisteredOnCall = await seedUser(t.accountId);
-    await client.post("/presence/event", { type: "dialog", callId: randomUUID(), state: "confirmed", account_id: t.accountId, legs: [{ user_id: unregisteredOnCall.userId }] });
+    await client.post("/presence/event", { type: "dialog", callId: await routed(t.accountId), state: "confirmed", account_id: t.accountId, legs: [{ user_id: unregisteredOnCall.userId }] });
 
     const r = await client.get(`/presence/users?accountId=${t.accountId}`);
     expect(r.status).toBe(200);

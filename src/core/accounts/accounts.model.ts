@@ -1,6 +1,7 @@
 /** TypeBox models of accounts: request validation, TypeScript types and OpenAPI from one place. */
 import { Type as T, type Static } from "@sinclair/typebox";
 import "../validation/formats.ts";
+import { destKindSchema } from "../routing/route-target.ts";
 
 const Nullable = <S extends Parameters<typeof T.Union>[0][number]>(schema: S) => T.Union([schema, T.Null()]);
 const Flag = T.Union([T.Literal(0), T.Literal(1)], { description: "Boolean as the integer 0 or 1." });
@@ -81,6 +82,12 @@ export namespace AccountModel {
       max_out: T.Optional(Nullable(T.Integer({ minimum: 0 }))),
       max_dialer: T.Optional(Nullable(T.Integer({ minimum: 0 }))),
       rate_limit_requests: T.Optional(Nullable(T.Integer({ minimum: 1 }))),
+      default_cid_number: T.Optional(
+        Nullable(T.String({ minLength: 1, maxLength: 32, description: "Default outbound caller-ID: any typed form (+1 (415) 555-0123, 0044…) is stored as E.164 without +." })),
+      ),
+      // Where a number's call goes when its schedule leaves it no destination (closed, no closed slot).
+      did_default_dest_kind: T.Optional(Nullable(destKindSchema())),
+      did_default_dest_id: T.Optional(Nullable(T.String({ minLength: 1, maxLength: 64, description: "Id of the target (null for hangup)." }))),
     },
     { additionalProperties: false, minProperties: 1 },
   );

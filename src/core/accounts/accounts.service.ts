@@ -7,6 +7,8 @@ import { decodeCursor, toPage } from "../pagination/pagination.ts";
 import type { AccountRow } from "./accounts.schema.ts";
 import type { AccountModel } from "./accounts.model.ts";
 import { findAccount, insertAccount, listChildAccounts, updateAccount } from "./accounts.store.ts";
+import { normalizeE164 } from "../validation/fields.ts";
+import { checkRouteTargets } from "../routing/route-target.ts";
 
 /** Maps a row to the API shape (every field, fixed order). */
 export function toAccount(row: AccountRow): AccountModel.Account {
@@ -82,7 +84,8 @@ export async function patchAccount(db: DbOrTx, accountId: string, patch: Account
 /**
  * Operator changes to an account: its status (suspend a tenant that stopped paying or was
  * compromised: its API keys, console logins and SIP devices stop working, its numbers refuse calls;
- * close it for good), name and ceilings. A closed account stays closed (409).
+ * close it for good), name, ceilings, default caller-ID and DID default destination (checked like any
+ * destination: it must exist in this account). A closed account stays closed (409).
  */
 export async function adminPatchAccount(db: DbOrTx, accountId: string, patch: AccountModel.AdminPatch): Promise<AccountModel.Account> {
   const current = await findAccount(db, accountId);
@@ -90,7 +93,22 @@ export async function adminPatchAccount(db: DbOrTx, accountId: string, patch: Ac
   if (current.status === "closed" && patch.status !== undefined && patch.status !== "closed") {
     throw conflict("A closed account cannot be reopened; create a new one.", { field: "status" });
   }
-  const row = await updateAccount(db, accountId, { ...patch, updated_at: nowSeconds() });
+  const changes: Partial<AccountRow> = { ...patch };
+  if (patch.default_cid_number !== undefined && patch.default_cid_number !== null) {
+    const e164 = normalizeE164(patch.default_cid_number);
+    if (e164 === null) throw validationFailed([{ path: "/default_cid_number", message: "Not an E.164 number (country code and 7–14 more digits)." }]);
+    changes.default_cid_number = e164;
+  }
+  if (patch.did_default_dest_kind !== undefined || patch.did_default_dest_id !== undefined) {
+    // A PATCH merges onto the stored slot (the id alone keeps the kind; another kind alone drops the
+    // old id), and the pair is checked.
+    const kind = patch.did_default_dest_kind !== undefined ? patch.did_default_dest_kind : current.did_default_dest_kind;
+    const id = patch.did_default_dest_id !== undefined ? patch.did_default_dest_id : kind === current.did_default_dest_kind ? current.did_default_dest_id : null;
+    await checkRouteTargets(db, accountId, [{ prefix: "did_default_dest", kind, id }]);
+    changes.did_default_dest_kind = kind;
+    changes.did_default_dest_id = id;
+  }
+  const row = await updateAccount(db, accountId, { ...changes, updated_at: nowSeconds() });
   if (!row) throw notFound("account");
   return toAccount(row);
 }

@@ -10,7 +10,7 @@ import type { CacSlot, RouteDecision, RouteReply, RouteRequest, TraceStep } from
 import { acquireSlots, releaseSlots } from "../cac/cac.service.ts";
 import type { EventInput } from "../events/bus.ts";
 import { findCallBySipId, insertTrace, type NewTraceStep } from "./calls.store.ts";
-import { handleDialogEvent } from "./dialog.ts";
+import { handleDialogEvent, hangupCauseOf } from "./dialog.ts";
 import { recordLog } from "../logs/logs.service.ts";
 import { noteDecision } from "./decision-notes.ts";
 import { createAdmissionWriter, type AdmissionWriter } from "./admission-writer.ts";
@@ -132,13 +132,15 @@ async function admitNew(platform: Platform, decision: RouteDecision, accountId: 
   // A refusal of the router already ends its trace with its reject step; CAC's gets one here.
   if (routed && !admitted) steps.push({ at: Date.now(), step: "reject", result: `${reply.rtjson.code ?? 0} ${reply.rtjson.reason ?? ""}`.trim() });
   const withCallId: RouteReply = { rtjson: { ...reply.rtjson, vars: { ...reply.rtjson.vars, call_id: id } } };
+  // Numbers are recorded E.164 without "+", as the called number is: a carrier's "+4477…" is 4477….
+  const from = decision.from.replace(/^\+(?=\d{1,15}$)/, "");
 
   const call = {
     account_id: accountId,
     id,
     sip_call_id: sipCallId,
     direction: decision.direction,
-    from: decision.from,
+    from,
     to: decision.to,
     user_id: decision.userId,
     device_id: decision.deviceId,
@@ -151,7 +153,8 @@ async function admitNew(platform: Platform, decision: RouteDecision, accountId: 
     reject_reason: admitted ? null : (reply.rtjson.reason ?? null),
     started_ms: startedMs,
     ended_ms: admitted ? null : startedMs,
-    hangup_cause: admitted ? null : "CALL_REJECTED",
+    // A refusal says why as an ended call would: 486 USER_BUSY, 404 UNALLOCATED_NUMBER, 503 NORMAL_TEMPORARY_FAILURE, …
+    hangup_cause: admitted ? null : hangupCauseOf(reply.rtjson.code ?? 403, false),
     slots,
     reply: withCallId,
   };
@@ -159,7 +162,7 @@ async function admitNew(platform: Platform, decision: RouteDecision, accountId: 
     ? {
         accountId,
         event: "call.started",
-        data: { callId: id, direction: decision.direction, from: decision.from, to: decision.to, number_id: decision.numberId, ts: startedMs },
+        data: { callId: id, direction: decision.direction, from, to: decision.to, number_id: decision.numberId, ts: startedMs },
         ts: startedMs,
       }
     : null;

@@ -74,6 +74,17 @@ describe(`admission [${storeKind}]`, () => {
     expect(snap).toEqual([{ level: "account_out", id: t.accountId, limit: 2, active: 1, call_ids: [row!.id] }]);
   });
 
+  test("a caller's number is recorded E.164 without +, like the called number (record and call.started); a SIP user stays as given", async () => {
+    const t = await seedTenant(platform);
+    const plus = sipCallId();
+    await admitCall(platform, decision(t.accountId, { direction: "inbound", from: "+447700900123", to: "14155550100" }), routeRequest(plus));
+    expect(await findCallBySipId(platform.db, t.accountId, plus)).toMatchObject({ from: "447700900123", to: "14155550100" });
+    expect((await eventsOf(t.accountId, "call.started"))[0]!.data).toMatchObject({ from: "447700900123" });
+    const user = sipCallId();
+    await admitCall(platform, decision(t.accountId, { from: "+alice" }), routeRequest(user));
+    expect(await findCallBySipId(platform.db, t.accountId, user)).toMatchObject({ from: "+alice" });
+  });
+
   test("all or nothing: a refusal at a later slot gives back the earlier ones; user level is 486, others 503", async () => {
     const t = await seedTenant(platform);
     const slots = [slot("account_out", t.accountId, 5), slot("trunk", "trk_A", 1), slot("user", "us_A", 3)];
@@ -85,7 +96,7 @@ describe(`admission [${storeKind}]`, () => {
     const snap = await cacSnapshot(platform.live, t.accountId);
     expect(snap.map((c) => [c.level, c.active])).toEqual([["account_out", 1], ["trunk", 1], ["user", 1]]);
     const rejected = await findCallBySipId(platform.db, t.accountId, cid);
-    expect(rejected).toMatchObject({ status: "rejected", sip_code: 503, hangup_cause: "CALL_REJECTED" });
+    expect(rejected).toMatchObject({ status: "rejected", sip_code: 503, hangup_cause: "NORMAL_TEMPORARY_FAILURE" });
     expect((await listTrace(platform.db, t.accountId, rejected!.id)).map((s) => s.step)).toEqual(["classify", "outbound_route", "cac", "reject"]);
     expect(await eventsOf(t.accountId, "call.started")).toHaveLength(1);
 
@@ -135,7 +146,7 @@ describe(`admission [${storeKind}]`, () => {
     });
     const reply = await admitCall(platform, d, routeRequest(cid));
     expect(reply.rtjson.code).toBe(403);
-    expect(await findCallBySipId(platform.db, t.accountId, cid)).toMatchObject({ status: "rejected", sip_code: 403 });
+    expect(await findCallBySipId(platform.db, t.accountId, cid)).toMatchObject({ status: "rejected", sip_code: 403, hangup_cause: "CALL_REJECTED" });
     expect(await cacSnapshot(platform.live, t.accountId)).toEqual([]);
     const unowned = sipCallId();
     const none = await admitCall(platform, { ...decision(t.accountId), accountId: null }, routeRequest(unowned));

@@ -142,7 +142,7 @@ export async function handleDialogEvents(platform: Platform, events: DialogEvent
     const batch: DialogEvent[] = [];
     for (const sequence of sequences.values()) if (sequence.length > round) batch.push(sequence[round]!);
     if (!batch.length) return;
-    await handleRound(platform, batch, options);
+    await handleRound(platform, batch, round === 0 ? options : { ...options, onCallsRead: undefined });
   }
 }
 
@@ -163,10 +163,15 @@ export interface EndOptions {
    * read them already (presence does); else they are read here.
    */
   knownUsers?: ReadonlyMap<string, unknown>;
+  /**
+   * Told once, after the first read, which of the events' calls have a record (`account\0Call-ID` keys;
+   * events naming an account only): presence tracks no dialog of a call Parley never routed.
+   */
+  onCallsRead?: (recorded: ReadonlySet<string>) => void;
 }
 
 /** One round: at most one event per call. */
-async function handleRound(platform: Platform, events: DialogEvent[], { unbilled = false, now = Date.now(), knownUsers }: EndOptions): Promise<void> {
+async function handleRound(platform: Platform, events: DialogEvent[], { unbilled = false, now = Date.now(), knownUsers, onCallsRead }: EndOptions): Promise<void> {
   const keyed = events.filter((e) => e.account_id);
   // The rate plans of the accounts whose calls end are read beside the calls (an event without an
   // account, rare, has its plan read after).
@@ -177,6 +182,7 @@ async function handleRound(platform: Platform, events: DialogEvent[], { unbilled
   ]);
   const found = new Map<string, DialogCall>();
   for (const call of calls) found.set(`${call.account_id}\u0000${call.sip_call_id}`, call);
+  onCallsRead?.(new Set(found.keys()));
   const items: Item[] = [];
   // Nothing happened after now: an edge clock ahead of ours (or a ts in seconds × 1000 too many)
   // must not bill the future.

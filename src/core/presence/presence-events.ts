@@ -143,13 +143,21 @@ export async function handleDialogs(
     if (list) list.push(e);
     else calls.set(k, [e]);
   }
+  // A dialog is tracked only for a call Parley routed (it has a record): one it never saw, made up or
+  // from another system, would make its users look busy (486) for hours. The call records' first read
+  // tells; an end is always applied (it only clears).
+  let callsRead!: (recorded: ReadonlySet<string>) => void;
+  const recorded = new Promise<ReadonlySet<string>>((resolve) => (callsRead = resolve));
+  const records = handleDialogEvents(platform, accepted, { ...options, knownUsers: known, onCallsRead: callsRead }).finally(() => callsRead(new Set()));
   await Promise.all([
-    handleDialogEvents(platform, accepted, { ...options, knownUsers: known }),
+    records,
     ...[...calls.values()].map(async (sequence) => {
+      const routed = (await recorded).has(key(sequence[0]!.account_id, sequence[0]!.callId));
       for (const event of sequence) {
         const users = usersOf(event);
         let touched = users;
         if (event.state === "terminated") touched = await endDialog(platform.live, event.account_id, event.callId, users);
+        else if (!routed) continue;
         else await trackDialog(platform.live, event.account_id, event.callId, event.state, users, now());
         const agents = touched.filter((userId) => !notAgents.has(key(event.account_id, userId)));
         await Promise.all(agents.map((userId) => refreshAgentAfterCalls(deps, event.account_id, userId, now)));

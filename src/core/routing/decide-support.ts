@@ -3,7 +3,7 @@
  * module applies unchanged), SIP URI helpers and number transforms.
  */
 import type { CacSlot, RouteDecision, RouteReply, RouteRequest, RtjsonRoute } from "./route-types.ts";
-import type { RouteTransform } from "./decide.store.ts";
+import type { RouteForward, RouteTransform } from "./decide.store.ts";
 
 /** A decision being built: the decision's fields but its reply, plus what the rules work from. */
 export interface DecisionDraft extends Omit<RouteDecision, "reply"> {
@@ -11,6 +11,8 @@ export interface DecisionDraft extends Omit<RouteDecision, "reply"> {
   /** Variables handed on to the edge / media engine (reply `vars`). */
   vars: Record<string, string | number | null>;
   now: Date;
+  /** The dialled number's own forwards (busy, no_answer, unreachable), for a call that came in to a DID. */
+  didForwards?: readonly RouteForward[];
 }
 
 /** Appends a trace step. */

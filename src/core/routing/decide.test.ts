@@ -423,14 +423,40 @@ describe(`decideRoute internal calls [${storeKind}]`, () => {
     }
   });
 
-  test("a user at max_simultaneous: 486, or the busy forward", async () => {
+  test("a user at max_simultaneous: the busy forward, else the user's voicemail, else 486", async () => {
     const o = await office();
     const c = { [o.bob]: [contact(o.bob, o.bobDev, "sip:1002@10.1.1.2")] };
     const busy = await decideRoute(testDeps(platform, { contacts: c, calls: { [o.bob]: 2 } }), o.from("1002"));
-    expect(busy.reply.rtjson).toMatchObject({ action: "reject", code: 486 });
+    expect(busy.reply.rtjson).toMatchObject({ action: "flow", vars: { dest_kind: "voicemail", dest_id: "vm_bob" } });
     await o.f.forward({ user_id: o.bob, number: "447700900555", trigger: "busy" });
     const fwd = await decideRoute(testDeps(platform, { contacts: c, calls: { [o.bob]: 2 } }), o.from("1002"));
     expect(fwd.reply.rtjson).toMatchObject({ action: "outbound", routes: [{ uri: "sip:447700900555@carrier.example.net:5060" }] });
+    const carol = await o.f.user({ username: "1003", max_simultaneous: 1 });
+    const carolDev = await o.f.device(carol);
+    const full = await decideRoute(testDeps(platform, { contacts: { [carol]: [contact(carol, carolDev, "sip:1003@10.1.1.4")] }, calls: { [carol]: 1 } }), o.from("1003"));
+    expect(full.reply.rtjson).toMatchObject({ action: "reject", code: 486 });
+  });
+
+  test("a DID's busy and unreachable forwards take a call to its user that /route knows is busy or unreachable", async () => {
+    const o = await office();
+    const carol = await o.f.user({ username: "1003", max_simultaneous: 1 });
+    const carolDev = await o.f.device(carol);
+    const did = await o.f.number({ dest_kind: "user", dest_id: carol });
+    await o.f.forward({ number_id: did.id, number: "447700900601", trigger: "unreachable", cid_mode: "did" });
+    await o.f.forward({ number_id: did.id, number: "447700900602", trigger: "busy" });
+    const call = (deps: Parameters<typeof testDeps>[1]) => decideRoute(testDeps(platform, deps), req({ to: did.e164, source_ip: CARRIER_IP }));
+    const unreachable = await call({});
+    expect(unreachable.reply.rtjson).toMatchObject({ action: "outbound", routes: [{ uri: "sip:447700900601@carrier.example.net:5060", headers: { from: { uri: expect.stringContaining(did.e164) } } }] });
+    expect(steps(unreachable)).toContain(`the number's unreachable forward to 447700900601 (${unreachable.reply.rtjson.vars.forward_id})`);
+    const ringing = { contacts: { [carol]: [contact(carol, carolDev, "sip:1003@10.1.1.4")] } };
+    const busy = await call({ ...ringing, calls: { [carol]: 1 } });
+    expect(busy.reply.rtjson).toMatchObject({ action: "outbound", routes: [{ uri: "sip:447700900602@carrier.example.net:5060" }] });
+    // Free and registered: rung, the number's forwards riding as failover.
+    const rung = await call(ringing);
+    expect(rung.reply.rtjson).toMatchObject({ action: "proxy", vars: { failover_busy: expect.stringMatching(/^forward:fwd_/), failover_unreachable: expect.stringMatching(/^forward:fwd_/) } });
+    // The user's own forward comes first.
+    await o.f.forward({ user_id: carol, number: "447700900603", trigger: "busy" });
+    expect((await call({ ...ringing, calls: { [carol]: 1 } })).reply.rtjson.routes![0]!.uri).toBe("sip:447700900603@carrier.example.net:5060");
   });
 
   test("no contacts: the unreachable forward, else the user's voicemail, else 480", async () => {

@@ -260,6 +260,7 @@ async function inbound(deps: RouteDeps, draft: DecisionDraft, candidates: Array<
     return forwardCall(deps, draft, account, always);
   }
   setFailovers(draft, ctx.forwards, null, deps.settings.mediaEngines[0] ?? null);
+  draft.didForwards = ctx.forwards;
   const target = scheduledTarget(draft, number, ctx.schedule, account.timezone) ?? didDefault(draft, account);
   if (!target) return reject(draft, 480, "Temporarily Unavailable", "closed, and no closed destination");
   return routeTo(deps, draft, account, target, 0);
@@ -426,6 +427,22 @@ async function toUser(deps: RouteDeps, draft: DecisionDraft, account: RouteAccou
     step(draft, "forward", `user forwards always to ${always.number} (${always.id})`);
     return forwardCall(deps, draft, account, always);
   }
+  /**
+   * Where a call goes when /route already knows the user is busy or unreachable: the user's forward for
+   * it, else the user's mailbox, else the dialled number's forward (a call to a DID), else nowhere (the
+   * caller gets 486 or 480). A busy phone's own 486 goes the same way through the edge's failover vars.
+   */
+  const failover = (trigger: "busy" | "unreachable"): Promise<RouteDecision> | RouteDecision | null => {
+    const own = user.forwards.find((f) => f.trigger === trigger);
+    if (own) return forwardCall(deps, draft, account, own);
+    if (user.voicemail_id) return toMediaEngine(draft, deps.settings.mediaEngines, { kind: "voicemail", id: user.voicemail_id, flowId: null });
+    const did = draft.didForwards?.find((f) => f.trigger === trigger);
+    if (did) {
+      step(draft, "forward", `the number's ${trigger} forward to ${did.number} (${did.id})`);
+      return forwardCall(deps, draft, account, did);
+    }
+    return null;
+  };
   const byTrigger = (t: RouteForward["trigger"]) => user.forwards.find((f) => f.trigger === t) ?? null;
   const [active, registered] = await Promise.all([deps.userCallCount(account.id, user.id), deps.contacts(account.id, user.id)]);
   // Bindings of a device disabled or removed since it registered are never rung (they would stay
@@ -435,16 +452,11 @@ async function toUser(deps: RouteDeps, draft: DecisionDraft, account: RouteAccou
   if (contacts.length < registered.length) step(draft, "user", `${registered.length - contacts.length} binding(s) of inactive devices left out`);
   if (active >= user.max_simultaneous) {
     step(draft, "user", `busy: ${active} of ${user.max_simultaneous} simultaneous calls`);
-    const busy = byTrigger("busy");
-    if (busy) return forwardCall(deps, draft, account, busy);
-    return reject(draft, 486, "Busy Here", "user at max_simultaneous");
+    return failover("busy") ?? reject(draft, 486, "Busy Here", "user at max_simultaneous");
   }
   if (contacts.length === 0) {
     step(draft, "user", "no registered contacts");
-    const unreachable = byTrigger("unreachable");
-    if (unreachable) return forwardCall(deps, draft, account, unreachable);
-    if (user.voicemail_id) return toMediaEngine(draft, deps.settings.mediaEngines, { kind: "voicemail", id: user.voicemail_id, flowId: null });
-    return reject(draft, 480, "Temporarily Unavailable", "user not registered");
+    return failover("unreachable") ?? reject(draft, 480, "Temporarily Unavailable", "user not registered");
   }
   setFailovers(draft, user.forwards, user.voicemail_id, deps.settings.mediaEngines[0] ?? null);
   const noAnswer = byTrigger("no_answer");
