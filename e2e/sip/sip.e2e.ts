@@ -318,6 +318,23 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
     expect(kamailio.log()).toMatch(new RegExp(`ctl /route rc=200 us=\\d+ action=proxy to=${did}`));
   });
 
+  test("a caller withholding its identity (Privacy: id) is refused 433 by a number that refuses anonymous calls", async () => {
+    const did = `1629${String(Math.floor(Math.random() * 1e7)).padStart(7, "0")}`;
+    const num = await api("POST", `${parley.publicUrl}/v1/numbers`, { e164: did, dest_kind: "user", dest_id: tenant.users["1002"]!.userId, allow_anonymous: 0 }, { "x-api-key": tenant.key });
+    expect(num.status, JSON.stringify(num.body)).toBe(201);
+    const r = await runSipp("invite-withheld.xml", edge(), ["-i", TRUNK_IP, "-s", did, "-key", "from_user", "14155559876", "-key", "domain", "127.0.0.1", "-m", "1", "-timeout", "10s"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.statuses.filter((c) => c >= 200)).toEqual([433]);
+    const cdr = await eventually(async () => {
+      const list = (await api("GET", `${parley.publicUrl}/v1/calls?limit=100`, undefined, { "x-api-key": tenant.key })).body.data as any[];
+      const c = list.find((x) => x.number_id === num.body.data.id);
+      expect(c).toMatchObject({ direction: "inbound", status: "rejected", sip_code: 433 });
+      return c;
+    });
+    const steps = (await api("GET", `${parley.publicUrl}/v1/calls/${cdr.id}/trace`, undefined, { "x-api-key": tenant.key })).body.data.steps;
+    expect(steps.map((s: { step: string }) => s.step)).toContain("anonymous");
+  });
+
   test("a call without credentials from an address no trunk knows is challenged (407)", async () => {
     const r = await runSipp("invite-noauth.xml", edge(), ["-i", STRANGER_IP, "-s", tenant.trunkNumber, "-key", "from_user", "14155559876", "-key", "domain", "127.0.0.1", "-m", "1", "-timeout", "10s"]);
     expect(r.code, r.stderr).toBe(0);

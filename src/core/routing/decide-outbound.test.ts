@@ -134,6 +134,27 @@ describe(`decideRoute outbound [${storeKind}]`, () => {
     expect(steps(noCountry)).toContain("geo rules skipped");
   });
 
+  test("ACL rules hold for every call a device places: an extension, a user, a feature code, not only a number outside", async () => {
+    const c = await caller();
+    const bob = await c.f.user({ username: "1002" });
+    await c.f.device(bob);
+    await c.f.extension({ digits: "200", dest_kind: "user", dest_id: bob });
+    await c.f.extension({ digits: "*97", dest_kind: "feature", dest_id: "voicemail_main" });
+    await c.f.aclRule({ scope_kind: "user", scope_id: c.user, rule_type: "ip_allow", value: "10.0.0.0/8" });
+    for (const to of ["200", "1002", "*97", "447700900500"]) {
+      const d = await decideRoute(testDeps(platform), c.dial(to, { source_ip: "192.0.2.1" }));
+      expect(d.reply.rtjson, to).toMatchObject({ action: "reject", code: 403 });
+      expect(steps(d), to).toContain("192.0.2.1 not in any ip_allow rule");
+      expect(d.direction, to).toBe(to === "447700900500" ? "outbound" : "internal");
+    }
+    // From inside the range: through the ACL to the usual decision.
+    expect((await decideRoute(testDeps(platform), c.dial("200", { source_ip: "10.1.2.3" }))).reply.rtjson.code).not.toBe(403);
+    // Another user's rule is not this caller's.
+    const other = await caller();
+    await other.f.aclRule({ scope_kind: "user", scope_id: "us_someone_else", rule_type: "ip_deny", value: "0.0.0.0/0" });
+    expect((await decideRoute(testDeps(platform), other.dial("447700900500"))).reply.rtjson.action).toBe("outbound");
+  });
+
   test("call limits: hard per-period refuses past max_count; soft lets through with a warning; concurrent → CAC ceiling", async () => {
     const c = await caller({ max_out: 20 }, { max_simultaneous: 3 });
     await c.f.callLimit({ direction: "out", period_sec: 60, max_count: 1, hard: 1, scope_kind: "user", scope_id: c.user });
@@ -227,5 +248,26 @@ describe(`decideRoute outbound [${storeKind}]`, () => {
     const noCarrier = await decideRoute(testDeps(platform, { settings: { carrierUri: null } }), c.dial("14155550100"));
     expect(noCarrier.reply.rtjson).toMatchObject({ action: "reject", code: 503 });
     expect(noCarrier.slots).toEqual([]);
+  });
+
+  test("routes: when every trunk of the most specific routes is unusable, a less specific route takes the call, then the carrier default", async () => {
+    const c = await caller();
+    const uk = await c.f.trunk({ name: "uk", proxy: "uk.example.net" });
+    const london = await c.f.trunk({ name: "london", proxy: "london.example.net", status: "disabled" });
+    await c.f.route({ via: "trunk", trunk_id: uk, match_prefix: "44", priority: 10 });
+    await c.f.route({ via: "trunk", trunk_id: london, match_prefix: "4420", priority: 5 });
+    const d = await decideRoute(testDeps(platform), c.dial("442071234567"));
+    expect(d.reply.rtjson.routes!.map((r) => r.uri)).toEqual(["sip:442071234567@uk.example.net"]);
+    expect(d.trunkId).toBe(uk);
+    expect(steps(d)).toContain("trunk london unusable (disabled)");
+    // Both unusable: the carrier default, or 503 without one.
+    const e = await caller();
+    const off = await e.f.trunk({ name: "off", proxy: "off.example.net", status: "disabled" });
+    await e.f.route({ via: "trunk", trunk_id: off, match_prefix: "44", priority: 1 });
+    const carrier = await decideRoute(testDeps(platform), e.dial("442071234567"));
+    expect(carrier.reply.rtjson.routes!.map((r) => r.uri)).toEqual(["sip:442071234567@carrier.example.net:5060"]);
+    expect(steps(carrier)).toContain("no usable route → carrier default");
+    const none = await decideRoute(testDeps(platform, { settings: { carrierUri: null } }), e.dial("442071234567"));
+    expect(none.reply.rtjson).toMatchObject({ action: "reject", code: 503 });
   });
 });

@@ -192,6 +192,8 @@ export interface DeviceContext {
   user: RoutedUser | null;
   /** Every outbound_* transform of the account (account, route and trunk scopes), in order. */
   outTransforms: RouteTransform[];
+  /** ACL rules of the account and of the device's user: where its devices may call from (every call they place). */
+  acls: RouteAclRule[];
 }
 
 /** One hop of a route target (an extension, user, forward or flow of the account). */
@@ -207,7 +209,6 @@ export interface OutboundContext {
   routes: RouteOutboundRoute[];
   limits: RouteCallLimit[];
   cidRules: RouteCidRule[];
-  acls: RouteAclRule[];
   geo: RouteGeoPolicy[];
   /** Kinds of the account's / user's phone lists (dnc_out, allow) the destination is on. */
   lists: string[];
@@ -327,7 +328,9 @@ export const deviceContextSql = (account: SQLWrapper, device: SQLWrapper, to: SQ
     'extension', ${extensionOf(sql`e.account_id = ${account} and e.digits = ${to}`)},
     'user', ${userOf(sql`u.account_id = ${account} and u.username = ${to}`)},
     'outTransforms', ${list(sql`select json_agg(${TRANSFORM} ${TRANSFORM_ORDER}) from number_transform x
-      where x.account_id = ${account} and x.direction in ('outbound_dst','outbound_cid')`)}
+      where x.account_id = ${account} and x.direction in ('outbound_dst','outbound_cid')`)},
+    'acls', ${list(sql`select json_agg(${ACL}) from acl_rule r where r.account_id = ${account} and ((r.scope_kind = 'account' and r.scope_id = ${account})
+      or (r.scope_kind = 'user' and r.scope_id = (select d.user_id from device d where d.account_id = ${account} and d.id = ${device})))`)}
   )`;
 
 const deviceSql = sql`select ${deviceContextSql(p("account"), p("device"), p("to"))} as ctx`;
@@ -356,7 +359,6 @@ const outboundSql = sql`select json_build_object(
     'cidRules', ${list(sql`select json_agg(json_build_object('id', k.id, 'name', k.name, 'scope_kind', k.scope_kind, 'match_country', k.match_country,
       'cid_number', k.cid_number, 'cid_name', k.cid_name, 'priority', k.priority) order by k.priority, k.name)
       from caller_id_rule k where k.account_id = ${p("account")} and ${accountOrUser("k")}`)},
-    'acls', ${list(sql`select json_agg(${ACL}) from acl_rule r where r.account_id = ${p("account")} and ${accountOrUser("r")}`)},
     'geo', ${list(sql`select json_agg(json_build_object('id', g.id, 'name', g.name, 'scope_kind', g.scope_kind, 'mode', g.mode,
       'countries', ${list(sql`select json_agg(gc.country) from geo_policy_country gc where gc.account_id = g.account_id and gc.geo_policy_id = g.id`)}))
       from geo_policy g where g.account_id = ${p("account")} and ${accountOrUser("g")}`)},

@@ -536,8 +536,9 @@ function setOverflow(draft: DecisionDraft, fwd: RouteForward, engine: string | n
 
 /**
  * Chooses outbound routes for `e164`: the matching routes with the longest prefix (a country match
- * before none, then priority) are serial failover, each to its trunk or to the carrier default.
- * No matching route: the carrier default (CARRIER_URI) when set, else 503.
+ * before none, then priority) are serial failover, each to its trunk or to the carrier default; when
+ * none of them is usable, the next most specific tied group. No matching or usable route: the carrier
+ * default (CARRIER_URI) when set, else 503.
  */
 function pickRoutes(
   deps: RouteDeps,
@@ -554,8 +555,14 @@ function pickRoutes(
   const matching = routes
     .filter((r) => (!r.match_prefix || e164.startsWith(r.match_prefix)) && (!r.match_country || r.match_country === country))
     .sort((a, b) => (b.match_prefix?.length ?? 0) - (a.match_prefix?.length ?? 0) || Number(!!b.match_country) - Number(!!a.match_country) || a.priority - b.priority);
-  const best = matching[0];
-  const group = best ? matching.filter((r) => (r.match_prefix?.length ?? 0) === (best.match_prefix?.length ?? 0) && !!r.match_country === !!best.match_country) : [];
+  // Tied routes (same prefix length, country or not) are one group; the most specific group with a
+  // usable leg is taken, a less specific one when none of its trunks can (disabled for maintenance).
+  const groups: RouteOutboundRoute[][] = [];
+  for (const r of matching) {
+    const last = groups.at(-1)?.[0];
+    if (last && (last.match_prefix?.length ?? 0) === (r.match_prefix?.length ?? 0) && !!last.match_country === !!r.match_country) groups.at(-1)!.push(r);
+    else groups.push([r]);
+  }
   const out: RtjsonRoute[] = [];
   let firstTrunk: { id: string; max: number | null } | null = null;
   const carrier = deps.settings.carrierUri;
@@ -568,30 +575,33 @@ function pickRoutes(
   };
   const extra = sipHeaders({ "X-Account-Id": account.id, "X-Call-Direction": draft.direction });
   const from = (cidNumber: string, domain: string) => ({ uri: `sip:${cidNumber}@${domain}`, ...(cid.name ? { display: cid.name } : {}) });
-  for (const r of group) {
-    if (r.via === "trunk") {
-      const t = r.trunk;
-      if (!t || t.status !== "active" || t.direction === "inbound" || !t.proxy) {
-        step(draft, "outbound_route", `${r.name}: trunk ${t?.name ?? r.id} unusable (${!t ? "missing" : t.status !== "active" ? t.status : !t.proxy ? "no proxy" : "inbound only"})`);
-        continue;
+  for (const group of groups) {
+    if (out.length) break;
+    for (const r of group) {
+      if (r.via === "trunk") {
+        const t = r.trunk;
+        if (!t || t.status !== "active" || t.direction === "inbound" || !t.proxy) {
+          step(draft, "outbound_route", `${r.name}: trunk ${t?.name ?? r.id} unusable (${!t ? "missing" : t.status !== "active" ? t.status : !t.proxy ? "no proxy" : "inbound only"})`);
+          continue;
+        }
+        const { dst, cid: c } = leg(r.id, t.id, e164, cid.number || fallbackCid(t.cid_number || draft.req.from));
+        out.push({ uri: trunkUri(t.proxy, t.transport, dst), headers: { from: from(c, t.from_domain ?? hostOf(t.proxy)), extra } });
+        firstTrunk ??= { id: t.id, max: t.max_channels };
+        step(draft, "outbound_route", `${r.name} (prefix ${r.match_prefix ?? "any"}, country ${r.match_country ?? "any"}, priority ${r.priority}) → trunk ${t.name}`);
+      } else {
+        if (!carrier) {
+          step(draft, "outbound_route", `${r.name}: via carrier, but no CARRIER_URI is configured`);
+          continue;
+        }
+        const { dst, cid: c } = leg(r.id, null, e164, cid.number || fallbackCid(draft.req.from));
+        out.push({ uri: withUser(carrier, dst), headers: { from: from(c, hostOf(carrier)), extra } });
+        step(draft, "outbound_route", `${r.name} (prefix ${r.match_prefix ?? "any"}, country ${r.match_country ?? "any"}, priority ${r.priority}) → carrier`);
       }
-      const { dst, cid: c } = leg(r.id, t.id, e164, cid.number || fallbackCid(t.cid_number || draft.req.from));
-      out.push({ uri: trunkUri(t.proxy, t.transport, dst), headers: { from: from(c, t.from_domain ?? hostOf(t.proxy)), extra } });
-      firstTrunk ??= { id: t.id, max: t.max_channels };
-      step(draft, "outbound_route", `${r.name} (prefix ${r.match_prefix ?? "any"}, country ${r.match_country ?? "any"}, priority ${r.priority}) → trunk ${t.name}`);
-    } else {
-      if (!carrier) {
-        step(draft, "outbound_route", `${r.name}: via carrier, but no CARRIER_URI is configured`);
-        continue;
-      }
-      const { dst, cid: c } = leg(r.id, null, e164, cid.number || fallbackCid(draft.req.from));
-      out.push({ uri: withUser(carrier, dst), headers: { from: from(c, hostOf(carrier)), extra } });
-      step(draft, "outbound_route", `${r.name} (prefix ${r.match_prefix ?? "any"}, country ${r.match_country ?? "any"}, priority ${r.priority}) → carrier`);
     }
   }
-  if (group.length === 0 && carrier) {
+  if (out.length === 0 && carrier) {
     out.push({ uri: withUser(carrier, e164), headers: { from: from(cid.number || fallbackCid(draft.req.from), hostOf(carrier)), extra } });
-    step(draft, "outbound_route", "no matching route → carrier default");
+    step(draft, "outbound_route", groups.length ? "no usable route → carrier default" : "no matching route → carrier default");
   }
   if (out.length === 0) return reject(draft, 503, "Service Unavailable", `no usable outbound route for ${e164}`);
   if (firstTrunk) {
@@ -639,6 +649,11 @@ async function fromDevice(deps: RouteDeps, draft: DecisionDraft, accountId: stri
   const caller = ctx.caller;
   draft.userId = caller.id;
   draft.deviceId = ctx.device.id;
+  // Where the account's devices (and this user's) may call from holds for every call they place:
+  // an extension, a user or a feature code as much as a number outside.
+  draft.direction = ctx.extension || ctx.user || !/^[0-9*#]+$/.test(dialledDigits(draft.req.to)) ? "internal" : "outbound";
+  const acl = aclVerdict(draft, ctx.acls ?? []);
+  if (acl) return acl;
   // The caller's own ceiling holds for every call they place, internal ones too (outbound calls add
   // it with the account's): their `user` slot, beside the callee's.
   const callerSlot = () => addSlot(draft, "user", caller.id, caller.max_simultaneous);
@@ -689,8 +704,6 @@ async function outboundCall(
   draft.to = e164;
   const country = countryOfE164(e164);
   const ctx = await loadOutbound(deps.db, account.id, caller.id, e164, Math.floor(draft.now.getTime() / 1000));
-  const acl = aclVerdict(draft, ctx.acls);
-  if (acl) return acl;
   const refused = destinationVerdict(draft, ctx, e164);
   if (refused) return refused;
   addSlot(draft, "account_out", account.id, account.max_out);
