@@ -428,6 +428,11 @@ describe(`decideRoute internal calls [${storeKind}]`, () => {
     const c = { [o.bob]: [contact(o.bob, o.bobDev, "sip:1002@10.1.1.2")] };
     const busy = await decideRoute(testDeps(platform, { contacts: c, calls: { [o.bob]: 2 } }), o.from("1002"));
     expect(busy.reply.rtjson).toMatchObject({ action: "flow", vars: { dest_kind: "voicemail", dest_id: "vm_bob" } });
+    // No media engine to answer the mailbox: busy, not "service unavailable"; unregistered, 480.
+    const noEngine = await decideRoute(testDeps(platform, { contacts: c, calls: { [o.bob]: 2 }, settings: { mediaEngines: [] } }), o.from("1002"));
+    expect(noEngine.reply.rtjson).toMatchObject({ action: "reject", code: 486 });
+    expect(steps(noEngine)).toContain("vm_bob skipped: no media engine configured");
+    expect((await decideRoute(testDeps(platform, { settings: { mediaEngines: [] } }), o.from("1002"))).reply.rtjson).toMatchObject({ action: "reject", code: 480 });
     await o.f.forward({ user_id: o.bob, number: "447700900555", trigger: "busy" });
     const fwd = await decideRoute(testDeps(platform, { contacts: c, calls: { [o.bob]: 2 } }), o.from("1002"));
     expect(fwd.reply.rtjson).toMatchObject({ action: "outbound", routes: [{ uri: "sip:447700900555@carrier.example.net:5060" }] });

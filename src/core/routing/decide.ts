@@ -435,7 +435,9 @@ async function toUser(deps: RouteDeps, draft: DecisionDraft, account: RouteAccou
   const failover = (trigger: "busy" | "unreachable"): Promise<RouteDecision> | RouteDecision | null => {
     const own = user.forwards.find((f) => f.trigger === trigger);
     if (own) return forwardCall(deps, draft, account, own);
-    if (user.voicemail_id) return toMediaEngine(draft, deps.settings.mediaEngines, { kind: "voicemail", id: user.voicemail_id, flowId: null });
+    // A mailbox is answered by a media engine: without one, the next way on (not a 503).
+    if (user.voicemail_id && deps.settings.mediaEngines.length) return toMediaEngine(draft, deps.settings.mediaEngines, { kind: "voicemail", id: user.voicemail_id, flowId: null });
+    if (user.voicemail_id) step(draft, "voicemail", `${user.voicemail_id} skipped: no media engine configured (MEDIA_ENGINES)`);
     const did = draft.didForwards?.find((f) => f.trigger === trigger);
     if (did) {
       step(draft, "forward", `the number's ${trigger} forward to ${did.number} (${did.id})`);
@@ -618,6 +620,8 @@ function pickRoutes(
 async function fromDevice(deps: RouteDeps, draft: DecisionDraft, accountId: string, deviceId: string, known?: DeviceContext): Promise<RouteDecision> {
   const ctx = known && known.device?.id === deviceId && known.account?.id === accountId ? known : await loadDevice(deps.db, accountId, deviceId, draft.req.to);
   draft.accountId = ctx.account ? accountId : null;
+  // An extension, a user, or a name neither has (a misdial) is internal; digits go out.
+  const direction = ctx.extension || ctx.user || !/^[0-9*#]+$/.test(dialledDigits(draft.req.to)) ? "internal" : "outbound";
   const problem = !ctx.account
     ? "unknown account"
     : ctx.account.status !== "active"
@@ -638,7 +642,7 @@ async function fromDevice(deps: RouteDeps, draft: DecisionDraft, accountId: stri
     } else {
       // The account's own device, refused: recorded as the device's call (to a user or extension of
       // the account it would have been internal), not as an inbound one from nobody.
-      draft.direction = ctx.extension || ctx.user ? "internal" : "outbound";
+      draft.direction = direction;
       draft.deviceId = ctx.device.id;
       draft.userId = ctx.device.user_id;
     }
@@ -649,16 +653,15 @@ async function fromDevice(deps: RouteDeps, draft: DecisionDraft, accountId: stri
   const caller = ctx.caller;
   draft.userId = caller.id;
   draft.deviceId = ctx.device.id;
+  draft.direction = direction;
   // Where the account's devices (and this user's) may call from holds for every call they place:
   // an extension, a user or a feature code as much as a number outside.
-  draft.direction = ctx.extension || ctx.user || !/^[0-9*#]+$/.test(dialledDigits(draft.req.to)) ? "internal" : "outbound";
   const acl = aclVerdict(draft, ctx.acls ?? []);
   if (acl) return acl;
   // The caller's own ceiling holds for every call they place, internal ones too (outbound calls add
   // it with the account's): their `user` slot, beside the callee's.
   const callerSlot = () => addSlot(draft, "user", caller.id, caller.max_simultaneous);
   if (ctx.extension) {
-    draft.direction = "internal";
     callerSlot();
     step(draft, "classify", `internal from ${caller.username} to extension ${ctx.extension.digits}`);
     step(draft, "extension", `${ctx.extension.digits} (${ctx.extension.id})`);
@@ -667,19 +670,16 @@ async function fromDevice(deps: RouteDeps, draft: DecisionDraft, accountId: stri
     return routeTo(deps, draft, account, target, 1);
   }
   if (ctx.user) {
-    draft.direction = "internal";
     callerSlot();
     step(draft, "classify", `internal from ${caller.username} to user ${ctx.user.username}`);
     return toUser(deps, draft, account, ctx.user);
   }
   const digits = dialledDigits(draft.req.to);
-  if (!/^[0-9*#]+$/.test(digits)) {
+  if (direction === "internal") {
     // A name no user or extension has: a misdialled internal call, not an outbound one.
-    draft.direction = "internal";
     step(draft, "classify", `no extension or user ${draft.req.to} in the account`);
     return reject(draft, 404, "Not Found", "no such extension or user");
   }
-  draft.direction = "outbound";
   step(draft, "classify", `outbound from ${caller.username} (${ctx.device.id}) to ${digits}`);
   return outboundCall(deps, draft, account, caller, digits, ctx.outTransforms);
 }
