@@ -8,6 +8,7 @@ import m4 from "./0004_calls_events.sql" with { type: "text" };
 import m5 from "./0005_webhook_due.sql" with { type: "text" };
 import m6 from "./0006_call_record_hot.sql" with { type: "text" };
 import m7 from "./0007_statistics.sql" with { type: "text" };
+import m8 from "./0008_config_notify.sql" with { type: "text" };
 
 /** Every migration, in order. */
 export const migrations: Migration[] = [
@@ -19,4 +20,5 @@ export const migrations: Migration[] = [
   { tag: "0005_webhook_due", sql: m5 },
   { tag: "0006_call_record_hot", sql: m6 },
   { tag: "0007_statistics", sql: m7 },
+  { tag: "0008_config_notify", sql: m8 },
 ];

@@ -2,6 +2,7 @@
  * The platform's dependencies, opened once per process and handed to every host: stores, secrets,
  * tokens, logger. Hosts and services take what they need from here explicitly.
  */
+import { startConfigCache, type ConfigCache } from "./cache/config-cache.ts";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Config } from "./config/config.ts";
@@ -43,6 +44,8 @@ export interface Platform {
   objects: ObjectStore;
   /** The event bus (outbox): emit in the transaction of the change; published after commit. */
   events: EventBus;
+  /** What the call path reads of accounts' configuration, dropped as it changes (config-cache.ts). */
+  configCache: ConfigCache;
   /** Closes every store. Call once, after the servers stopped. */
   close(): Promise<void>;
 }
@@ -87,6 +90,7 @@ export async function createPlatform(config: Config, options: PlatformOptions = 
   events.addPlanner(planWebhookDeliveries);
   // A `test` event leaves a line in the account log (GET /v1/logs).
   installEventLogs(events);
+  const configCache = await startConfigCache(database, log);
   return {
     config,
     database,
@@ -101,7 +105,9 @@ export async function createPlatform(config: Config, options: PlatformOptions = 
     secrets: createSecretStore(database.db, masterKey),
     objects: createFsObjectStore(join(config.dataDir, "objects")),
     events,
+    configCache,
     async close() {
+      await configCache.stop();
       await credentials.close();
       if (!options.live) await live.close();
       if (!options.database) await database.close();

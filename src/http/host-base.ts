@@ -252,6 +252,9 @@ export function sealQueries<App extends { routes: Array<{ method: string; path: 
 }
 
 /** The shared base plugin of a host. */
+/** The edge's calls to the control host (many a second, changing no configuration). */
+const EDGE_PATHS = new Set(["/route", "/auth", "/presence/event", "/presence/events", "/security/report"]);
+
 export function hostBase(platform: Platform, options: HostBaseOptions) {
   const sealed: SealedRoutes = { queryless: new Set(), sockets: new Set() };
   const { queryless, sockets } = sealed;
@@ -373,6 +376,14 @@ export function hostBase(platform: Platform, options: HostBaseOptions) {
       if (at === -1 || at === request.url.length - 1 || sockets.has(route)) return;
       const refusal = queryRefusal(request.url.slice(at + 1), queryless.has(`${request.method} ${route}`));
       if (refusal) throw refusal;
+    })
+    // A change this instance made is in its configuration cache's view before the reply goes: the
+    // client's next request (a call, say) sees it (config-cache.ts). The edge's own calls change no
+    // configuration and are the hot path: they do not wait.
+    .onAfterHandle({ as: "global" }, async ({ request }) => {
+      if (request.method === "GET" || request.method === "HEAD" || request.method === "OPTIONS") return;
+      if (EDGE_PATHS.has(new URL(request.url).pathname)) return;
+      await platform.configCache.settle();
     })
     .onError({ as: "global" }, async ({ code, error, set, request }) => {
       const known = toAppError(code, error, request, options.accept);

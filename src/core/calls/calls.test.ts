@@ -490,6 +490,55 @@ describe(`dialog events [${storeKind}]`, () => {
     expect((await cacSnapshot(platform.live, b.accountId)).map((c) => c.active)).toEqual([1]);
   });
 
+  test("a call's ringing, answer and end in one set cost one round (one transaction); a step back starts the next round", async () => {
+    const t = await seedTenant(platform);
+    const cids = [await admitted(t.accountId), await admitted(t.accountId), await admitted(t.accountId)];
+    const whole = await admitted(t.accountId);
+    const start = (await findCallBySipId(platform.db, t.accountId, cids[0]!))!.started_ms;
+    clockAt(start + 20_000);
+    const transaction = platform.events.transaction;
+    let transactions = 0;
+    platform.events.transaction = (fn) => {
+      transactions += 1;
+      return transaction(fn);
+    };
+    try {
+      await handleDialogEvents(
+        platform,
+        cids.flatMap((callId) => [
+          { type: "dialog" as const, callId, account_id: t.accountId, state: "early" as const, ts: start + 1000 },
+          { type: "dialog" as const, callId, account_id: t.accountId, state: "confirmed" as const, ts: start + 2000 },
+        ]),
+      );
+      expect(transactions).toBe(1);
+      for (const cid of cids) expect(await findCallBySipId(platform.db, t.accountId, cid)).toMatchObject({ status: "answered", ringing_ms: start + 1000, answered_ms: start + 2000 });
+      // Whole calls in one round; a repeat after the end (a step back) goes in a second round and changes nothing.
+      transactions = 0;
+      await handleDialogEvents(platform, [
+        { type: "dialog", callId: whole, account_id: t.accountId, state: "early", ts: start + 1000 },
+        { type: "dialog", callId: whole, account_id: t.accountId, state: "confirmed", ts: start + 3000 },
+        { type: "dialog", callId: whole, account_id: t.accountId, state: "terminated", sip_code: 200, ts: start + 13_000 },
+        { type: "dialog", callId: whole, account_id: t.accountId, state: "confirmed", ts: start + 14_000 },
+      ]);
+      expect(transactions).toBe(2);
+    } finally {
+      platform.events.transaction = transaction;
+    }
+    const wholeRow = (await findCallBySipId(platform.db, t.accountId, whole))!;
+    expect(wholeRow).toMatchObject({ answered_ms: start + 3000, ended_ms: start + 13_000, billsec: 10 });
+    expect((await listTrace(platform.db, t.accountId, wholeRow.id)).filter((s) => s.step === "dialog").map((s) => s.result)).toEqual([
+      "early: ringing",
+      "confirmed: answered",
+      "terminated: NORMAL_CLEARING, billsec 10",
+    ]);
+    expect((await eventsOf(t.accountId, "call.answered")).filter((e) => (e.data as { callId: string }).callId === wholeRow.id)).toHaveLength(1);
+    // The ended call's slot is given back; the three answered calls hold theirs (ended here: later
+    // tests sweep calls left open).
+    expect((await cacSnapshot(platform.live, t.accountId)).map((c) => c.active)).toEqual([3]);
+    await handleDialogEvents(platform, cids.map((callId) => ({ type: "dialog" as const, callId, account_id: t.accountId, state: "terminated" as const, ts: start + 5000 })));
+    expect(await cacSnapshot(platform.live, t.accountId)).toEqual([]);
+  });
+
   test("an unknown Call-ID is ignored with a log line; an event for another account's call changes nothing", async () => {
     const lines: string[] = [];
     const logged = await testPlatform({ logLines: lines });

@@ -124,8 +124,9 @@ export function handleDialogEvent(platform: Platform, event: DialogEvent): Promi
 
 /**
  * Applies dialog events to their call records, as a set: each call's events in the order given,
- * different calls together. The events are taken in rounds (the first event of every call, then the
- * second, …); a round costs a fixed number of statements whatever its size: one read of the calls,
+ * different calls together. The events are taken in rounds (each call's first run of events moving
+ * forward, early → confirmed → terminated, then its second, …); a round costs a fixed number of
+ * statements whatever its size: one read of the calls,
  * one of the rate plans, and one transaction with one update per state, one trace insert and one
  * event insert (with its webhook deliveries). Like one event at a time, a repeated or late event
  * changes nothing. A failure fails the rest (the edge sends the batch again; what was done stays).
@@ -138,12 +139,31 @@ export async function handleDialogEvents(platform: Platform, events: DialogEvent
     if (sequence) sequence.push(event);
     else sequences.set(key, [event]);
   }
+  // A call's events that move forward (early, then confirmed, then terminated: a run) share a round:
+  // the edge's ringing and answer usually arrive in one batch, and cost one round, not two. An event
+  // that does not move forward (a repeat, or one out of order) starts the call's next run, applied after.
+  const runs = [...sequences.values()].map(forwardRuns);
   for (let round = 0; ; round++) {
     const batch: DialogEvent[] = [];
-    for (const sequence of sequences.values()) if (sequence.length > round) batch.push(sequence[round]!);
+    for (const callRuns of runs) if (callRuns.length > round) batch.push(...callRuns[round]!);
     if (!batch.length) return;
     await handleRound(platform, batch, round === 0 ? options : { ...options, onCallsRead: undefined });
   }
+}
+
+const STATE_RANK: Record<DialogEvent["state"], number> = { early: 0, confirmed: 1, terminated: 2 };
+
+/** One call's events cut into runs whose states strictly move forward (early → confirmed → terminated). */
+function forwardRuns(sequence: DialogEvent[]): DialogEvent[][] {
+  const runs: DialogEvent[][] = [];
+  let last = Infinity;
+  for (const event of sequence) {
+    const rank = STATE_RANK[event.state];
+    if (rank <= last) runs.push([event]);
+    else runs[runs.length - 1]!.push(event);
+    last = rank;
+  }
+  return runs;
 }
 
 /** How ends are recorded (the edge's events use the defaults). */
@@ -170,7 +190,11 @@ export interface EndOptions {
   onCallsRead?: (recorded: ReadonlySet<string>) => void;
 }
 
-/** One round: at most one event per call. */
+/**
+ * One round: at most one event per state per call, in state order. A call's ringing, answer and end
+ * in one round apply in that order: the three statements go out in that order on the transaction, so
+ * the answer sees the ringing row and the end's locked read sees the answer.
+ */
 async function handleRound(platform: Platform, events: DialogEvent[], { unbilled = false, now = Date.now(), knownUsers, onCallsRead }: EndOptions): Promise<void> {
   const keyed = events.filter((e) => e.account_id);
   // The rate plans of the accounts whose calls end are read beside the calls (an event without an
@@ -209,8 +233,8 @@ async function handleRound(platform: Platform, events: DialogEvent[], { unbilled
       traces.push({ account_id: row.account_id, call_id: row.id, at_ms: at, step: "dialog", result, data: data ?? null });
     const byId = (list: Item[]) => new Map(list.map((i) => [`${i.call.account_id}\u0000${i.call.id}`, i]));
 
-    // The round's calls are distinct, so ringing, answering and locking the ending calls touch
-    // different rows: the three statements go out together (pipelined on the transaction).
+    // The three statements go out together (pipelined on the transaction), in this order: a call
+    // ringing, answered and ending in this round is updated in that order.
     // A confirmation can only move answered_ms forward of the start (clock skew between edge and us).
     // Ends are decided from the rows as they are now, locked: answered_ms comes from the stored
     // record, never from this event, so a late confirmed cannot be invented here.
@@ -315,8 +339,11 @@ async function handleRound(platform: Platform, events: DialogEvent[], { unbilled
   // the call ended. A repeated terminated event releases again, which is harmless.
   const ttl = cacTtlMs(platform);
   const endedSlots = new Map(ended.map((row) => [`${row.account_id}\u0000${row.id}`, row.slots]));
+  // A call answered and ended in this round is only released (a renewal beside the release could
+  // take its slots back).
+  const ending = new Set(terminated.map((i) => `${i.call.account_id}\u0000${i.call.id}`));
   await Promise.all([
-    ...answered.map((row) => renewSlots(platform.live, row.account_id, row.id, row.slots, ttl)),
+    ...answered.filter((row) => !ending.has(`${row.account_id}\u0000${row.id}`)).map((row) => renewSlots(platform.live, row.account_id, row.id, row.slots, ttl)),
     ...terminated.map((i) => releaseSlots(platform.live, i.call.account_id, i.call.id, endedSlots.get(`${i.call.account_id}\u0000${i.call.id}`) ?? i.call.slots)),
   ]);
 }

@@ -33,6 +33,14 @@ export interface Database {
   copyCsv?: (query: SQL, options: CsvOutOptions) => ReadableStream<Uint8Array>;
   /** `pglite` for the embedded default, `postgres` for PostgreSQL. */
   kind: "pglite" | "postgres";
+  /**
+   * Listens on a notification channel (NOTIFY): `onNotify` gets each payload after its transaction
+   * committed, in commit order; `onListen` is called each time the listen is (re)established, after
+   * which no notification is missed (notifications sent while it was down are lost: drop what they
+   * would have told about). PGlite delivers a notification before the committing query resolves;
+   * PostgreSQL on a connection of its own, a moment after. Resolves to the function that stops it.
+   */
+  listen(channel: string, onNotify: (payload: string) => void, onListen: () => void): Promise<() => Promise<void>>;
   /** Runs `select 1`; throws when the store is unreachable. Used by /readyz. */
   ping(): Promise<void>;
   /** Closes connections (PGlite flushes to DATA_DIR). */

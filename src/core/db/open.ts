@@ -110,6 +110,11 @@ export async function openDatabase(location: DatabaseLocation): Promise<Database
       queue: drizzle(preparing(queueClient)) as unknown as Db,
       copyCsv: (query, options) => copyCsvOut(exportClient, query, options),
       kind: "postgres",
+      // postgres.js listens on a connection of its own, re-established (and onListen called again) after a drop.
+      listen: async (channel, onNotify, onListen) => {
+        const { unlisten } = await client.listen(channel, onNotify, onListen);
+        return unlisten;
+      },
       ping: async () => void (await client`select 1`),
       close: async () => {
         await Promise.all([client.end({ timeout: 5 }), queueClient.end({ timeout: 5 }), exportClient.end({ timeout: 5 })]);
@@ -129,6 +134,11 @@ export async function openDatabase(location: DatabaseLocation): Promise<Database
   return {
     db,
     kind: "pglite",
+    listen: async (channel, onNotify, onListen) => {
+      const unlisten = await pg.listen(channel, onNotify);
+      onListen();
+      return unlisten;
+    },
     ping: async () => void (await db.execute(sql`select 1`)),
     close: () => pg.close(),
   };

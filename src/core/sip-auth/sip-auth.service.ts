@@ -3,6 +3,7 @@
  * the response against the device's stored HA1, refuse replays, check that device, user and account
  * are active, and count failures per source address for the security module.
  */
+import type { ConfigCache } from "../cache/config-cache.ts";
 import { AppError, validationFailed } from "../errors/app-error.ts";
 import type { Db } from "../db/db.ts";
 import { accountKey, globalKey, type LiveStore } from "../live/live-store.ts";
@@ -48,11 +49,13 @@ export interface DigestAuthDeps {
   db: Db;
   live: LiveStore;
   log?: Logger;
+  /** Keeps the credential and routing context between calls (POST /route); without it every call reads them. */
+  configCache?: ConfigCache;
 }
 
 /** The production wiring of `DigestAuthDeps` (POST /auth, and POST /route with `auth`). */
 export function digestAuthDeps(platform: Platform): DigestAuthDeps {
-  return { db: platform.db, live: platform.live, log: platform.log.child({ component: "sip-auth" }) };
+  return { db: platform.db, live: platform.live, log: platform.log.child({ component: "sip-auth" }), configCache: platform.configCache };
 }
 
 export interface DigestAuthOptions {
@@ -86,7 +89,14 @@ export async function authenticateDigestForRoute(
   to: string,
   options: DigestAuthOptions = {},
 ): Promise<{ result: DigestAuthResult; device: DeviceContext }> {
-  const { result, identity } = await verifyDigest(deps, input, options, (realm, username) => findDigestIdentityWithContext(deps.db, realm, username, to));
+  const cache = deps.configCache;
+  const find = (realm: string, username: string) => findDigestIdentityWithContext(deps.db, realm, username, to);
+  // The answer is the same for every call from this device to `to` until the account's configuration
+  // changes: kept under its account (an unknown identity is not kept).
+  const cached = cache
+    ? (realm: string, username: string) => cache.read(`digest\u0000${realm}\u0000${username}\u0000${to}`, () => find(realm, username), (row) => row?.account_id ?? null)
+    : find;
+  const { result, identity } = await verifyDigest(deps, input, options, cached);
   return { result, device: identity.ctx };
 }
 

@@ -1,0 +1,139 @@
+/** The configuration cache of the call path: kept between calls, dropped as the account's configuration changes. */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { createHash, randomUUID } from "node:crypto";
+import { eq } from "drizzle-orm";
+import type { Platform } from "../platform.ts";
+import { seedTenant, storeKind, testPlatform } from "../../../test/support/platform.ts";
+import { eventually } from "../../../test/support/eventually.ts";
+import { createUser, updateUser } from "../users/users.service.ts";
+import { createDevice, updateDevice } from "../devices/devices.service.ts";
+import { createExtension } from "../extensions/extensions.service.ts";
+import { defaultRealm } from "../devices/realm.ts";
+import { accounts } from "../accounts/accounts.schema.ts";
+import { authenticateDigestForRoute, digestAuthDeps } from "../sip-auth/sip-auth.service.ts";
+import { startConfigCache } from "./config-cache.ts";
+
+let platform: Platform;
+/** A second instance on the same stores (PostgreSQL + Redis: another process would be the same). */
+let other: Platform;
+
+beforeAll(async () => {
+  platform = await testPlatform();
+  other = await testPlatform();
+});
+afterAll(async () => {
+  await other.close();
+  await platform.close();
+});
+
+const md5 = (text: string) => createHash("md5").update(text).digest("hex");
+/** The digest a phone computes from its password (a fresh nonce each time: no replay). */
+function digest(realm: string, password: string) {
+  const uri = `sip:1002@${realm}`;
+  const nonce = randomUUID();
+  const cnonce = randomUUID().slice(0, 8);
+  const ha1 = md5(`1001:${realm}:${password}`);
+  const response = md5(`${ha1}:${nonce}:00000001:${cnonce}:auth:${md5(`INVITE:${uri}`)}`);
+  return { username: "1001", realm, nonce, uri, response, method: "INVITE", qop: "auth" as const, nc: "00000001", cnonce, opaque: "" };
+}
+
+async function seed(on: Platform) {
+  const t = await seedTenant(on);
+  const caller = await createUser(on.db, t.accountId, { username: "1001" });
+  const device = await createDevice(on.db, t.accountId, { user_id: caller.id, password: "pw-1001-long" });
+  // Written straight to the database (not through the API, which settles for us): every instance's
+  // cache is told before the test reads (a read while changes are told is not kept).
+  await platform.configCache.settle();
+  await other.configCache.settle();
+  return { accountId: t.accountId, userId: caller.id, deviceId: device.id, realm: defaultRealm(t.accountId) };
+}
+
+/** The outcome of an INVITE's digest and routing context read as POST /route reads them. */
+async function route(on: Platform, realm: string, password: string, to: string) {
+  try {
+    const { result, device } = await authenticateDigestForRoute(digestAuthDeps(on), digest(realm, password), to);
+    return { ok: result.ok, extension: device.extension?.digits ?? null, callerStatus: device.caller?.status ?? null };
+  } catch (error) {
+    return { error: (error as { code?: string }).code };
+  }
+}
+
+describe(`configuration cache [${storeKind}]`, () => {
+  test("an INVITE's credential and routing context are kept, and dropped by every change to the account", async () => {
+    expect(platform.configCache.active).toBe(true);
+    const s = await seed(platform);
+    const before = platform.configCache.size;
+    expect(await route(platform, s.realm, "pw-1001-long", "300")).toEqual({ ok: true, extension: null, callerStatus: "active" });
+    expect(platform.configCache.size).toBe(before + 1);
+    // Kept: the second call reads nothing (the entry is the same object, frozen for everyone).
+    expect(await route(platform, s.realm, "pw-1001-long", "300")).toEqual({ ok: true, extension: null, callerStatus: "active" });
+    expect(platform.configCache.size).toBe(before + 1);
+
+    // A new extension: the next call to 300 reaches it.
+    await createExtension(platform.db, s.accountId, { digits: "300", dest_kind: "hangup" });
+    await platform.configCache.settle();
+    expect(await route(platform, s.realm, "pw-1001-long", "300")).toMatchObject({ ok: true, extension: "300" });
+
+    // A new password: the old one fails at once, the new one passes.
+    await updateDevice(platform.db, s.accountId, s.deviceId, { password: "pw-1001-changed" });
+    await platform.configCache.settle();
+    expect(await route(platform, s.realm, "pw-1001-long", "300")).toEqual({ error: "unauthorized" });
+    expect(await route(platform, s.realm, "pw-1001-changed", "300")).toMatchObject({ ok: true });
+
+    // A disabled user, a suspended account: refused at once, and again allowed once restored.
+    await updateUser(platform.db, s.accountId, s.userId, { status: "disabled" });
+    await platform.configCache.settle();
+    expect(await route(platform, s.realm, "pw-1001-changed", "300")).toEqual({ error: "forbidden" });
+    await updateUser(platform.db, s.accountId, s.userId, { status: "active" });
+    await platform.db.update(accounts).set({ status: "suspended" }).where(eq(accounts.id, s.accountId));
+    await platform.configCache.settle();
+    expect(await route(platform, s.realm, "pw-1001-changed", "300")).toEqual({ error: "forbidden" });
+    await platform.db.update(accounts).set({ status: "active" }).where(eq(accounts.id, s.accountId));
+    await platform.configCache.settle();
+    expect(await route(platform, s.realm, "pw-1001-changed", "300")).toMatchObject({ ok: true, extension: "300", callerStatus: "active" });
+  });
+
+  test("a change to one account leaves another's entries; an unknown identity is not kept", async () => {
+    const a = await seed(platform);
+    const b = await seed(platform);
+    await route(platform, a.realm, "pw-1001-long", "300");
+    await route(platform, b.realm, "pw-1001-long", "300");
+    const held = platform.configCache.size;
+    await createExtension(platform.db, b.accountId, { digits: "301", dest_kind: "hangup" });
+    await platform.configCache.settle();
+    expect(platform.configCache.size).toBe(held - 1);
+    expect(await route(platform, "nowhere.example", "pw-1001-long", "300")).toEqual({ error: "unauthorized" });
+    expect(platform.configCache.size).toBe(held - 1);
+  });
+
+  test("a change made by another instance is seen by this one", async () => {
+    const s = await seed(platform);
+    expect(await route(platform, s.realm, "pw-1001-long", "300")).toMatchObject({ ok: true, extension: null });
+    await createExtension(other.db, s.accountId, { digits: "300", dest_kind: "hangup" });
+    // Told over the database's notifications: PGlite at once, PostgreSQL a moment after the commit.
+    await eventually(async () => expect(await route(platform, s.realm, "pw-1001-long", "300")).toMatchObject({ ok: true, extension: "300" }));
+  });
+
+  test("a cached context cannot be changed by a caller; a stopped cache keeps nothing", async () => {
+    const s = await seed(platform);
+    await route(platform, s.realm, "pw-1001-long", "300");
+    const { device } = await authenticateDigestForRoute(digestAuthDeps(platform), digest(s.realm, "pw-1001-long"), "300");
+    expect(() => {
+      (device.caller as { status: string }).status = "disabled";
+    }).toThrow();
+    expect(device.caller?.status).toBe("active");
+
+    const cache = await startConfigCache(platform.database, platform.log);
+    expect(cache.active).toBe(true);
+    await cache.stop();
+    expect(cache.active).toBe(false);
+    let reads = 0;
+    const load = async () => {
+      reads += 1;
+      return { account: s.accountId };
+    };
+    await cache.read("k", load, (v) => v.account);
+    await cache.read("k", load, (v) => v.account);
+    expect([reads, cache.size]).toEqual([2, 0]);
+  });
+});

@@ -1,0 +1,169 @@
+/**
+ * What the call path reads of an account's configuration, kept per instance between calls: the read
+ * an INVITE costs most (the device's credential and routing context, bench:sip) is then no round trip.
+ *
+ * Never the only copy of anything, never stale past a change seen: every configuration table has a
+ * trigger (migration 0008) that notifies channel `parley_config` with the account id after commit, and
+ * each instance drops what it holds of that account when told. A read running while any change is told
+ * is not kept. Until the listen is established, and
+ * again while it is re-established after a dropped connection, nothing is kept: every read goes to the
+ * database, as without the cache.
+ *
+ * This instance's own writes are seen by its next request: `settle()` (run after every mutating API
+ * request, see host-base.ts) waits until the listen has delivered everything committed before it, by
+ * sending a notification of its own and waiting for it (notifications arrive in commit order). Other
+ * instances see a change a moment after its commit (one notification's trip: well under a millisecond
+ * on a local network), as they would see a committed row read just before it.
+ */
+import { sql } from "drizzle-orm";
+import type { Database } from "../db/db.ts";
+import type { Logger } from "../log/logger.ts";
+
+export const CONFIG_CHANNEL = "parley_config";
+/** Entries held at most (all accounts); past it the oldest go first. */
+const MAX_ENTRIES = 20_000;
+/** A settle() waits at most this long for its own notification before giving up (and clearing the cache). */
+const SETTLE_TIMEOUT_MS = 2_000;
+const SYNC_PREFIX = "~sync:";
+
+export interface ConfigCache {
+  /**
+   * The cached answer for `key`, or `load()`'s (kept, under the account it names, unless the account
+   * changed meanwhile or the cache is not listening). `accountOf` names the account of an answer (null:
+   * not kept, e.g. nothing found).
+   */
+  read<T>(key: string, load: () => Promise<T>, accountOf: (value: T) => string | null): Promise<T>;
+  /** Resolves once every change committed before the call has been seen (see above). */
+  settle(): Promise<void>;
+  /** Whether entries are being kept (the listen is established). */
+  readonly active: boolean;
+  /** Entries held now (tests, diagnostics). */
+  readonly size: number;
+  stop(): Promise<void>;
+}
+
+interface Entry {
+  account: string;
+  value: unknown;
+}
+
+/**
+ * Starts listening on `database` and returns the cache (its entries kept only once listening).
+ * @example const cache = await startConfigCache(platform.database, platform.log)
+ */
+export async function startConfigCache(database: Database, log: Logger): Promise<ConfigCache> {
+  const entries = new Map<string, Entry>();
+  /** Keys per account, to drop an account's entries at once. */
+  const keysOf = new Map<string, Set<string>>();
+  /** Changes told so far (any account), and re-listens: a read kept only if neither moved while it ran. */
+  let changes = 0;
+  let epoch = 0;
+  let listening = false;
+  let syncs = 0;
+  const waiting = new Map<string, () => void>();
+
+  const clear = () => {
+    entries.clear();
+    keysOf.clear();
+    epoch += 1;
+  };
+  const drop = (account: string) => {
+    changes += 1;
+    const keys = keysOf.get(account);
+    if (!keys) return;
+    for (const key of keys) entries.delete(key);
+    keysOf.delete(account);
+  };
+
+  const onNotify = (payload: string) => {
+    if (payload.startsWith(SYNC_PREFIX)) {
+      waiting.get(payload)?.();
+      return;
+    }
+    drop(payload);
+  };
+  // Each (re)listen: whatever changed while not listening is unknown, so nothing held is trusted.
+  const onListen = () => {
+    clear();
+    listening = true;
+  };
+  let unlisten: (() => Promise<void>) | null = null;
+  try {
+    unlisten = await database.listen(CONFIG_CHANNEL, onNotify, onListen);
+  } catch (error) {
+    log.warn("configuration cache off: cannot listen for changes (every call reads the database)", { error: String(error) });
+  }
+
+  const cache: ConfigCache = {
+    async read(key, load, accountOf) {
+      const hit = listening ? entries.get(key) : undefined;
+      if (hit) {
+        // Most recently used last: the oldest go first when full.
+        entries.delete(key);
+        entries.set(key, hit);
+        return hit.value as Awaited<ReturnType<typeof load>>;
+      }
+      // A change told while the read ran may or may not be in its answer: not kept (changes are rare).
+      const startEpoch = epoch;
+      const startChanges = changes;
+      const value = await load();
+      const account = accountOf(value);
+      if (!listening || account === null || epoch !== startEpoch || changes !== startChanges) return value;
+      if (entries.size >= MAX_ENTRIES) {
+        const oldest = entries.keys().next().value as string;
+        const old = entries.get(oldest)!;
+        entries.delete(oldest);
+        keysOf.get(old.account)?.delete(oldest);
+      }
+      // Shared by every call that reads it: frozen, so no caller can change what the next one gets.
+      entries.set(key, { account, value: deepFreeze(value) });
+      let keys = keysOf.get(account);
+      if (!keys) keysOf.set(account, (keys = new Set()));
+      keys.add(key);
+      return value;
+    },
+    async settle() {
+      if (!listening || database.kind === "pglite") return; // PGlite tells before the write resolves.
+      const token = `${SYNC_PREFIX}${process.pid}:${++syncs}:${Math.random().toString(36).slice(2)}`;
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const seen = new Promise<boolean>((resolve) => {
+        waiting.set(token, () => resolve(true));
+        timer = setTimeout(() => resolve(false), SETTLE_TIMEOUT_MS);
+      });
+      try {
+        await database.db.execute(sqlNotify(token));
+        if (!(await seen)) {
+          log.warn("configuration cache: a change notification was not seen in time; cleared");
+          clear();
+        }
+      } finally {
+        clearTimeout(timer);
+        waiting.delete(token);
+      }
+    },
+    get active() {
+      return listening;
+    },
+    get size() {
+      return entries.size;
+    },
+    async stop() {
+      listening = false;
+      clear();
+      await unlisten?.();
+    },
+  };
+  return cache;
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === "object" && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const inner of Object.values(value)) deepFreeze(inner);
+  }
+  return value;
+}
+
+function sqlNotify(token: string) {
+  return sql`select pg_notify(${CONFIG_CHANNEL}, ${token})`;
+}
