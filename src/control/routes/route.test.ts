@@ -173,15 +173,17 @@ describe(`POST /route [${storeKind}]`, () => {
       expect(device.extension?.digits).toBe("300");
       expect(device.caller?.id).toBe(s.userId);
       // The statuses come from the context here: a disabled user or a suspended account is refused.
-      await updateUser(platform.db, s.accountId, s.userId, { status: "disabled" });
+      // Written straight to the database: wait until the route cache is told (the API does this itself).
+      const settled = () => platform.configCache.settle();
+      await updateUser(platform.db, s.accountId, s.userId, { status: "disabled" }); await settled();
       expect((await call(digest(s.realm, "pw-1001-long"))).status).toBe(403);
-      await updateUser(platform.db, s.accountId, s.userId, { status: "active" });
+      await updateUser(platform.db, s.accountId, s.userId, { status: "active" }); await settled();
       expect((await call(digest(s.realm, "pw-1001-long"))).status).toBe(200);
-      await platform.db.update(accounts).set({ status: "suspended" }).where(eq(accounts.id, s.accountId));
+      await platform.db.update(accounts).set({ status: "suspended" }).where(eq(accounts.id, s.accountId)); await settled();
       const suspended = await call(digest(s.realm, "pw-1001-long"));
       expect(suspended.status).toBe(403);
       expect(suspended.body).toMatchObject({ ok: false, error: "forbidden" });
-      await platform.db.update(accounts).set({ status: "active" }).where(eq(accounts.id, s.accountId));
+      await platform.db.update(accounts).set({ status: "active" }).where(eq(accounts.id, s.accountId)); await settled();
       // Not verified, not handed out.
       await expect(authenticateDigestForRoute(digestAuthDeps(platform), digest(s.realm, "wrong-password"), "300")).rejects.toMatchObject({ code: "unauthorized" });
     });

@@ -136,4 +136,64 @@ describe(`configuration cache [${storeKind}]`, () => {
     await cache.read("k", load, (v) => v.account);
     expect([reads, cache.size]).toEqual([2, 0]);
   });
+
+  test("a listen that stops answering (a dropped connection, told nothing) empties the cache and serves nothing until confirmed again", async () => {
+    // A stand-in PostgreSQL whose notifications can be lost: the real server cannot be made to drop
+    // a listen silently on demand. Only the cache's own bookkeeping is under test here.
+    let delivering = true;
+    let onNotify: (payload: string) => void = () => {};
+    const tokenIn = (value: unknown, seen = new Set<unknown>()): string | undefined => {
+      if (typeof value === "string") return value.startsWith("~sync:") ? value : undefined;
+      if (!value || typeof value !== "object" || seen.has(value)) return undefined;
+      seen.add(value);
+      for (const inner of Object.values(value)) {
+        const found = tokenIn(inner, seen);
+        if (found) return found;
+      }
+      return undefined;
+    };
+    const fake = {
+      ...platform.database,
+      kind: "postgres" as const,
+      db: { execute: async (query: unknown) => void (delivering && queueMicrotask(() => onNotify(tokenIn(query)!))) } as unknown as Platform["db"],
+      listen: async (_channel: string, notify: (payload: string) => void, onListen: () => void) => {
+        onNotify = notify;
+        onListen();
+        return async () => {};
+      },
+    };
+    let clock = 1_000_000;
+    const cache = await startConfigCache(fake, platform.log, { heartbeatMs: 20, maxUnconfirmedMs: 3_000, now: () => clock });
+    let reads = 0;
+    const load = async () => {
+      reads += 1;
+      return { account: "acc_x" };
+    };
+    try {
+      await cache.read("k", load, (v) => v.account);
+      await cache.read("k", load, (v) => v.account);
+      expect([reads, cache.size, cache.active]).toEqual([1, 1, true]);
+      // Confirmed by a notification that came back: still served 2 s later.
+      clock += 2_000;
+      await cache.settle();
+      clock += 2_000;
+      await cache.read("k", load, (v) => v.account);
+      expect(reads).toBe(1);
+      // Notifications lost from here: past 3 s unconfirmed, emptied and read through, not kept.
+      delivering = false;
+      clock += 3_500;
+      expect(cache.active).toBe(false);
+      await cache.read("k", load, (v) => v.account);
+      await cache.read("k", load, (v) => v.account);
+      expect([reads, cache.size]).toEqual([3, 0]);
+      // Its heartbeat comes back again: confirmed, kept again.
+      delivering = true;
+      await eventually(() => expect(cache.active).toBe(true));
+      await cache.read("k", load, (v) => v.account);
+      await cache.read("k", load, (v) => v.account);
+      expect([reads, cache.size]).toEqual([4, 1]);
+    } finally {
+      await cache.stop();
+    }
+  });
 });

@@ -14,6 +14,11 @@
  * sending a notification of its own and waiting for it (notifications arrive in commit order). Other
  * instances see a change a moment after its commit (one notification's trip: well under a millisecond
  * on a local network), as they would see a committed row read just before it.
+ *
+ * A listen can be lost without a word (its connection dropped, a proxy in between): on PostgreSQL each
+ * instance sends itself a notification every HEARTBEAT_MS, and an entry is served only while one sent
+ * at most MAX_UNCONFIRMED_MS ago has come back. Past that, the cache is emptied and every read goes to
+ * the database until the listen is confirmed again: a lost listen costs speed, never staleness.
  */
 import { sql } from "drizzle-orm";
 import type { Database } from "../db/db.ts";
@@ -24,7 +29,18 @@ export const CONFIG_CHANNEL = "parley_config";
 const MAX_ENTRIES = 20_000;
 /** A settle() waits at most this long for its own notification before giving up (and clearing the cache). */
 const SETTLE_TIMEOUT_MS = 2_000;
+/** How often an instance checks its listen by a notification to itself (PostgreSQL). */
+const HEARTBEAT_MS = 1_000;
+/** Entries are served only while a notification sent at most this long ago has come back. */
+const MAX_UNCONFIRMED_MS = 3_000;
 const SYNC_PREFIX = "~sync:";
+
+/** Timings (tests shorten them). */
+export interface ConfigCacheOptions {
+  heartbeatMs?: number;
+  maxUnconfirmedMs?: number;
+  now?: () => number;
+}
 
 export interface ConfigCache {
   /**
@@ -35,7 +51,7 @@ export interface ConfigCache {
   read<T>(key: string, load: () => Promise<T>, accountOf: (value: T) => string | null): Promise<T>;
   /** Resolves once every change committed before the call has been seen (see above). */
   settle(): Promise<void>;
-  /** Whether entries are being kept (the listen is established). */
+  /** Whether entries are being kept (the listen is established and, on PostgreSQL, confirmed lately). */
   readonly active: boolean;
   /** Entries held now (tests, diagnostics). */
   readonly size: number;
@@ -51,7 +67,12 @@ interface Entry {
  * Starts listening on `database` and returns the cache (its entries kept only once listening).
  * @example const cache = await startConfigCache(platform.database, platform.log)
  */
-export async function startConfigCache(database: Database, log: Logger): Promise<ConfigCache> {
+export async function startConfigCache(database: Database, log: Logger, options: ConfigCacheOptions = {}): Promise<ConfigCache> {
+  const now = options.now ?? Date.now;
+  const maxUnconfirmedMs = options.maxUnconfirmedMs ?? MAX_UNCONFIRMED_MS;
+  const heartbeatMs = options.heartbeatMs ?? HEARTBEAT_MS;
+  /** PGlite delivers in the committing call itself: nothing to lose, nothing to confirm. */
+  const confirming = database.kind === "postgres";
   const entries = new Map<string, Entry>();
   /** Keys per account, to drop an account's entries at once. */
   const keysOf = new Map<string, Set<string>>();
@@ -60,6 +81,8 @@ export async function startConfigCache(database: Database, log: Logger): Promise
   let epoch = 0;
   let listening = false;
   let syncs = 0;
+  /** When the newest notification this instance sent itself and got back was sent. */
+  let confirmedAt = 0;
   const waiting = new Map<string, () => void>();
 
   const clear = () => {
@@ -74,6 +97,16 @@ export async function startConfigCache(database: Database, log: Logger): Promise
     for (const key of keys) entries.delete(key);
     keysOf.delete(account);
   };
+  /** Entries may be kept and served: listening, and (PostgreSQL) the listen confirmed lately. */
+  const trusted = () => {
+    if (!listening) return false;
+    if (!confirming || now() - confirmedAt <= maxUnconfirmedMs) return true;
+    if (entries.size) {
+      log.warn("configuration cache: the listen for changes is not confirmed; emptied (calls read the database until it is)");
+      clear();
+    }
+    return false;
+  };
 
   const onNotify = (payload: string) => {
     if (payload.startsWith(SYNC_PREFIX)) {
@@ -85,18 +118,55 @@ export async function startConfigCache(database: Database, log: Logger): Promise
   // Each (re)listen: whatever changed while not listening is unknown, so nothing held is trusted.
   const onListen = () => {
     clear();
+    confirmedAt = now();
     listening = true;
   };
+
+  /**
+   * Sends this instance a notification and waits (at most `timeoutMs`) for it: true once it came back,
+   * so every change committed before the call has been told, and the listen is confirmed.
+   */
+  async function sync(timeoutMs: number): Promise<boolean> {
+    const sentAt = now();
+    const token = `${SYNC_PREFIX}${process.pid}:${++syncs}:${Math.random().toString(36).slice(2)}`;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const seen = new Promise<boolean>((resolve) => {
+      waiting.set(token, () => resolve(true));
+      timer = setTimeout(() => resolve(false), timeoutMs);
+    });
+    try {
+      await database.db.execute(sql`select pg_notify(${CONFIG_CHANNEL}, ${token})`);
+      const back = await seen;
+      if (back) confirmedAt = Math.max(confirmedAt, sentAt);
+      return back;
+    } catch {
+      return false; // The database is unreachable: the heartbeat lapses and the cache stops serving.
+    } finally {
+      clearTimeout(timer);
+      waiting.delete(token);
+    }
+  }
+
   let unlisten: (() => Promise<void>) | null = null;
   try {
     unlisten = await database.listen(CONFIG_CHANNEL, onNotify, onListen);
   } catch (error) {
     log.warn("configuration cache off: cannot listen for changes (every call reads the database)", { error: String(error) });
   }
+  let beating = false;
+  const heartbeat = confirming
+    ? setInterval(() => {
+        if (!listening || beating) return;
+        beating = true;
+        // A beat not back within its interval is given up; the next one may confirm.
+        void sync(heartbeatMs).finally(() => (beating = false));
+      }, heartbeatMs)
+    : null;
+  heartbeat?.unref?.();
 
   const cache: ConfigCache = {
     async read(key, load, accountOf) {
-      const hit = listening ? entries.get(key) : undefined;
+      const hit = trusted() ? entries.get(key) : undefined;
       if (hit) {
         // Most recently used last: the oldest go first when full.
         entries.delete(key);
@@ -108,7 +178,7 @@ export async function startConfigCache(database: Database, log: Logger): Promise
       const startChanges = changes;
       const value = await load();
       const account = accountOf(value);
-      if (!listening || account === null || epoch !== startEpoch || changes !== startChanges) return value;
+      if (account === null || epoch !== startEpoch || changes !== startChanges || !trusted()) return value;
       if (entries.size >= MAX_ENTRIES) {
         const oldest = entries.keys().next().value as string;
         const old = entries.get(oldest)!;
@@ -123,31 +193,21 @@ export async function startConfigCache(database: Database, log: Logger): Promise
       return value;
     },
     async settle() {
-      if (!listening || database.kind === "pglite") return; // PGlite tells before the write resolves.
-      const token = `${SYNC_PREFIX}${process.pid}:${++syncs}:${Math.random().toString(36).slice(2)}`;
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      const seen = new Promise<boolean>((resolve) => {
-        waiting.set(token, () => resolve(true));
-        timer = setTimeout(() => resolve(false), SETTLE_TIMEOUT_MS);
-      });
-      try {
-        await database.db.execute(sqlNotify(token));
-        if (!(await seen)) {
-          log.warn("configuration cache: a change notification was not seen in time; cleared");
-          clear();
-        }
-      } finally {
-        clearTimeout(timer);
-        waiting.delete(token);
+      // PGlite tells before the write resolves; an unconfirmed listen serves nothing, so nothing to wait for.
+      if (!confirming || !trusted()) return;
+      if (!(await sync(SETTLE_TIMEOUT_MS))) {
+        log.warn("configuration cache: this instance's change was not told back in time; emptied");
+        clear();
       }
     },
     get active() {
-      return listening;
+      return trusted();
     },
     get size() {
       return entries.size;
     },
     async stop() {
+      if (heartbeat) clearInterval(heartbeat);
       listening = false;
       clear();
       await unlisten?.();
@@ -162,8 +222,4 @@ function deepFreeze<T>(value: T): T {
     for (const inner of Object.values(value)) deepFreeze(inner);
   }
   return value;
-}
-
-function sqlNotify(token: string) {
-  return sql`select pg_notify(${CONFIG_CHANNEL}, ${token})`;
 }
