@@ -65,6 +65,8 @@ await runBench(async () => {
     for (let s = 0; s < SUBSCRIPTIONS; s++) {
       await createWebhook(platform.db, platform.secrets, account.id, { url: receiver.url(`/hook-${s}`) }, { allowPrivate: true });
     }
+    // Not through the API (which waits for this itself): the events planned next see the subscriptions.
+    await platform.configCache.settle();
     const deliveries = EVENTS * SUBSCRIPTIONS;
     console.log(`store: ${EMBEDDED ? "PGlite (embedded)" : "PostgreSQL"}; ${EVENTS} events × ${SUBSCRIPTIONS} subscriptions = ${deliveries} deliveries per round, ${ROUNDS} rounds; concurrency ${CONCURRENCY} (${PER_SUBSCRIPTION} per subscription)`);
 

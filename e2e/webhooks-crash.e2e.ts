@@ -198,6 +198,8 @@ async function tenantWithHooks(paths: string[]): Promise<{ t: Tenant; hooks: str
     receiver.on(path, behave);
     hooks.push((await createWebhook(platform.db, platform.secrets, t.accountId, { url: receiver.url(path) }, { allowPrivate: true })).id);
   }
+  // Not through the API (which waits for this itself): the events emitted next see the subscriptions.
+  await platform.configCache.settle();
   return { t, hooks };
 }
 

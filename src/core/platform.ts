@@ -23,7 +23,7 @@ import { createRequestQuota, type RequestQuota } from "./rate-limit/rate-limit.t
 import { createEventBus, type EventBus } from "./events/bus.ts";
 import { createEventIdCodec, deriveEventIdKey } from "./events/event-ids.ts";
 import { deriveFingerprintSecret, deriveReplySealKey } from "./idempotency/idempotency.service.ts";
-import { planWebhookDeliveries } from "./webhooks/delivery.service.ts";
+import { webhookDeliveryPlanner } from "./webhooks/delivery.service.ts";
 import { installEventLogs } from "./logs/logs.service.ts";
 
 export interface Platform {
@@ -86,11 +86,11 @@ export async function createPlatform(config: Config, options: PlatformOptions = 
   const masterKey = config.masterKey ? parseMasterKey(config.masterKey) : loadOrCreateMasterKey(config.dataDir);
   const credentials = await createCredentialResolver({ db: database.db, live, tokens });
   const events = createEventBus({ db: database.db, live, log, ids: createEventIdCodec(deriveEventIdKey(masterKey)) });
+  const configCache = await startConfigCache(database, log);
   // Webhook deliveries are planned in the transaction of every event (outbox).
-  events.addPlanner(planWebhookDeliveries);
+  events.addPlanner(webhookDeliveryPlanner(configCache));
   // A `test` event leaves a line in the account log (GET /v1/logs).
   installEventLogs(events);
-  const configCache = await startConfigCache(database, log);
   return {
     config,
     database,

@@ -12,6 +12,13 @@ import { defaultRealm } from "../devices/realm.ts";
 import { accounts } from "../accounts/accounts.schema.ts";
 import { authenticateDigestForRoute, digestAuthDeps } from "../sip-auth/sip-auth.service.ts";
 import { startConfigCache } from "./config-cache.ts";
+import { deviceOwners, existingAccountIds, existingUserKeys } from "../presence/presence.store.ts";
+import { defaultRatePlans } from "../rates/rates.service.ts";
+import { insertRatePlan } from "../rates/rates.store.ts";
+import { activeSubscriptions } from "../webhooks/delivery.store.ts";
+import { createWebhook } from "../webhooks/webhooks.service.ts";
+import { newId } from "../ids/ids.ts";
+import { nowSeconds } from "../db/columns.ts";
 
 let platform: Platform;
 /** A second instance on the same stores (PostgreSQL + Redis: another process would be the same). */
@@ -112,6 +119,62 @@ describe(`configuration cache [${storeKind}]`, () => {
     await createExtension(other.db, s.accountId, { digits: "300", dest_kind: "hangup" });
     // Told over the database's notifications: PGlite at once, PostgreSQL a moment after the commit.
     await eventually(async () => expect(await route(platform, s.realm, "pw-1001-long", "300")).toMatchObject({ ok: true, extension: "300" }));
+  });
+
+  test("per-row answers for a batch are read once for the rows not held, not-found answers kept too, and dropped by their account's change", async () => {
+    const a = await seed(platform);
+    const b = await seed(platform);
+    const loaded: string[][] = [];
+    const load = async (missing: Array<{ account_id: string; id: string }>) => {
+      loaded.push(missing.map((m) => m.id));
+      return new Map(missing.filter((m) => m.id !== "nobody").map((m) => [`${m.account_id}\u0000${m.id}`, { id: m.id }]));
+    };
+    const refs = [
+      { account_id: a.accountId, id: "u1" },
+      { account_id: a.accountId, id: "nobody" },
+      { account_id: b.accountId, id: "u1" },
+      { account_id: a.accountId, id: "u1" },
+    ];
+    const first = await platform.configCache.readEach("test\u0000", refs, load);
+    expect([...first.keys()]).toEqual([`${a.accountId}\u0000u1`, `${b.accountId}\u0000u1`]);
+    expect(loaded).toEqual([["u1", "nobody", "u1"]]);
+    // All held, the not-found one too: nothing is read.
+    expect([...(await platform.configCache.readEach("test\u0000", refs, load)).keys()]).toEqual([...first.keys()]);
+    expect(loaded.length).toBe(1);
+    // Account b changes: its row is read again, a's are still held.
+    await createExtension(platform.db, b.accountId, { digits: "302", dest_kind: "hangup" });
+    await platform.configCache.settle();
+    await platform.configCache.readEach("test\u0000", refs, load);
+    expect(loaded.slice(1)).toEqual([["u1"]]);
+  });
+
+  test("a dialog batch's reads through the cache (accounts, users, device owners, default plans, subscriptions) see each change on the next read", async () => {
+    const s = await seed(platform);
+    const cache = platform.configCache;
+    const userKey = (id: string) => `${s.accountId}\u0000${id}`;
+    // Before: an account not yet created, a user not yet made, no plan, no subscription (all kept as such).
+    const later = `acc_${randomUUID().replaceAll("-", "").slice(0, 20)}`;
+    expect(await existingAccountIds(platform.db, [s.accountId, later], cache)).toEqual(new Set([s.accountId]));
+    expect(await existingUserKeys(platform.db, [{ account_id: s.accountId, id: s.userId }], cache)).toEqual(new Map([[userKey(s.userId), { is_agent: 0 }]]));
+    expect(await deviceOwners(platform.db, [{ account_id: s.accountId, id: s.deviceId }], cache)).toEqual(new Map([[userKey(s.deviceId), { user_id: s.userId, is_agent: 0 }]]));
+    expect(await defaultRatePlans(platform.db, [s.accountId], cache)).toEqual(new Map());
+    expect(await activeSubscriptions(platform.db, [s.accountId], cache)).toEqual([]);
+
+    // Changes, each through the database (triggers tell every instance).
+    await platform.db.insert(accounts).values({ id: later, name: "later", created_at: nowSeconds(), updated_at: nowSeconds() });
+    await updateUser(platform.db, s.accountId, s.userId, { is_agent: 1 });
+    const planId = newId("rp");
+    await insertRatePlan(platform.db, { account_id: s.accountId, id: planId, name: "Retail", currency: "EUR", is_default: 1, rates: [], created_at: nowSeconds(), updated_at: nowSeconds() });
+    const hook = await createWebhook(platform.db, platform.secrets, s.accountId, { url: "https://127.0.0.1:9/hook", events: "call.ended" }, { allowPrivate: true });
+    await cache.settle();
+
+    expect(await existingAccountIds(platform.db, [s.accountId, later], cache)).toEqual(new Set([s.accountId, later]));
+    expect(await existingUserKeys(platform.db, [{ account_id: s.accountId, id: s.userId }], cache)).toEqual(new Map([[userKey(s.userId), { is_agent: 1 }]]));
+    expect(await deviceOwners(platform.db, [{ account_id: s.accountId, id: s.deviceId }], cache)).toEqual(new Map([[userKey(s.deviceId), { user_id: s.userId, is_agent: 1 }]]));
+    expect((await defaultRatePlans(platform.db, [s.accountId], cache)).get(s.accountId)?.id).toBe(planId);
+    expect(await activeSubscriptions(platform.db, [s.accountId], cache)).toEqual([{ account_id: s.accountId, id: hook.id, events: ["call.ended"] }]);
+    // Another instance sees them too, a moment after the commit.
+    await eventually(async () => expect((await activeSubscriptions(other.db, [s.accountId], other.configCache)).map((w) => w.id)).toEqual([hook.id]));
   });
 
   test("a cached context cannot be changed by a caller; a stopped cache keeps nothing", async () => {

@@ -49,6 +49,17 @@ export interface ConfigCache {
    * not kept, e.g. nothing found).
    */
   read<T>(key: string, load: () => Promise<T>, accountOf: (value: T) => string | null): Promise<T>;
+  /**
+   * Per-row answers about several (account, id) pairs, keyed `account\u0000id` like the stores' own
+   * maps: the cached ones, and `load(missing)`'s for the rest (one read for all of them). A pair `load`
+   * leaves out is "not found", and kept as such too (the pair's account is known, so a change that
+   * would make it exist drops it). `prefix` names the question (one cache serves several).
+   */
+  readEach<T>(
+    prefix: string,
+    refs: ReadonlyArray<{ account_id: string; id: string }>,
+    load: (missing: Array<{ account_id: string; id: string }>) => Promise<ReadonlyMap<string, T>>,
+  ): Promise<Map<string, T>>;
   /** Resolves once every change committed before the call has been seen (see above). */
   settle(): Promise<void>;
   /** Whether entries are being kept (the listen is established and, on PostgreSQL, confirmed lately). */
@@ -62,6 +73,9 @@ interface Entry {
   account: string;
   value: unknown;
 }
+
+/** What readEach keeps for a pair its load did not find. */
+const ABSENT = Symbol("absent");
 
 /**
  * Starts listening on `database` and returns the cache (its entries kept only once listening).
@@ -164,33 +178,69 @@ export async function startConfigCache(database: Database, log: Logger, options:
     : null;
   heartbeat?.unref?.();
 
+  /** The entry for `key`, most recently used last (the oldest go first when full), if served now. */
+  const lookup = (key: string, serve: boolean): Entry | undefined => {
+    const hit = serve ? entries.get(key) : undefined;
+    if (hit) {
+      entries.delete(key);
+      entries.set(key, hit);
+    }
+    return hit;
+  };
+  const keep = (key: string, account: string, value: unknown) => {
+    if (!entries.has(key) && entries.size >= MAX_ENTRIES) {
+      const oldest = entries.keys().next().value as string;
+      const old = entries.get(oldest)!;
+      entries.delete(oldest);
+      keysOf.get(old.account)?.delete(oldest);
+    }
+    // Shared by every call that reads it: frozen, so no caller can change what the next one gets.
+    entries.set(key, { account, value: deepFreeze(value) });
+    let keys = keysOf.get(account);
+    if (!keys) keysOf.set(account, (keys = new Set()));
+    keys.add(key);
+  };
+  /** Runs a load; its answer may be kept only if no change was told (and nothing re-listened) meanwhile. */
+  const loadTracked = async <T>(load: () => Promise<T>): Promise<{ value: T; keepable: boolean }> => {
+    const startEpoch = epoch;
+    const startChanges = changes;
+    const value = await load();
+    return { value, keepable: epoch === startEpoch && changes === startChanges && trusted() };
+  };
+
   const cache: ConfigCache = {
     async read(key, load, accountOf) {
-      const hit = trusted() ? entries.get(key) : undefined;
-      if (hit) {
-        // Most recently used last: the oldest go first when full.
-        entries.delete(key);
-        entries.set(key, hit);
-        return hit.value as Awaited<ReturnType<typeof load>>;
-      }
+      const hit = lookup(key, trusted());
+      if (hit) return hit.value as Awaited<ReturnType<typeof load>>;
       // A change told while the read ran may or may not be in its answer: not kept (changes are rare).
-      const startEpoch = epoch;
-      const startChanges = changes;
-      const value = await load();
+      const { value, keepable } = await loadTracked(load);
       const account = accountOf(value);
-      if (account === null || epoch !== startEpoch || changes !== startChanges || !trusted()) return value;
-      if (entries.size >= MAX_ENTRIES) {
-        const oldest = entries.keys().next().value as string;
-        const old = entries.get(oldest)!;
-        entries.delete(oldest);
-        keysOf.get(old.account)?.delete(oldest);
-      }
-      // Shared by every call that reads it: frozen, so no caller can change what the next one gets.
-      entries.set(key, { account, value: deepFreeze(value) });
-      let keys = keysOf.get(account);
-      if (!keys) keysOf.set(account, (keys = new Set()));
-      keys.add(key);
+      if (account !== null && keepable) keep(key, account, value);
       return value;
+    },
+    async readEach<T>(
+      prefix: string,
+      refs: ReadonlyArray<{ account_id: string; id: string }>,
+      load: (missing: Array<{ account_id: string; id: string }>) => Promise<ReadonlyMap<string, T>>,
+    ): Promise<Map<string, T>> {
+      const found = new Map<string, T>();
+      const missing = new Map<string, { account_id: string; id: string }>();
+      const serve = trusted();
+      for (const ref of refs) {
+        const key = `${ref.account_id}\u0000${ref.id}`;
+        if (found.has(key) || missing.has(key)) continue;
+        const hit = lookup(prefix + key, serve);
+        if (!hit) missing.set(key, ref);
+        else if (hit.value !== ABSENT) found.set(key, hit.value as T);
+      }
+      if (!missing.size) return found;
+      const { value: loaded, keepable } = await loadTracked(() => load([...missing.values()]));
+      for (const [key, ref] of missing) {
+        const value = loaded.get(key);
+        if (value !== undefined) found.set(key, value);
+        if (keepable) keep(prefix + key, ref.account_id, value === undefined ? ABSENT : value);
+      }
+      return found;
     },
     async settle() {
       // PGlite tells before the write resolves; an unconfirmed listen serves nothing, so nothing to wait for.

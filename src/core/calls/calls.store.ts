@@ -220,17 +220,93 @@ const dialogRows = async (db: DbOrTx, query: SQL): Promise<DialogCall[]> => (awa
 /** `call_record c` is the call of row `v` (a jsonb_to_recordset) and is live (not ended, not rejected; see {@link notEnded}). */
 const LIVE_CALL_OF_V = sql.raw(`c.account_id = v.account_id and c.id = v.id and coalesce(c.ended_ms, -1) = -1 and c.status <> 'rejected'`);
 
+/**
+ * A call as a dialog round reads it before writing: also its status, the DID it came in on (inbound
+ * calls are priced by it) and the user it was routed to (who answers when the legs name nobody).
+ */
+export type SeenCall = DialogCall & { status: CallRecordRow["status"]; did: string | null; routed_user: string | null };
+
+const SEEN_LIST = sql`${DIALOG_LIST}, c.status, c.reply #>> '{rtjson,vars,did}' as did, ${ROUTED_USER} as routed_user`;
+const seenCall = (raw: Record<string, unknown>): SeenCall => ({
+  ...dialogCall(raw),
+  status: raw.status as CallRecordRow["status"],
+  did: (raw.did as string | null) ?? null,
+  routed_user: (raw.routed_user as string | null) ?? null,
+});
+
 /** The calls of these (account, SIP Call-ID) keys that exist, in one read. */
-export async function findCallsBySipIds(db: DbOrTx, keys: Array<{ account_id: string; sip_call_id: string }>): Promise<DialogCall[]> {
+export async function findCallsBySipIds(db: DbOrTx, keys: Array<{ account_id: string; sip_call_id: string }>): Promise<SeenCall[]> {
   if (!keys.length) return [];
-  if (keys.length === 1) {
-    return dialogRows(db, sql`select ${DIALOG_LIST} from call_record c where c.account_id = ${keys[0]!.account_id} and c.sip_call_id = ${keys[0]!.sip_call_id}`);
-  }
-  return dialogRows(
-    db,
-    sql`select ${DIALOG_LIST} from call_record c
-        where (c.account_id, c.sip_call_id) in (select k.account_id, k.sip_call_id from ${jsonRows(keys, "k", "account_id text, sip_call_id text")})`,
-  );
+  const query =
+    keys.length === 1
+      ? sql`select ${SEEN_LIST} from call_record c where c.account_id = ${keys[0]!.account_id} and c.sip_call_id = ${keys[0]!.sip_call_id}`
+      : sql`select ${SEEN_LIST} from call_record c
+            where (c.account_id, c.sip_call_id) in (select k.account_id, k.sip_call_id from ${jsonRows(keys, "k", "account_id text, sip_call_id text")})`;
+  return (await rawRows<Record<string, unknown>>(db, query)).map(seenCall);
+}
+
+/**
+ * What a dialog round writes to one call at once (see dialogRoundCtes): the record's state after the
+ * round's events, and the state it was read in (`seen_*`), which it must still be in.
+ */
+export interface RoundPatch {
+  account_id: string;
+  id: string;
+  seen_status: string;
+  seen_answered: number;
+  status: string;
+  ringing_ms: number | null;
+  answered: number;
+  answered_ms: number | null;
+  agent_id: string | null;
+  /** The legs the round's events gave (null: unchanged). */
+  legs: Array<Record<string, unknown>> | null;
+  /** Whether the round ends the call (the end's columns below are written only then). */
+  ends: boolean;
+  ended_ms: number | null;
+  billsec: number;
+  hangup_cause: string | null;
+  sip_code: number | null;
+  cost_micro: number;
+  currency: string | null;
+  rate_plan_id: string | null;
+}
+
+/**
+ * A dialog round's writes as CTEs of one statement (EventBus.statement): `dlg_upd` applies each
+ * call's patch only while its record is still live and as it was read (status and answer unchanged:
+ * no other round changed it meanwhile), returning the calls written (account_id, id); `dlg_trace`
+ * appends the trace steps of those calls only, in order. Both only where `gate` holds. Rows are
+ * updated in (account, id) order.
+ */
+export function dialogRoundCtes(patches: RoundPatch[], steps: NewTraceStep[], gate: SQL): SQL {
+  const ordered = [...patches].sort((a, b) => (a.account_id < b.account_id ? -1 : a.account_id > b.account_id ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  const traced = steps.map((s) => ({ account_id: s.account_id, call_id: s.call_id, at_ms: s.at_ms, step: s.step, result: s.result, data: s.data ?? null }));
+  return sql`dlg_upd as (
+      update call_record c set status = v.status, ringing_ms = coalesce(v.ringing_ms, c.ringing_ms),
+             answered = v.answered, answered_ms = v.answered_ms, agent_id = v.agent_id, legs = coalesce(v.legs, c.legs),
+             ended_ms = case when v.ends then v.ended_ms else c.ended_ms end,
+             billsec = case when v.ends then v.billsec else c.billsec end,
+             hangup_cause = case when v.ends then v.hangup_cause else c.hangup_cause end,
+             sip_code = case when v.ends then v.sip_code else c.sip_code end,
+             cost_micro = case when v.ends then v.cost_micro else c.cost_micro end,
+             currency = case when v.ends then v.currency else c.currency end,
+             rate_plan_id = case when v.ends then v.rate_plan_id else c.rate_plan_id end
+      from rows from (jsonb_to_recordset(${JSON.stringify(ordered)}::jsonb) as (account_id text, id text, seen_status text, seen_answered integer,
+             status text, ringing_ms bigint, answered integer, answered_ms bigint, agent_id text, legs jsonb, ends boolean, ended_ms bigint,
+             billsec integer, hangup_cause text, sip_code integer, cost_micro bigint, currency text, rate_plan_id text))
+        with ordinality as v(account_id, id, seen_status, seen_answered, status, ringing_ms, answered, answered_ms, agent_id, legs, ends, ended_ms,
+             billsec, hangup_cause, sip_code, cost_micro, currency, rate_plan_id, n)
+      where ${gate} and ${LIVE_CALL_OF_V} and c.status = v.seen_status and c.answered = v.seen_answered
+      returning c.account_id, c.id
+    ), dlg_trace as (
+      insert into call_trace (account_id, call_id, at_ms, step, result, data)
+      select s.account_id, s.call_id, s.at_ms, s.step, s.result, s.data
+      from rows from (jsonb_to_recordset(${JSON.stringify(traced)}::jsonb) as (account_id text, call_id text, at_ms bigint, step text, result text, data jsonb))
+        with ordinality as s(account_id, call_id, at_ms, step, result, data, n)
+      where exists (select 1 from dlg_upd u where u.account_id = s.account_id and u.id = s.call_id)
+      order by s.n
+    )`;
 }
 
 /** markRinging for many calls: routed → ringing; returns the rows it changed. */

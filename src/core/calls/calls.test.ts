@@ -490,17 +490,22 @@ describe(`dialog events [${storeKind}]`, () => {
     expect((await cacSnapshot(platform.live, b.accountId)).map((c) => c.active)).toEqual([1]);
   });
 
-  test("a call's ringing, answer and end in one set cost one round (one transaction); a step back starts the next round", async () => {
+  test("a call's ringing, answer and end in one set cost one round (one statement, no transaction); a step back starts the next round", async () => {
     const t = await seedTenant(platform);
     const cids = [await admitted(t.accountId), await admitted(t.accountId), await admitted(t.accountId)];
     const whole = await admitted(t.accountId);
     const start = (await findCallBySipId(platform.db, t.accountId, cids[0]!))!.started_ms;
     clockAt(start + 20_000);
-    const transaction = platform.events.transaction;
+    const { transaction, statement } = platform.events;
     let transactions = 0;
+    let statements = 0;
     platform.events.transaction = (fn) => {
       transactions += 1;
       return transaction(fn);
+    };
+    platform.events.statement = (spec) => {
+      statements += 1;
+      return statement(spec);
     };
     try {
       await handleDialogEvents(
@@ -510,19 +515,21 @@ describe(`dialog events [${storeKind}]`, () => {
           { type: "dialog" as const, callId, account_id: t.accountId, state: "confirmed" as const, ts: start + 2000 },
         ]),
       );
-      expect(transactions).toBe(1);
+      expect([statements, transactions]).toEqual([1, 0]);
       for (const cid of cids) expect(await findCallBySipId(platform.db, t.accountId, cid)).toMatchObject({ status: "answered", ringing_ms: start + 1000, answered_ms: start + 2000 });
-      // Whole calls in one round; a repeat after the end (a step back) goes in a second round and changes nothing.
-      transactions = 0;
+      // Whole calls in one round; a repeat after the end (a step back) goes in a second round, which
+      // finds the call ended and writes nothing.
+      statements = 0;
       await handleDialogEvents(platform, [
         { type: "dialog", callId: whole, account_id: t.accountId, state: "early", ts: start + 1000 },
         { type: "dialog", callId: whole, account_id: t.accountId, state: "confirmed", ts: start + 3000 },
         { type: "dialog", callId: whole, account_id: t.accountId, state: "terminated", sip_code: 200, ts: start + 13_000 },
         { type: "dialog", callId: whole, account_id: t.accountId, state: "confirmed", ts: start + 14_000 },
       ]);
-      expect(transactions).toBe(2);
+      expect([statements, transactions]).toEqual([1, 0]);
     } finally {
       platform.events.transaction = transaction;
+      platform.events.statement = statement;
     }
     const wholeRow = (await findCallBySipId(platform.db, t.accountId, whole))!;
     expect(wholeRow).toMatchObject({ answered_ms: start + 3000, ended_ms: start + 13_000, billsec: 10 });
@@ -539,6 +546,46 @@ describe(`dialog events [${storeKind}]`, () => {
     expect(await cacSnapshot(platform.live, t.accountId)).toEqual([]);
   });
 
+
+  test("a call changed between a round's read and its write (another round got there first) is applied again the locked way", async () => {
+    const t = await seedTenant(platform);
+    const cid = await admitted(t.accountId);
+    const call = (await findCallBySipId(platform.db, t.accountId, cid))!;
+    const start = call.started_ms;
+    clockAt(start + 20_000);
+    const { transaction, statement } = platform.events;
+    let transactions = 0;
+    let statements = 0;
+    platform.events.transaction = (fn) => {
+      transactions += 1;
+      return transaction(fn);
+    };
+    // The end's round has read the call unanswered; before it writes, another round answers it.
+    platform.events.statement = async (spec) => {
+      statements += 1;
+      if (statements === 1) await handleDialogEvents(platform, [{ type: "dialog", callId: cid, account_id: t.accountId, state: "confirmed", ts: start + 2000 }]);
+      return statement(spec);
+    };
+    try {
+      await handleDialogEvents(platform, [{ type: "dialog", callId: cid, account_id: t.accountId, state: "terminated", sip_code: 200, ts: start + 12_000 }]);
+    } finally {
+      platform.events.transaction = transaction;
+      platform.events.statement = statement;
+    }
+    // The end's statement found the record changed and wrote nothing; the locked way ended the
+    // answered call (not a missed one).
+    expect([statements, transactions]).toEqual([2, 1]);
+    expect(await findCallBySipId(platform.db, t.accountId, cid)).toMatchObject({ status: "completed", answered_ms: start + 2000, ended_ms: start + 12_000, billsec: 10 });
+    expect((await listTrace(platform.db, t.accountId, call.id)).filter((s) => s.step === "dialog").map((s) => s.result)).toEqual([
+      "confirmed: answered",
+      "terminated: NORMAL_CLEARING, billsec 10",
+    ]);
+    const mine = async (name: "call.answered" | "call.ended") => (await eventsOf(t.accountId, name)).filter((e) => (e.data as { callId: string }).callId === call.id);
+    expect(await mine("call.answered")).toHaveLength(1);
+    expect((await mine("call.ended")).map((e) => e.data)).toMatchObject([{ answered: 1, billsec: 10, hangup_cause: "NORMAL_CLEARING" }]);
+    // Its slot given back (no counter holds a call).
+    expect((await cacSnapshot(platform.live, t.accountId)).filter((c) => c.active > 0)).toEqual([]);
+  });
   test("an unknown Call-ID is ignored with a log line; an event for another account's call changes nothing", async () => {
     const lines: string[] = [];
     const logged = await testPlatform({ logLines: lines });

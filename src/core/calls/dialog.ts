@@ -1,13 +1,14 @@
 /**
  * The edge's dialog events drive the call record: early → ringing; confirmed → answered (call.answered);
  * terminated → ended with billsec, hangup cause and cost, CAC slots released (call.ended). Each change
- * is one conditional update in one transaction with its event, so a duplicate or late event changes
- * nothing: terminated twice ends once, confirmed after terminated is ignored, terminated before
+ * is conditional on the record's state and written with its event, so a duplicate or late event
+ * changes nothing: terminated twice ends once, confirmed after terminated is ignored, terminated before
  * confirmed is an unanswered call unless the end carries `answered_ts` (the shipped edge sends it),
  * which answers the call then. Times are the edge's (`ts`), never later than when they arrive. An
  * event for a Call-ID we never admitted is logged and ignored (the edge also reports dialogs of calls
  * the router refused without an account, e.g. unknown DIDs).
  */
+import { sql } from "drizzle-orm";
 import type { Platform } from "../platform.ts";
 import type { DialogEvent } from "../routing/route-types.ts";
 import type { EventInput } from "../events/bus.ts";
@@ -15,6 +16,7 @@ import { releaseSlots, renewSlots } from "../cac/cac.service.ts";
 import { defaultRatePlans, priceCall } from "../rates/rates.service.ts";
 import type { CallRecordRow } from "./calls.schema.ts";
 import {
+  dialogRoundCtes,
   findCallBySipIdAnyAccount,
   findCallsBySipIds,
   insertTrace,
@@ -25,7 +27,10 @@ import {
   type DialogCall,
   type EndPatch,
   type NewTraceStep,
+  type RoundPatch,
+  type SeenCall,
 } from "./calls.store.ts";
+import type { RatePlanRow } from "../rates/rates.schema.ts";
 import { cacTtlMs } from "./cac-config.ts";
 import { existingUserKeys } from "../presence/presence.store.ts";
 
@@ -66,7 +71,6 @@ export function endStatusOf(answered: boolean, cause: string): CallRecordRow["st
   return "failed";
 }
 
-/** The answering agent: the user of a callee leg (the first confirmed one if the edge says which). */
 /**
  * The user who answered: a callee leg's user (the confirmed one first), if it is a user of the call's
  * account (`known`: `account\0user` keys read for the round). Legs are the edge's text: a name that
@@ -86,7 +90,7 @@ async function knownCallees(platform: Platform, items: ReadonlyArray<{ call: Dia
       if (leg.role === "callee" && typeof leg.user_id === "string") named.set(`${call.account_id}\u0000${leg.user_id}`, { account_id: call.account_id, id: leg.user_id });
     }
   }
-  return named.size ? existingUserKeys(platform.db, [...named.values()]) : new Map();
+  return named.size ? existingUserKeys(platform.db, [...named.values()], platform.configCache) : new Map();
 }
 
 /** call.answered of a call answered at `answeredMs`. */
@@ -109,7 +113,7 @@ function answeredEvent(row: DialogCall, answeredMs: number): EventInput {
 /** One event of a round with the call it names. */
 interface Item {
   event: DialogEvent;
-  call: DialogCall;
+  call: SeenCall;
   at: number;
   legs: Legs | undefined;
 }
@@ -126,9 +130,10 @@ export function handleDialogEvent(platform: Platform, event: DialogEvent): Promi
  * Applies dialog events to their call records, as a set: each call's events in the order given,
  * different calls together. The events are taken in rounds (each call's first run of events moving
  * forward, early → confirmed → terminated, then its second, …); a round costs a fixed number of
- * statements whatever its size: one read of the calls,
- * one of the rate plans, and one transaction with one update per state, one trace insert and one
- * event insert (with its webhook deliveries). Like one event at a time, a repeated or late event
+ * statements whatever its size: one read of the calls (the rate plans and users come from the
+ * configuration cache) and one statement writing the records, their trace and their events with
+ * their webhook deliveries (a call changed meanwhile costs a transaction more: see handleRound).
+ * Like one event at a time, a repeated or late event
  * changes nothing. A failure fails the rest (the edge sends the batch again; what was done stays).
  */
 export async function handleDialogEvents(platform: Platform, events: DialogEvent[], options: EndOptions = {}): Promise<void> {
@@ -190,10 +195,26 @@ export interface EndOptions {
   onCallsRead?: (recorded: ReadonlySet<string>) => void;
 }
 
+/** What the round's reads gave: the rate plans of the accounts whose calls end, the users the legs name. */
+interface RoundContext {
+  plans: Map<string, RatePlanRow>;
+  known: ReadonlyMap<string, unknown>;
+  unbilled: boolean;
+  now: number;
+}
+
+/** Calls a round wrote: answered ones (their slots renewed) and ended ones (released). */
+interface RoundWritten {
+  answered: Array<Pick<DialogCall, "account_id" | "id" | "slots">>;
+  ended: Array<Pick<DialogCall, "account_id" | "id" | "slots">>;
+}
+
 /**
- * One round: at most one event per state per call, in state order. A call's ringing, answer and end
- * in one round apply in that order: the three statements go out in that order on the transaction, so
- * the answer sees the ringing row and the end's locked read sees the answer.
+ * One round: at most one event per state per call, in state order. The calls are read once (the
+ * rate plans and users from the cache); then each call's events are applied to its record as read,
+ * and every call is written by one statement with its trace and events (no transaction to open).
+ * A call whose record changed between the read and the write (another round or instance got there
+ * first: rare) is left out by that statement and applied again the locked way (applyLocked).
  */
 async function handleRound(platform: Platform, events: DialogEvent[], { unbilled = false, now = Date.now(), knownUsers, onCallsRead }: EndOptions): Promise<void> {
   const keyed = events.filter((e) => e.account_id);
@@ -202,16 +223,16 @@ async function handleRound(platform: Platform, events: DialogEvent[], { unbilled
   const planAccounts = [...new Set(keyed.filter((e) => e.state === "terminated").map((e) => e.account_id!))];
   const [calls, plans] = await Promise.all([
     findCallsBySipIds(platform.db, keyed.map((e) => ({ account_id: e.account_id!, sip_call_id: e.callId }))),
-    defaultRatePlans(platform.db, planAccounts),
+    defaultRatePlans(platform.db, planAccounts, platform.configCache),
   ]);
-  const found = new Map<string, DialogCall>();
+  const found = new Map<string, SeenCall>();
   for (const call of calls) found.set(`${call.account_id}\u0000${call.sip_call_id}`, call);
   onCallsRead?.(new Set(found.keys()));
   const items: Item[] = [];
   // Nothing happened after now: an edge clock ahead of ours (or a ts in seconds × 1000 too many)
   // must not bill the future.
   for (const event of events) {
-    const call = event.account_id ? found.get(`${event.account_id}\u0000${event.callId}`) : await findCallBySipIdAnyAccount(platform.db, event.callId);
+    const call = event.account_id ? found.get(`${event.account_id}\u0000${event.callId}`) : await findCallWithoutAccount(platform, event.callId);
     if (!call) {
       platform.log.info("dialog event for an unknown call ignored", { state: event.state, account_id: event.account_id ?? null });
       continue;
@@ -219,131 +240,295 @@ async function handleRound(platform: Platform, events: DialogEvent[], { unbilled
     items.push({ event, call, at: Math.min(event.ts ?? now, now), legs: event.legs as Legs | undefined });
   }
   if (!items.length) return;
+  const answering = items.filter((i) => i.event.state !== "early");
+  const unplanned = [...new Set(items.filter((i) => i.event.state === "terminated").map((i) => i.call.account_id))].filter((id) => !planAccounts.includes(id));
+  const [unplannedPlans, known] = await Promise.all([defaultRatePlans(platform.db, unplanned, platform.configCache), knownUsers ?? knownCallees(platform, answering)]);
+  for (const [accountId, plan] of unplannedPlans) plans.set(accountId, plan);
+  const context: RoundContext = { plans, known, unbilled, now };
+
+  const { written, changed } = await applyAtOnce(platform, items, context);
+  if (changed.length) {
+    const locked = await applyLocked(platform, changed, context);
+    written.answered.push(...locked.answered);
+    written.ended.push(...locked.ended);
+  }
+
+  // After commit: slots are renewed for answered calls, and released exactly when the record says
+  // the call ended. A repeated terminated event releases again, which is harmless.
+  const ttl = cacTtlMs(platform);
+  const endedSlots = new Map(written.ended.map((row) => [`${row.account_id}\u0000${row.id}`, row.slots]));
+  // A call answered and ended in this round is only released (a renewal beside the release could
+  // take its slots back).
+  const terminated = items.filter((i) => i.event.state === "terminated");
+  const ending = new Set(terminated.map((i) => `${i.call.account_id}\u0000${i.call.id}`));
+  await Promise.all([
+    ...written.answered.filter((row) => !ending.has(`${row.account_id}\u0000${row.id}`)).map((row) => renewSlots(platform.live, row.account_id, row.id, row.slots, ttl)),
+    ...terminated.map((i) => releaseSlots(platform.live, i.call.account_id, i.call.id, endedSlots.get(`${i.call.account_id}\u0000${i.call.id}`) ?? i.call.slots)),
+  ]);
+}
+
+/** The newest call with this Call-ID in any account, as a round reads calls (events naming no account: rare). */
+async function findCallWithoutAccount(platform: Platform, sipCallId: string): Promise<SeenCall | undefined> {
+  const row = await findCallBySipIdAnyAccount(platform.db, sipCallId);
+  if (!row) return undefined;
+  return (await findCallsBySipIds(platform.db, [{ account_id: row.account_id, sip_call_id: sipCallId }]))[0];
+}
+
+/** A call's record as its end is worked out from: as locked (applyLocked) or as read (applyAtOnce). */
+type EndBasis = Pick<DialogCall, "account_id" | "id" | "answered" | "answered_ms" | "started_ms" | "direction" | "to"> & { did: string | null };
+
+/** How one call ends: the record's end columns, and what its trace and events say. */
+interface EndWork {
+  patch: EndPatch;
+  answered: boolean;
+  /** When the end reports an answer the record does not have (its confirmed event lost or late). */
+  lateAnswerMs: number | null;
+  cause: string;
+  at: number;
+  data: Record<string, unknown>;
+}
+
+/** The end of `fresh` that terminated event `item` reports, priced by the account's default plan. */
+function endOf(fresh: EndBasis, { event, call, at, legs }: Item, { plans, known, unbilled, now }: RoundContext): EndWork {
+  let endedMs = Math.max(at, call.started_ms);
+  // The end says when the call was answered and the record has no answer (its confirmed event
+  // was lost, or is behind the end): answered then, between the start and the end.
+  const lateAnswerMs = fresh.answered === 1 || event.answered_ts === undefined ? null : Math.min(Math.max(Math.min(event.answered_ts, now), fresh.started_ms), endedMs);
+  const answeredMs = fresh.answered === 1 ? fresh.answered_ms : lateAnswerMs;
+  const wasAnswered = answeredMs !== null;
+  // An end the edge's times put before the answer: ended when answered (0 s).
+  if (answeredMs !== null) endedMs = Math.max(endedMs, answeredMs);
+  const billsec = answeredMs !== null && !unbilled ? Math.ceil((endedMs - answeredMs) / 1000) : 0;
+  const cause = event.hangup_cause ?? hangupCauseOf(event.sip_code, wasAnswered);
+  const direction = fresh.direction as "inbound" | "outbound" | "internal";
+  const price = priceCall(plans.get(fresh.account_id) ?? null, direction, direction === "inbound" && fresh.did ? fresh.did : fresh.to, billsec, wasAnswered && !unbilled);
+  return {
+    patch: {
+      account_id: fresh.account_id,
+      id: fresh.id,
+      status: endStatusOf(wasAnswered, cause),
+      ended_ms: endedMs,
+      billsec,
+      hangup_cause: cause,
+      sip_code: event.sip_code ?? null,
+      cost_micro: price.cost_micro,
+      currency: price.currency,
+      rate_plan_id: price.rate_plan_id,
+      legs: legs ?? null,
+      answered_ms: lateAnswerMs,
+      agent_id: lateAnswerMs === null ? null : agentOf(fresh.account_id, legs, known),
+    },
+    answered: wasAnswered,
+    lateAnswerMs,
+    cause,
+    at,
+    data: {
+      sip_code: event.sip_code ?? null,
+      // The edge's answer time as the end reported it (checked against the record's).
+      ...(event.answered_ts !== undefined ? { answered_ts: event.answered_ts } : {}),
+      cost_micro: price.cost_micro,
+      ...(unbilled ? { unbilled: "the end was never reported" } : {}),
+      ...(price.prefix !== null ? { rate_prefix: price.prefix, billed_sec: price.billed_sec } : {}),
+    },
+  };
+}
+
+/** call.ended of `row` (its record after the end). */
+function endedEvent(row: Pick<DialogCall, "account_id" | "id" | "direction" | "billsec" | "queue_id" | "agent_id">, end: EndWork, endedMs: number): EventInput {
+  return {
+    accountId: row.account_id,
+    event: "call.ended",
+    data: {
+      callId: row.id,
+      direction: row.direction as "inbound" | "outbound" | "internal",
+      answered: end.answered ? 1 : 0,
+      billsec: row.billsec,
+      hangup_cause: end.cause,
+      queue_id: row.queue_id,
+      agent_id: row.agent_id,
+      ts: endedMs,
+    },
+    ts: endedMs,
+  };
+}
+
+const traceStep = (row: Pick<DialogCall, "account_id" | "id">, at: number, result: string, data?: Record<string, unknown>): NewTraceStep => ({
+  account_id: row.account_id,
+  call_id: row.id,
+  at_ms: at,
+  step: "dialog",
+  result,
+  data: data ?? null,
+});
+
+/**
+ * The round applied to each call's record as read: each call's events in order make one patch (its
+ * state after them), its trace steps and its events, and one statement writes them all where the
+ * record is still as read. Returns what it wrote, and the items of calls it did not write because
+ * their record changed meanwhile.
+ */
+async function applyAtOnce(platform: Platform, items: Item[], context: RoundContext): Promise<{ written: RoundWritten; changed: Item[] }> {
+  const byCall = new Map<string, Item[]>();
+  for (const item of items) {
+    const key = `${item.call.account_id}\u0000${item.call.id}`;
+    const list = byCall.get(key);
+    if (list) list.push(item);
+    else byCall.set(key, [item]);
+  }
+  const patches: RoundPatch[] = [];
+  const steps: NewTraceStep[] = [];
+  const events: Array<EventInput & { key: string }> = [];
+  const planned = new Map<string, { items: Item[]; answered: boolean; ends: boolean }>();
+  for (const [key, its] of byCall) {
+    const call = its[0]!.call;
+    // An ended (or refused) call takes no event: nothing to write, as the conditional updates find.
+    if (call.ended_ms !== null || call.status === "rejected") continue;
+    const state = { status: call.status as string, ringing_ms: null as number | null, answered: call.answered, answered_ms: call.answered_ms, agent_id: call.agent_id, legs: null as Legs | null };
+    let end: EndWork | null = null;
+    let answeredNow = false;
+    const callSteps: NewTraceStep[] = [];
+    const callEvents: EventInput[] = [];
+    for (const item of its) {
+      const state_ = item.event.state;
+      if (state_ === "early") {
+        if (state.status !== "routed") continue;
+        state.status = "ringing";
+        state.ringing_ms = item.at;
+        callSteps.push(traceStep(call, item.at, "early: ringing"));
+      } else if (state_ === "confirmed") {
+        if (state.answered !== 0) continue;
+        // A confirmation can only move answered_ms forward of the start (clock skew between edge and us).
+        const answeredMs = Math.max(item.at, call.started_ms);
+        Object.assign(state, {
+          status: "answered",
+          answered: 1,
+          answered_ms: answeredMs,
+          agent_id: state.agent_id ?? agentOf(call.account_id, item.legs, context.known) ?? call.routed_user,
+          legs: item.legs ?? state.legs,
+        });
+        answeredNow = true;
+        callSteps.push(traceStep(call, item.at, "confirmed: answered"));
+        callEvents.push(answeredEvent({ ...call, agent_id: state.agent_id }, answeredMs));
+      } else {
+        end = endOf({ ...call, answered: state.answered, answered_ms: state.answered_ms }, item, context);
+        if (end.lateAnswerMs !== null) {
+          state.answered = 1;
+          state.answered_ms = end.lateAnswerMs;
+          state.agent_id = state.agent_id ?? end.patch.agent_id ?? call.routed_user;
+          // Answered as the end reports it: the answer is traced and announced first, as it happened.
+          callSteps.push(traceStep(call, end.lateAnswerMs, "confirmed: answered (reported with the end)"));
+          callEvents.push(answeredEvent({ ...call, agent_id: state.agent_id }, end.lateAnswerMs));
+        }
+        state.status = end.patch.status;
+        state.legs = item.legs ?? state.legs;
+        callSteps.push(traceStep(call, end.at, `terminated: ${end.cause}, billsec ${end.patch.billsec}`, end.data));
+        callEvents.push(endedEvent({ ...call, agent_id: state.agent_id, billsec: end.patch.billsec }, end, end.patch.ended_ms!));
+      }
+    }
+    if (!callSteps.length) continue;
+    patches.push({
+      account_id: call.account_id,
+      id: call.id,
+      seen_status: call.status,
+      seen_answered: call.answered,
+      status: state.status,
+      ringing_ms: state.ringing_ms,
+      answered: state.answered,
+      answered_ms: state.answered_ms,
+      agent_id: state.agent_id,
+      legs: state.legs,
+      ends: end !== null,
+      ended_ms: end?.patch.ended_ms ?? null,
+      billsec: end?.patch.billsec ?? 0,
+      hangup_cause: end?.patch.hangup_cause ?? null,
+      sip_code: end?.patch.sip_code ?? null,
+      cost_micro: end?.patch.cost_micro ?? 0,
+      currency: end?.patch.currency ?? null,
+      rate_plan_id: end?.patch.rate_plan_id ?? null,
+    });
+    steps.push(...callSteps);
+    for (const event of callEvents) events.push({ ...event, key: call.id });
+    planned.set(key, { items: its, answered: answeredNow, ends: end !== null });
+  }
+  const written: RoundWritten = { answered: [], ended: [] };
+  if (!patches.length) return { written, changed: [] };
+  const { result } = await platform.events.statement({
+    ctes: (gate) => dialogRoundCtes(patches, steps, gate),
+    events,
+    keep: sql`exists (select 1 from dlg_upd u where u.account_id = i.account_id and u.id = i.key)`,
+    result: sql`(select coalesce(json_agg(json_build_array(account_id, id)), '[]') from dlg_upd)`,
+  });
+  const done = new Set((result as Array<[string, string]>).map(([accountId, id]) => `${accountId}\u0000${id}`));
+  const changed: Item[] = [];
+  for (const [key, plan] of planned) {
+    if (!done.has(key)) {
+      changed.push(...plan.items);
+      continue;
+    }
+    const call = plan.items[0]!.call;
+    if (plan.answered) written.answered.push(call);
+    if (plan.ends) written.ended.push(call);
+  }
+  return { written, changed };
+}
+
+/**
+ * The round applied the locked way, in one transaction: one conditional update per state on the
+ * records as they are now, the ends decided from the rows locked. A call's ringing, answer and end in
+ * one round apply in that order: the three statements go out in that order on the transaction, so the
+ * answer sees the ringing row and the end's locked read sees the answer.
+ */
+async function applyLocked(platform: Platform, items: Item[], context: RoundContext): Promise<RoundWritten> {
   const early = items.filter((i) => i.event.state === "early");
   const confirmed = items.filter((i) => i.event.state === "confirmed");
   const terminated = items.filter((i) => i.event.state === "terminated");
-  const unplanned = [...new Set(terminated.map((i) => i.call.account_id))].filter((id) => !planAccounts.includes(id));
-  const [unplannedPlans, known] = await Promise.all([defaultRatePlans(platform.db, unplanned), knownUsers ?? knownCallees(platform, [...confirmed, ...terminated])]);
-  for (const [accountId, plan] of unplannedPlans) plans.set(accountId, plan);
-
-  const { answered, ended } = await platform.events.transaction(async (tx, _emit, emitMany) => {
+  return platform.events.transaction(async (tx, _emit, emitMany) => {
     const traces: NewTraceStep[] = [];
     const emits: EventInput[] = [];
-    const trace = (row: DialogCall, at: number, result: string, data?: Record<string, unknown>) =>
-      traces.push({ account_id: row.account_id, call_id: row.id, at_ms: at, step: "dialog", result, data: data ?? null });
     const byId = (list: Item[]) => new Map(list.map((i) => [`${i.call.account_id}\u0000${i.call.id}`, i]));
 
-    // The three statements go out together (pipelined on the transaction), in this order: a call
-    // ringing, answered and ending in this round is updated in that order.
-    // A confirmation can only move answered_ms forward of the start (clock skew between edge and us).
+    // The three statements go out together (pipelined on the transaction), in this order.
     // Ends are decided from the rows as they are now, locked: answered_ms comes from the stored
     // record, never from this event, so a late confirmed cannot be invented here.
     const [ringing, answered, ending] = await Promise.all([
       markRingingMany(tx, early.map((i) => ({ account_id: i.call.account_id, id: i.call.id, ringing_ms: i.at }))),
       markAnsweredMany(
         tx,
-        confirmed.map((i) => ({ account_id: i.call.account_id, id: i.call.id, answered_ms: Math.max(i.at, i.call.started_ms), agent_id: agentOf(i.call.account_id, i.legs, known), legs: i.legs ?? null })),
+        confirmed.map((i) => ({
+          account_id: i.call.account_id,
+          id: i.call.id,
+          answered_ms: Math.max(i.at, i.call.started_ms),
+          agent_id: agentOf(i.call.account_id, i.legs, context.known),
+          legs: i.legs ?? null,
+        })),
       ),
       lockLiveCalls(tx, terminated.map((i) => ({ account_id: i.call.account_id, id: i.call.id }))),
     ]);
     const earlyOf = byId(early);
-    for (const row of ringing) trace(row, earlyOf.get(`${row.account_id}\u0000${row.id}`)!.at, "early: ringing");
+    for (const row of ringing) traces.push(traceStep(row, earlyOf.get(`${row.account_id}\u0000${row.id}`)!.at, "early: ringing"));
 
     const answerOf = byId(confirmed);
     for (const row of answered) {
       const item = answerOf.get(`${row.account_id}\u0000${row.id}`)!;
-      const answeredMs = Math.max(item.at, item.call.started_ms);
-      trace(row, item.at, "confirmed: answered");
-      emits.push(answeredEvent(row, answeredMs));
+      traces.push(traceStep(row, item.at, "confirmed: answered"));
+      emits.push(answeredEvent(row, Math.max(item.at, item.call.started_ms)));
     }
 
-    const endOf = byId(terminated);
-    const patches: EndPatch[] = [];
-    const detail = new Map<string, { answered: boolean; lateAnswerMs: number | null; cause: string; at: number; data: Record<string, unknown> }>();
-    for (const fresh of ending) {
-      const key = `${fresh.account_id}\u0000${fresh.id}`;
-      const { event, call, at, legs } = endOf.get(key)!;
-      let endedMs = Math.max(at, call.started_ms);
-      // The end says when the call was answered and the record has no answer (its confirmed event
-      // was lost, or is behind the end): answered then, between the start and the end.
-      const lateAnswerMs =
-        fresh.answered === 1 || event.answered_ts === undefined ? null : Math.min(Math.max(Math.min(event.answered_ts, now), fresh.started_ms), endedMs);
-      const answeredMs = fresh.answered === 1 ? fresh.answered_ms : lateAnswerMs;
-      const wasAnswered = answeredMs !== null;
-      // An end the edge's times put before the answer: ended when answered (0 s).
-      if (answeredMs !== null) endedMs = Math.max(endedMs, answeredMs);
-      const billsec = answeredMs !== null && !unbilled ? Math.ceil((endedMs - answeredMs) / 1000) : 0;
-      const cause = event.hangup_cause ?? hangupCauseOf(event.sip_code, wasAnswered);
-      const direction = fresh.direction as "inbound" | "outbound" | "internal";
-      const price = priceCall(plans.get(fresh.account_id) ?? null, direction, direction === "inbound" && fresh.did ? fresh.did : fresh.to, billsec, wasAnswered && !unbilled);
-      patches.push({
-        account_id: fresh.account_id,
-        id: fresh.id,
-        status: endStatusOf(wasAnswered, cause),
-        ended_ms: endedMs,
-        billsec,
-        hangup_cause: cause,
-        sip_code: event.sip_code ?? null,
-        cost_micro: price.cost_micro,
-        currency: price.currency,
-        rate_plan_id: price.rate_plan_id,
-        legs: legs ?? null,
-        answered_ms: lateAnswerMs,
-        agent_id: lateAnswerMs === null ? null : agentOf(fresh.account_id, legs, known),
-      });
-      detail.set(key, {
-        answered: wasAnswered,
-        lateAnswerMs,
-        cause,
-        at,
-        data: {
-          sip_code: event.sip_code ?? null,
-          // The edge's answer time as the end reported it (checked against the record's).
-          ...(event.answered_ts !== undefined ? { answered_ts: event.answered_ts } : {}),
-          cost_micro: price.cost_micro,
-          ...(unbilled ? { unbilled: "the end was never reported" } : {}),
-          ...(price.prefix !== null ? { rate_prefix: price.prefix, billed_sec: price.billed_sec } : {}),
-        },
-      });
-    }
-    const ended = await markEndedMany(tx, patches);
+    const endOfCall = byId(terminated);
+    const works = new Map<string, EndWork>();
+    for (const fresh of ending) works.set(`${fresh.account_id}\u0000${fresh.id}`, endOf(fresh, endOfCall.get(`${fresh.account_id}\u0000${fresh.id}`)!, context));
+    const ended = await markEndedMany(tx, [...works.values()].map((w) => w.patch));
     for (const row of ended) {
-      const d = detail.get(`${row.account_id}\u0000${row.id}`)!;
-      if (d.lateAnswerMs !== null) {
+      const end = works.get(`${row.account_id}\u0000${row.id}`)!;
+      if (end.lateAnswerMs !== null) {
         // Answered as the end reports it: the answer is traced and announced first, as it happened.
-        trace(row, d.lateAnswerMs, "confirmed: answered (reported with the end)");
-        emits.push(answeredEvent(row, d.lateAnswerMs));
+        traces.push(traceStep(row, end.lateAnswerMs, "confirmed: answered (reported with the end)"));
+        emits.push(answeredEvent(row, end.lateAnswerMs));
       }
-      trace(row, d.at, `terminated: ${d.cause}, billsec ${row.billsec}`, d.data);
-      emits.push({
-        accountId: row.account_id,
-        event: "call.ended",
-        data: {
-          callId: row.id,
-          direction: row.direction as "inbound" | "outbound" | "internal",
-          answered: d.answered ? 1 : 0,
-          billsec: row.billsec,
-          hangup_cause: d.cause,
-          queue_id: row.queue_id,
-          agent_id: row.agent_id,
-          ts: row.ended_ms!,
-        },
-        ts: row.ended_ms!,
-      });
+      traces.push(traceStep(row, end.at, `terminated: ${end.cause}, billsec ${row.billsec}`, end.data));
+      emits.push(endedEvent(row, end, row.ended_ms!));
     }
     await Promise.all([insertTrace(tx, traces), emitMany(emits)]);
     return { answered, ended };
   });
-
-  // After commit: slots are renewed for answered calls, and released exactly when the record says
-  // the call ended. A repeated terminated event releases again, which is harmless.
-  const ttl = cacTtlMs(platform);
-  const endedSlots = new Map(ended.map((row) => [`${row.account_id}\u0000${row.id}`, row.slots]));
-  // A call answered and ended in this round is only released (a renewal beside the release could
-  // take its slots back).
-  const ending = new Set(terminated.map((i) => `${i.call.account_id}\u0000${i.call.id}`));
-  await Promise.all([
-    ...answered.filter((row) => !ending.has(`${row.account_id}\u0000${row.id}`)).map((row) => renewSlots(platform.live, row.account_id, row.id, row.slots, ttl)),
-    ...terminated.map((i) => releaseSlots(platform.live, i.call.account_id, i.call.id, endedSlots.get(`${i.call.account_id}\u0000${i.call.id}`) ?? i.call.slots)),
-  ]);
 }

@@ -109,9 +109,9 @@ export async function handleDialogs(
     }
   }
   const [accounts, known, owners] = await Promise.all([
-    existingAccountIds(platform.db, accountIds),
-    existingUserKeys(platform.db, [...named.values()]),
-    deviceOwners(platform.db, [...deviceOnly.values()]),
+    existingAccountIds(platform.db, accountIds, platform.configCache),
+    existingUserKeys(platform.db, [...named.values()], platform.configCache),
+    deviceOwners(platform.db, [...deviceOnly.values()], platform.configCache),
   ]);
   const refusals = events.map((e) => (e.account_id !== undefined && !accounts.has(e.account_id) ? notFound("account") : null));
   const accepted = events.filter((_, i) => refusals[i] === null);

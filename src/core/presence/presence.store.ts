@@ -3,6 +3,7 @@ import { and, asc, eq, inArray, sql } from "drizzle-orm";
 import { jsonRows, rawNumber, rawNumberOrNull } from "../db/sql-text.ts";
 import { rawRows } from "../db/migrate.ts";
 import type { Db, DbOrTx } from "../db/db.ts";
+import type { ConfigCache } from "../cache/config-cache.ts";
 import { accounts } from "../accounts/accounts.schema.ts";
 import { devices } from "../devices/devices.schema.ts";
 import { appUsers } from "../users/users.schema.ts";
@@ -68,16 +69,32 @@ export async function missingQueueIds(db: DbOrTx, accountId: string, ids: string
 // write each one every time.
 
 /** The ids of these accounts that exist, in one read. */
-export async function existingAccountIds(db: DbOrTx, ids: string[]): Promise<Set<string>> {
+/**
+ * Which of these accounts exist, in one read; with a cache, each account's answer is kept until the
+ * account changes (created, suspended, removed: its row's trigger tells).
+ */
+export async function existingAccountIds(db: DbOrTx, ids: string[], cache?: ConfigCache): Promise<Set<string>> {
   if (!ids.length) return new Set();
+  if (cache) {
+    const found = await cache.readEach(
+      "account-exists\u0000",
+      ids.map((id) => ({ account_id: id, id: "" })),
+      async (missing) => new Map([...(await existingAccountIds(db, missing.map((m) => m.account_id)))].map((id) => [`${id}\u0000`, true])),
+    );
+    return new Set([...found.keys()].map((k) => k.slice(0, -1)));
+  }
   const byId = ids.length === 1 ? sql`id = ${ids[0]!}` : sql`id = any(${sql.param(ids)}::text[])`;
   const rows = await rawRows<{ id: string }>(db, sql`select id from account where ${byId}`);
   return new Set(rows.map((r) => r.id));
 }
 
-/** Which of these (account, user) pairs exist, and whether each is an agent, in one read; keyed `account\u0000user`. */
-export async function existingUserKeys(db: DbOrTx, keys: Array<{ account_id: string; id: string }>): Promise<Map<string, { is_agent: number }>> {
+/**
+ * Which of these (account, user) pairs exist, and whether each is an agent, in one read; keyed
+ * `account\u0000user`. With a cache, kept until the account's configuration changes.
+ */
+export async function existingUserKeys(db: DbOrTx, keys: Array<{ account_id: string; id: string }>, cache?: ConfigCache): Promise<Map<string, { is_agent: number }>> {
   if (!keys.length) return new Map();
+  if (cache) return cache.readEach("user-exists\u0000", keys, (missing) => existingUserKeys(db, missing));
   const byKey =
     keys.length === 1
       ? sql`account_id = ${keys[0]!.account_id} and id = ${keys[0]!.id}`
@@ -86,9 +103,18 @@ export async function existingUserKeys(db: DbOrTx, keys: Array<{ account_id: str
   return new Map(rows.map((r) => [`${r.account_id}\u0000${r.id}`, { is_agent: rawNumber(r.is_agent) }]));
 }
 
-/** Owners of these (account, device) pairs (legs that carry only a device id) and whether each is an agent, in one read; keyed `account\u0000device`. */
-export async function deviceOwners(db: DbOrTx, keys: Array<{ account_id: string; id: string }>): Promise<Map<string, { user_id: string; is_agent: number | null }>> {
+/**
+ * Owners of these (account, device) pairs (legs that carry only a device id) and whether each is an
+ * agent, in one read; keyed `account\u0000device`. With a cache, kept until the account's
+ * configuration changes.
+ */
+export async function deviceOwners(
+  db: DbOrTx,
+  keys: Array<{ account_id: string; id: string }>,
+  cache?: ConfigCache,
+): Promise<Map<string, { user_id: string; is_agent: number | null }>> {
   if (!keys.length) return new Map();
+  if (cache) return cache.readEach("device-owner\u0000", keys, (missing) => deviceOwners(db, missing));
   const rows = await rawRows<{ account_id: string; id: string; user_id: string; is_agent: unknown }>(
     db,
     sql`select d.account_id, d.id, d.user_id, u.is_agent

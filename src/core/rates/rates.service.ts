@@ -5,6 +5,7 @@
  */
 import { getTableColumns, sql } from "drizzle-orm";
 import type { DbOrTx } from "../db/db.ts";
+import type { ConfigCache } from "../cache/config-cache.ts";
 import { rawRows } from "../db/migrate.ts";
 import { columnList, columnReader } from "../db/sql-text.ts";
 import type { CallDirection } from "../routing/route-types.ts";
@@ -33,9 +34,20 @@ export async function defaultRatePlan(db: DbOrTx, accountId: string): Promise<Ra
   return (await readDefaultPlans(db, [accountId]))[0] ?? null;
 }
 
-/** The default plans of several accounts, in one read (accounts without one are absent). */
-export async function defaultRatePlans(db: DbOrTx, accountIds: string[]): Promise<Map<string, RatePlanRow>> {
+/**
+ * The default plans of several accounts, in one read (accounts without one are absent). With a cache,
+ * each account's answer is kept until its configuration changes (the plans are frozen: read only).
+ */
+export async function defaultRatePlans(db: DbOrTx, accountIds: string[], cache?: ConfigCache): Promise<Map<string, RatePlanRow>> {
   if (!accountIds.length) return new Map();
+  if (cache) {
+    const found = await cache.readEach(
+      "default-rate-plan\u0000",
+      accountIds.map((id) => ({ account_id: id, id: "" })),
+      async (missing) => new Map([...(await defaultRatePlans(db, missing.map((m) => m.account_id)))].map(([id, plan]) => [`${id}\u0000`, plan])),
+    );
+    return new Map([...found].map(([key, plan]) => [key.slice(0, -1), plan]));
+  }
   return new Map((await readDefaultPlans(db, accountIds)).map((r) => [r.account_id, r]));
 }
 

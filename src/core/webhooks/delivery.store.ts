@@ -1,6 +1,7 @@
 /** Queries on webhook deliveries: planning, claiming, recording attempts, the log, retention. */
 import { and, desc, eq, lt, ne, sql, type SQL } from "drizzle-orm";
 import type { Database, Db, DbOrTx } from "../db/db.ts";
+import type { ConfigCache } from "../cache/config-cache.ts";
 import { rawRows } from "../db/migrate.ts";
 import { rawJson } from "../db/sql-text.ts";
 import { webhookDeliveries, type WebhookDeliveryRow } from "./delivery.schema.ts";
@@ -12,8 +13,20 @@ export type NewDeliveryRow = typeof webhookDeliveries.$inferInsert;
  * events). Read by every emitting transaction, so a fixed text: the query builder took ~18 µs of CPU
  * to write it each time.
  */
-export async function activeSubscriptions(tx: DbOrTx, accountIds: string[]): Promise<Array<{ account_id: string; id: string; events: string[] }>> {
+export async function activeSubscriptions(tx: DbOrTx, accountIds: string[], cache?: ConfigCache): Promise<Array<{ account_id: string; id: string; events: string[] }>> {
   if (!accountIds.length) return [];
+  if (cache) {
+    // Per account, kept until the account's subscriptions (or any of its configuration) change.
+    // Never the transaction's own uncommitted subscription: no transaction both writes
+    // subscriptions and emits events.
+    const found = await cache.readEach("webhook-subscriptions\u0000", accountIds.map((id) => ({ account_id: id, id: "" })), async (missing) => {
+      const rows = await activeSubscriptions(tx, missing.map((m) => m.account_id));
+      const byAccount = new Map<string, Array<{ account_id: string; id: string; events: string[] }>>(missing.map((m) => [`${m.account_id}\u0000`, []]));
+      for (const row of rows) byAccount.get(`${row.account_id}\u0000`)!.push(row);
+      return byAccount;
+    });
+    return [...found.values()].flat();
+  }
   const byAccount = accountIds.length === 1 ? sql`account_id = ${accountIds[0]!}` : sql`account_id = any(${sql.param(accountIds)}::text[])`;
   return rawRows(tx, sql`select account_id, id, events from webhook_subscription where ${byAccount} and status = 'active'`);
 }

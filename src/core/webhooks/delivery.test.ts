@@ -48,7 +48,11 @@ let pathCounter = 0;
 const freshPath = (label: string) => `/${label}-${++pathCounter}-${Math.random().toString(36).slice(2, 8)}`;
 
 async function subscribe(t: Tenant, path: string, body: { events?: string; secret?: string } = {}) {
-  return createWebhook(platform.db, platform.secrets, t.accountId, { url: receiver.url(path), ...body }, { allowPrivate: true });
+  const created = await createWebhook(platform.db, platform.secrets, t.accountId, { url: receiver.url(path), ...body }, { allowPrivate: true });
+  // Not through the API (which waits for this itself): the next event must see the subscription in
+  // the subscriptions' cache.
+  await platform.configCache.settle();
+  return created;
 }
 
 async function deliveries(accountId: string): Promise<WebhookDeliveryRow[]> {
@@ -348,6 +352,8 @@ describe(`webhook delivery [${storeKind}]`, () => {
     const ended = await subscribe(t, freshPath("ended"), { events: "call.ended" });
     const off = await subscribe(t, freshPath("off"));
     await platform.db.execute(sql`update webhook_subscription set status = 'disabled' where account_id = ${t.accountId} and id = ${off.id}`);
+    // Written straight to the database: wait until the subscriptions' cache is told (the API does this itself).
+    await platform.configCache.settle();
 
     const broad = await fireTestEvent(platform.events, t.accountId, {});
     expect(broad.deliveries).toBe(1);
