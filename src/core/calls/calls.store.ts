@@ -99,19 +99,27 @@ export function admissionCtes(calls: NewCallRecord[], steps: NewTraceStep[], gat
   const columns = callColumnList(calls[0]!);
   const signature = givenColumns(calls[0]!);
   if (calls.some((row) => givenColumns(row) !== signature)) throw new Error("admissionCtes: every call must give the same columns");
-  const traced = steps.map((s) => ({ account_id: s.account_id, call_id: s.call_id, at_ms: s.at_ms, step: s.step, result: s.result, data: s.data ?? null }));
   return sql`adm_call as (
       insert into call_record (${columns})
       select ${columns} from jsonb_populate_recordset(null::call_record, ${JSON.stringify(calls)}::jsonb)
       where ${gate}
       on conflict (account_id, sip_call_id) do nothing
       returning account_id, id, sip_call_id
-    ), adm_trace as (
+    ), ${traceCte("adm_trace", steps, "adm_call")}`;
+}
+
+/** Trace steps as the JSON rows the inserts read (`data` null when absent). */
+const traceJson = (steps: NewTraceStep[]) =>
+  JSON.stringify(steps.map((s) => ({ account_id: s.account_id, call_id: s.call_id, at_ms: s.at_ms, step: s.step, result: s.result, data: s.data ?? null })));
+
+/** CTE `name` appending `steps` in order (their ids follow it), for the calls CTE `written` returned (account_id, id) only. */
+function traceCte(name: "adm_trace" | "dlg_trace", steps: NewTraceStep[], written: "adm_call" | "dlg_upd"): SQL {
+  return sql`${sql.raw(name)} as (
       insert into call_trace (account_id, call_id, at_ms, step, result, data)
       select s.account_id, s.call_id, s.at_ms, s.step, s.result, s.data
-      from rows from (jsonb_to_recordset(${JSON.stringify(traced)}::jsonb) as (account_id text, call_id text, at_ms bigint, step text, result text, data jsonb))
+      from rows from (jsonb_to_recordset(${traceJson(steps)}::jsonb) as (account_id text, call_id text, at_ms bigint, step text, result text, data jsonb))
         with ordinality as s(account_id, call_id, at_ms, step, result, data, n)
-      where exists (select 1 from adm_call c where c.account_id = s.account_id and c.id = s.call_id)
+      where exists (select 1 from ${sql.raw(written)} w where w.account_id = s.account_id and w.id = s.call_id)
       order by s.n
     )`;
 }
@@ -122,11 +130,10 @@ export function admissionCtes(calls: NewCallRecord[], steps: NewTraceStep[], gat
  */
 export async function insertTrace(db: DbOrTx, steps: NewTraceStep[]): Promise<void> {
   if (!steps.length) return;
-  const rows = steps.map((s) => ({ account_id: s.account_id, call_id: s.call_id, at_ms: s.at_ms, step: s.step, result: s.result, data: s.data ?? null }));
   await db.execute(
     sql`insert into call_trace (account_id, call_id, at_ms, step, result, data)
         select account_id, call_id, at_ms, step, result, data
-        from rows from (jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as (account_id text, call_id text, at_ms bigint, step text, result text, data jsonb))
+        from rows from (jsonb_to_recordset(${traceJson(steps)}::jsonb) as (account_id text, call_id text, at_ms bigint, step text, result text, data jsonb))
           with ordinality as t(account_id, call_id, at_ms, step, result, data, n)
         order by n`,
   );
@@ -281,7 +288,6 @@ export interface RoundPatch {
  */
 export function dialogRoundCtes(patches: RoundPatch[], steps: NewTraceStep[], gate: SQL): SQL {
   const ordered = [...patches].sort((a, b) => (a.account_id < b.account_id ? -1 : a.account_id > b.account_id ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-  const traced = steps.map((s) => ({ account_id: s.account_id, call_id: s.call_id, at_ms: s.at_ms, step: s.step, result: s.result, data: s.data ?? null }));
   return sql`dlg_upd as (
       update call_record c set status = v.status, ringing_ms = coalesce(v.ringing_ms, c.ringing_ms),
              answered = v.answered, answered_ms = v.answered_ms, agent_id = v.agent_id, legs = coalesce(v.legs, c.legs),
@@ -299,14 +305,7 @@ export function dialogRoundCtes(patches: RoundPatch[], steps: NewTraceStep[], ga
              billsec, hangup_cause, sip_code, cost_micro, currency, rate_plan_id, n)
       where ${gate} and ${LIVE_CALL_OF_V} and c.status = v.seen_status and c.answered = v.seen_answered
       returning c.account_id, c.id
-    ), dlg_trace as (
-      insert into call_trace (account_id, call_id, at_ms, step, result, data)
-      select s.account_id, s.call_id, s.at_ms, s.step, s.result, s.data
-      from rows from (jsonb_to_recordset(${JSON.stringify(traced)}::jsonb) as (account_id text, call_id text, at_ms bigint, step text, result text, data jsonb))
-        with ordinality as s(account_id, call_id, at_ms, step, result, data, n)
-      where exists (select 1 from dlg_upd u where u.account_id = s.account_id and u.id = s.call_id)
-      order by s.n
-    )`;
+    ), ${traceCte("dlg_trace", steps, "dlg_upd")}`;
 }
 
 /** markRinging for many calls: routed → ringing; returns the rows it changed. */

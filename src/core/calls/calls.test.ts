@@ -336,6 +336,32 @@ describe(`admission writer [${storeKind}]`, () => {
 });
 
 describe(`dialog events [${storeKind}]`, () => {
+  /**
+   * Counts the bus's transactions and statements from now until restore(); `beforeStatement` runs
+   * ahead of each statement (told its number, from 1).
+   */
+  function countWrites(beforeStatement?: (n: number) => Promise<void>) {
+    const { transaction, statement } = platform.events;
+    const counts = {
+      transactions: 0,
+      statements: 0,
+      restore() {
+        platform.events.transaction = transaction;
+        platform.events.statement = statement;
+      },
+    };
+    platform.events.transaction = (fn) => {
+      counts.transactions += 1;
+      return transaction(fn);
+    };
+    platform.events.statement = async (spec) => {
+      counts.statements += 1;
+      await beforeStatement?.(counts.statements);
+      return statement(spec);
+    };
+    return counts;
+  }
+
   async function admitted(accountId: string, slots = [slot("account_out", accountId, 10)], over: Parameters<typeof decision>[1] = {}) {
     const cid = sipCallId();
     await admitCall(platform, decision(accountId, { slots, ...over }), routeRequest(cid));
@@ -496,17 +522,7 @@ describe(`dialog events [${storeKind}]`, () => {
     const whole = await admitted(t.accountId);
     const start = (await findCallBySipId(platform.db, t.accountId, cids[0]!))!.started_ms;
     clockAt(start + 20_000);
-    const { transaction, statement } = platform.events;
-    let transactions = 0;
-    let statements = 0;
-    platform.events.transaction = (fn) => {
-      transactions += 1;
-      return transaction(fn);
-    };
-    platform.events.statement = (spec) => {
-      statements += 1;
-      return statement(spec);
-    };
+    const counts = countWrites();
     try {
       await handleDialogEvents(
         platform,
@@ -515,21 +531,20 @@ describe(`dialog events [${storeKind}]`, () => {
           { type: "dialog" as const, callId, account_id: t.accountId, state: "confirmed" as const, ts: start + 2000 },
         ]),
       );
-      expect([statements, transactions]).toEqual([1, 0]);
+      expect([counts.statements, counts.transactions]).toEqual([1, 0]);
       for (const cid of cids) expect(await findCallBySipId(platform.db, t.accountId, cid)).toMatchObject({ status: "answered", ringing_ms: start + 1000, answered_ms: start + 2000 });
       // Whole calls in one round; a repeat after the end (a step back) goes in a second round, which
       // finds the call ended and writes nothing.
-      statements = 0;
+      counts.statements = 0;
       await handleDialogEvents(platform, [
         { type: "dialog", callId: whole, account_id: t.accountId, state: "early", ts: start + 1000 },
         { type: "dialog", callId: whole, account_id: t.accountId, state: "confirmed", ts: start + 3000 },
         { type: "dialog", callId: whole, account_id: t.accountId, state: "terminated", sip_code: 200, ts: start + 13_000 },
         { type: "dialog", callId: whole, account_id: t.accountId, state: "confirmed", ts: start + 14_000 },
       ]);
-      expect([statements, transactions]).toEqual([1, 0]);
+      expect([counts.statements, counts.transactions]).toEqual([1, 0]);
     } finally {
-      platform.events.transaction = transaction;
-      platform.events.statement = statement;
+      counts.restore();
     }
     const wholeRow = (await findCallBySipId(platform.db, t.accountId, whole))!;
     expect(wholeRow).toMatchObject({ answered_ms: start + 3000, ended_ms: start + 13_000, billsec: 10 });
@@ -553,28 +568,18 @@ describe(`dialog events [${storeKind}]`, () => {
     const call = (await findCallBySipId(platform.db, t.accountId, cid))!;
     const start = call.started_ms;
     clockAt(start + 20_000);
-    const { transaction, statement } = platform.events;
-    let transactions = 0;
-    let statements = 0;
-    platform.events.transaction = (fn) => {
-      transactions += 1;
-      return transaction(fn);
-    };
     // The end's round has read the call unanswered; before it writes, another round answers it.
-    platform.events.statement = async (spec) => {
-      statements += 1;
-      if (statements === 1) await handleDialogEvents(platform, [{ type: "dialog", callId: cid, account_id: t.accountId, state: "confirmed", ts: start + 2000 }]);
-      return statement(spec);
-    };
+    const counts = countWrites(async (n) => {
+      if (n === 1) await handleDialogEvents(platform, [{ type: "dialog", callId: cid, account_id: t.accountId, state: "confirmed", ts: start + 2000 }]);
+    });
     try {
       await handleDialogEvents(platform, [{ type: "dialog", callId: cid, account_id: t.accountId, state: "terminated", sip_code: 200, ts: start + 12_000 }]);
     } finally {
-      platform.events.transaction = transaction;
-      platform.events.statement = statement;
+      counts.restore();
     }
     // The end's statement found the record changed and wrote nothing; the locked way ended the
     // answered call (not a missed one).
-    expect([statements, transactions]).toEqual([2, 1]);
+    expect([counts.statements, counts.transactions]).toEqual([2, 1]);
     expect(await findCallBySipId(platform.db, t.accountId, cid)).toMatchObject({ status: "completed", answered_ms: start + 2000, ended_ms: start + 12_000, billsec: 10 });
     expect((await listTrace(platform.db, t.accountId, call.id)).filter((s) => s.step === "dialog").map((s) => s.result)).toEqual([
       "confirmed: answered",
