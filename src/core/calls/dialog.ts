@@ -389,13 +389,13 @@ async function applyAtOnce(platform: Platform, items: Item[], context: RoundCont
     const callSteps: NewTraceStep[] = [];
     const callEvents: EventInput[] = [];
     for (const item of its) {
-      const state_ = item.event.state;
-      if (state_ === "early") {
+      const kind = item.event.state;
+      if (kind === "early") {
         if (state.status !== "routed") continue;
         state.status = "ringing";
         state.ringing_ms = item.at;
         callSteps.push(traceStep(call, item.at, "early: ringing"));
-      } else if (state_ === "confirmed") {
+      } else if (kind === "confirmed") {
         if (state.answered !== 0) continue;
         // A confirmation can only move answered_ms forward of the start (clock skew between edge and us).
         const answeredMs = Math.max(item.at, call.started_ms);
