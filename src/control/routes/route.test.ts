@@ -217,6 +217,133 @@ describe(`POST /route [${storeKind}]`, () => {
 });
 
 
+describe(`POST /route with auth: the call's admission claim is taken with the nonce [${storeKind}]`, () => {
+  let own: Platform;
+  let ownServer: { server: { port?: number } | null; stop(): Promise<unknown> | unknown };
+  let ownBase: string;
+  /** Live-store calls made so far: method and first argument. */
+  const calls: Array<{ method: string; arg: unknown }> = [];
+  /** A live-store method that throws while set (to fail the decision). */
+  let failing: string | null = null;
+
+  beforeAll(async () => {
+    const inner = (await testPlatform()).live;
+    const live = new Proxy(inner, {
+      get(target, prop) {
+        const value = Reflect.get(target, prop, target) as unknown;
+        if (typeof value !== "function") return value;
+        return (...args: unknown[]) => {
+          calls.push({ method: String(prop), arg: args[0] });
+          if (prop === failing) return Promise.reject(new Error("live store down"));
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
+    own = await testPlatform({ live });
+    ownServer = createControlApp(own, [routeRoutes]).listen({ hostname: "127.0.0.1", port: 0 });
+    ownBase = `http://127.0.0.1:${ownServer.server!.port}`;
+  });
+  afterAll(async () => {
+    await ownServer.stop();
+    await own.close();
+  });
+
+  const md5 = (text: string) => createHash("md5").update(text).digest("hex");
+  const digest = (realm: string, password: string) => {
+    const uri = `sip:1002@${realm}`;
+    const nonce = randomUUID();
+    const cnonce = randomUUID().slice(0, 8);
+    const response = md5(`${md5(`1001:${realm}:${password}`)}:${nonce}:00000001:${cnonce}:auth:${md5(`INVITE:${uri}`)}`);
+    return { username: "1001", realm, nonce, uri, response, method: "INVITE", qop: "auth" as const, nc: "00000001", cnonce, opaque: "", source_ip: "203.0.113.7" };
+  };
+  const seed = async () => {
+    const t = await seedTenant(own);
+    const caller = await createUser(own.db, t.accountId, { username: "1001" });
+    await createDevice(own.db, t.accountId, { user_id: caller.id, password: "pw-1001-long" });
+    await createExtension(own.db, t.accountId, { digits: "1002", dest_kind: "hangup" });
+    return { accountId: t.accountId, userId: caller.id, realm: defaultRealm(t.accountId) };
+  };
+  const ask = async (callId: string, auth: unknown, to = "1002") => {
+    const r = await fetch(`${ownBase}/route`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ callId, from: "1001", fromDomain: "x", to, source_ip: "203.0.113.7", auth }),
+    });
+    return { status: r.status, body: (await r.json()) as Json };
+  };
+  const claimKey = (accountId: string, callId: string) => `{${accountId}}:admit:${callId}`;
+  const claimCalls = (accountId: string, callId: string) =>
+    calls.filter((c) => (Array.isArray(c.arg) ? c.arg.some((e: { key: string }) => e.key === claimKey(accountId, callId)) : c.arg === claimKey(accountId, callId)));
+
+  test("one live-store step remembers the nonce and takes the claim; the claim is given back after the admission", async () => {
+    const s = await seed();
+    const callId = `claim-${randomUUID()}`;
+    const r = await ask(callId, digest(s.realm, "pw-1001-long"));
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body.rtjson.vars.call_id).toBe((await findCallBySipId(own.db, s.accountId, callId))!.id);
+    const steps = claimCalls(s.accountId, callId);
+    expect(steps[0]!.method).toBe("setEachIfAbsent");
+    expect((steps[0]!.arg as Array<{ key: string }>).map((e) => e.key)).toEqual([expect.stringMatching(new RegExp(`^\\{${s.accountId}\\}:digest:`)), claimKey(s.accountId, callId)]);
+    expect(steps.map((c) => c.method)).toEqual(["setEachIfAbsent", "compareAndDelete"]);
+    await eventually(async () => expect(await own.live.get(claimKey(s.accountId, callId))).toBeNull());
+  });
+
+  test("a replayed digest takes no claim; an inactive device's verified digest neither", async () => {
+    const s = await seed();
+    const once = digest(s.realm, "pw-1001-long");
+    expect((await ask(`claim-${randomUUID()}`, once)).status).toBe(200);
+    const replayId = `claim-${randomUUID()}`;
+    expect((await ask(replayId, once)).status).toBe(401);
+    expect(await own.live.get(claimKey(s.accountId, replayId))).toBeNull();
+    expect(await findCallBySipId(own.db, s.accountId, replayId)).toBeNull();
+
+    await updateUser(own.db, s.accountId, s.userId, { status: "disabled" });
+    await own.configCache.settle();
+    const inactiveId = `claim-${randomUUID()}`;
+    expect((await ask(inactiveId, digest(s.realm, "pw-1001-long"))).status).toBe(403);
+    expect(claimCalls(s.accountId, inactiveId)).toEqual([]);
+    expect(await findCallBySipId(own.db, s.accountId, inactiveId)).toBeNull();
+  });
+
+  test("a Call-ID another admission holds waits for that admission's record and answers with its reply", async () => {
+    const s = await seed();
+    const callId = `claim-${randomUUID()}`;
+    const first = await ask(callId, digest(s.realm, "pw-1001-long"));
+    expect(first.status).toBe(200);
+    // Another instance is admitting this Call-ID (its claim is there): the request takes nothing and
+    // answers with the recorded call's reply.
+    await own.live.set(claimKey(s.accountId, callId), "req_other", 10_000);
+    const again = await ask(callId, digest(s.realm, "pw-1001-long"));
+    expect(again.status).toBe(200);
+    expect(again.body.rtjson.vars.call_id).toBe(first.body.rtjson.vars.call_id);
+    expect(await own.live.get(claimKey(s.accountId, callId))).toBe("req_other");
+    await own.live.del(claimKey(s.accountId, callId));
+  });
+
+  test("a decision that fails gives the claim back at once", async () => {
+    const s = await seed();
+    // A call to a user: the decision reads the user's registrations from the live store. Learn the
+    // first read it makes, then fail it.
+    await createUser(own.db, s.accountId, { username: "1003" });
+    const probeId = `claim-${randomUUID()}`;
+    const from = calls.length;
+    expect((await ask(probeId, digest(s.realm, "pw-1001-long"), "1003")).status).toBe(200);
+    const seen = calls.slice(from).map((c) => c.method);
+    const read = seen[seen.indexOf("setEachIfAbsent") + 1]!;
+    expect(["setIfAbsent", "compareAndDelete", "zaddExpiringWithin"]).not.toContain(read);
+    const callId = `claim-${randomUUID()}`;
+    failing = read;
+    try {
+      expect((await ask(callId, digest(s.realm, "pw-1001-long"), "1003")).status).toBe(500);
+    } finally {
+      failing = null;
+    }
+    expect(claimCalls(s.accountId, callId).map((c) => c.method)).toEqual(["setEachIfAbsent", "compareAndDelete"]);
+    await eventually(async () => expect(await own.live.get(claimKey(s.accountId, callId))).toBeNull());
+    expect(await findCallBySipId(own.db, s.accountId, callId)).toBeNull();
+  });
+});
+
 /**
  * A live store whose CAC take waits while held: an admission can be caught in the middle, so the edge's
  * side of the connection can go away before the reply.

@@ -8,9 +8,9 @@ import { Elysia } from "elysia";
 import { Type as T } from "@sinclair/typebox";
 import type { Platform } from "../../core/platform.ts";
 import { validationFailed } from "../../core/errors/app-error.ts";
-import { RouteRequest, type RouteReply } from "../../core/routing/route-types.ts";
+import { RouteRequest, type RouteDecision, type RouteReply } from "../../core/routing/route-types.ts";
 import { decideRoute, routeDeps } from "../../core/routing/decide.ts";
-import { UNDELIVERED_GRACE_MS, admitCall, settleUndeliveredReply } from "../../core/calls/admission.ts";
+import { UNDELIVERED_GRACE_MS, admissionClaim, admitCall, releaseAdmissionClaim, settleUndeliveredReply, type AdmissionClaim } from "../../core/calls/admission.ts";
 import { SipAuthModel } from "../../core/sip-auth/sip-auth.model.ts";
 import { authenticateDigestForRoute, digestAuthDeps, type DigestAuthResult } from "../../core/sip-auth/sip-auth.service.ts";
 import { edgeBodyPreparer } from "../edge-body.ts";
@@ -88,10 +88,20 @@ export function routeRoutes(platform: Platform, options: RouteRoutesOptions = {}
         const named = (["account_id", "user_id", "device_id"] as const).filter((k) => req[k]);
         if (named.length) throw validationFailed(named.map((k) => ({ path: `/${k}`, message: "Not allowed with auth: the digest names the device." })));
         // The credential and the device's routing context in one query; the context is used only once
-        // the digest is verified.
-        const { result: who, device } = await authenticateDigestForRoute(authDeps, auth, req.to);
+        // the digest is verified. The call's admission claim is taken with the nonce (one round trip).
+        let claim: AdmissionClaim | null = null;
+        const alsoTake = (accountId: string) => (claim = admissionClaim(accountId, req.callId));
+        const { result: who, device, alsoTaken } = await authenticateDigestForRoute(authDeps, auth, req.to, { alsoTake });
         const routed = { ...req, account_id: who.account_id, user_id: who.user_id, device_id: who.device_id };
-        return answer({ ...(await admitCall(platform, await decideRoute(deps, routed, { device }), routed)), auth: who }, request, req.callId);
+        const held = claim && alsoTaken !== null ? { claim, taken: alsoTaken } : undefined;
+        let decision: RouteDecision;
+        try {
+          decision = await decideRoute(deps, routed, { device });
+        } catch (error) {
+          if (held?.taken) releaseAdmissionClaim(platform, held.claim);
+          throw error;
+        }
+        return answer({ ...(await admitCall(platform, decision, routed, held)), auth: who }, request, req.callId);
       },
       {
         // Empty optional digest fields count as absent, as on /auth. In a form body `auth` is text, which

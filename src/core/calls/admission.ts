@@ -66,23 +66,60 @@ function traceRows(accountId: string, callId: string, steps: readonly TraceStep[
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** The per-call admission claim: one admission per Call-ID at a time, on every instance. */
+export interface AdmissionClaim {
+  key: string;
+  /** This request's token (released only by its holder). */
+  value: string;
+  ttlMs: number;
+}
+
+/**
+ * A fresh admission claim of one call, for a caller that takes it itself together with another key
+ * (POST /route with a digest takes it with the nonce: setEachIfAbsent) and hands it to admitCall.
+ * @example const claim = admissionClaim(accountId, req.callId)
+ */
+export function admissionClaim(accountId: string, sipCallId: string): AdmissionClaim {
+  return { key: accountKey(accountId, "admit", sipCallId), value: newId("req"), ttlMs: CLAIM_TTL_MS };
+}
+
+/** Gives a claim back; a claim not given back expires on its own. */
+export function releaseAdmissionClaim(platform: Platform, claim: AdmissionClaim): void {
+  platform.live.compareAndDelete(claim.key, claim.value).catch((error: unknown) => {
+    platform.log.warn("admission claim not released (it expires on its own)", { error: String(error) });
+  });
+}
+
 /**
  * Admits a call: when `decision.accountId` is set, takes `decision.slots` (CAC, all or nothing), writes
  * the call record (status routed, or rejected with the reject's SIP code, for the router's rejects
  * and CAC refusals alike) with its trace steps, and emits call.started for routed calls, all in one
  * transaction (shared with the calls admitted beside it: admission-writer.ts). Returns the reply to send. Idempotent per SIP Call-ID.
+ * `held`: the call's admission claim as the caller tried it already (`taken`: it got it; not taken:
+ * another admission of the Call-ID holds it); without it, the claim is tried here.
  * @example const reply = await admitCall(platform, await decideRoute(platform, req), req)
  */
-export async function admitCall(platform: Platform, decision: RouteDecision, req: RouteRequest): Promise<RouteReply> {
+export async function admitCall(
+  platform: Platform,
+  decision: RouteDecision,
+  req: RouteRequest,
+  held?: { claim: AdmissionClaim; taken: boolean },
+): Promise<RouteReply> {
   const accountId = decision.accountId;
-  if (!accountId) return decision.reply;
   const sipCallId = req.callId;
+  let given = held;
+  if (given && (!accountId || given.claim.key !== admissionClaim(accountId, sipCallId).key)) {
+    // Not this admission's claim (the decision names no account, or another one): given back.
+    if (given.taken) releaseAdmissionClaim(platform, given.claim);
+    given = undefined;
+  }
+  if (!accountId) return decision.reply;
 
   // One admission per Call-ID at a time, on every instance: a retransmission arriving while the first
   // is still being admitted waits for its record instead of racing it for the same slots.
-  const claimKey = accountKey(accountId, "admit", sipCallId);
-  const claim = newId("req");
-  if (!(await platform.live.setIfAbsent(claimKey, claim, CLAIM_TTL_MS))) {
+  const claim = given?.claim ?? admissionClaim(accountId, sipCallId);
+  const taken = given ? given.taken : await platform.live.setIfAbsent(claim.key, claim.value, claim.ttlMs);
+  if (!taken) {
     for (let waited = 0; waited < RETRANSMIT_WAIT_MS; waited += 50) {
       const existing = await findCallBySipId(platform.db, accountId, sipCallId);
       if (existing) return storedReply(platform, accountId, sipCallId, existing.reply);
@@ -99,9 +136,7 @@ export async function admitCall(platform: Platform, decision: RouteDecision, req
   } finally {
     // The reply does not wait for the claim to go: the record is committed (or nothing was), so a
     // retransmission that still finds the claim finds the record too; a claim left behind expires.
-    platform.live.compareAndDelete(claimKey, claim).catch((error: unknown) => {
-      platform.log.warn("admission claim not released (it expires on its own)", { account_id: accountId, error: String(error) });
-    });
+    releaseAdmissionClaim(platform, claim);
   }
 }
 

@@ -105,6 +105,36 @@ export function runLiveStoreContract(name: string, make: () => Promise<LiveStore
         expect(await store.hget(k, "f")).toBe("1");
       });
 
+      test("setEachIfAbsent sets keys in order up to the first that exists, and says which", async () => {
+        const [a, b, c] = [key("each-a"), key("each-b"), key("each-c")];
+        expect(await store.setEachIfAbsent([{ key: a, value: "1", ttlMs: 60_000 }, { key: b, value: "2", ttlMs: SHORT_TTL_MS }])).toBe(-1);
+        expect(await store.get(a)).toBe("1");
+        expect(await store.get(b)).toBe("2");
+        expect(await store.ttl(a)).toBeGreaterThan(SHORT_TTL_MS);
+        expect(await store.ttl(b)).toBeGreaterThan(0);
+        // The first exists: nothing is set.
+        expect(await store.setEachIfAbsent([{ key: a, value: "x", ttlMs: 60_000 }, { key: c, value: "x", ttlMs: 60_000 }])).toBe(0);
+        expect(await store.get(a)).toBe("1");
+        expect(await store.get(c)).toBeNull();
+        // The second exists: the first is set, the second keeps its value.
+        expect(await store.setEachIfAbsent([{ key: c, value: "3", ttlMs: 60_000 }, { key: b, value: "x", ttlMs: 60_000 }])).toBe(1);
+        expect(await store.get(c)).toBe("3");
+        expect(await store.get(b)).toBe("2");
+        // An expired key counts as absent.
+        await Bun.sleep(AFTER_SHORT_TTL_MS);
+        const d = key("each-d");
+        expect(await store.setEachIfAbsent([{ key: d, value: "4", ttlMs: 60_000 }, { key: b, value: "5", ttlMs: 60_000 }])).toBe(-1);
+        expect(await store.get(b)).toBe("5");
+        expect(await store.setEachIfAbsent([])).toBe(-1);
+      });
+
+      test("setEachIfAbsent with a bad expiry sets nothing", async () => {
+        const [a, b] = [key("each-bad-a"), key("each-bad-b")];
+        await expect(store.setEachIfAbsent([{ key: a, value: "1", ttlMs: 60_000 }, { key: b, value: "2", ttlMs: Number.NaN }])).rejects.toThrow(RangeError);
+        expect(await store.get(a)).toBeNull();
+        expect(await store.get(b)).toBeNull();
+      });
+
       test("compareAndSet with null expected sets only when absent", async () => {
         const k = key("cas-null");
         expect(await store.compareAndSet(k, null, "a")).toBe(true);

@@ -63,6 +63,13 @@ export interface LiveStore {
   /** Sets `key` only when absent. True when it was set. */
   setIfAbsent(key: string, value: string, ttlMs?: number): Promise<boolean>;
   /**
+   * `setIfAbsent` of several keys in one step, in order: stops at the first key that exists, leaving
+   * it and the keys after it as they are (the keys before it stay set). Returns that key's index, or
+   * -1 when every key was set. The keys must share a hash slot (one account's: `accountKey`).
+   * @example await live.setEachIfAbsent([{ key: nonceKey, value: "1", ttlMs }, { key: claimKey, value: id, ttlMs }]) // 1: the nonce was fresh, the claim is taken
+   */
+  setEachIfAbsent(entries: ReadonlyArray<{ key: string; value: string; ttlMs: number }>): Promise<number>;
+  /**
    * Atomic compare-and-set: replaces the value only when the current value equals `expected`
    * (`null` means "only when absent"). True when it was replaced.
    */

@@ -139,6 +139,15 @@ export function createMemoryLiveStore(): LiveStore {
       return true;
     },
 
+    async setEachIfAbsent(entries) {
+      const deadlines = entries.map((e) => deadlineOrNull(e.ttlMs));
+      for (let i = 0; i < entries.length; i++) {
+        if (lookup(entries[i]!.key) !== undefined) return i;
+        putString(entries[i]!.key, entries[i]!.value, deadlines[i]!);
+      }
+      return -1;
+    },
+
     async compareAndSet(key, expected, next, ttlMs) {
       const expiresAt = deadlineOrNull(ttlMs);
       const current = read(key, "string")?.value ?? null;

@@ -52,6 +52,13 @@ end
 if ARGV[4] then redis.call('SET', KEYS[1], ARGV[3], 'PX', ARGV[4]) else redis.call('SET', KEYS[1], ARGV[3]) end
 return 1`),
 
+  // ARGV: value, px of each key in turn
+  setEachIfAbsent: lua(`for i = 1, #KEYS do
+  if redis.call('EXISTS', KEYS[i]) == 1 then return i - 1 end
+  redis.call('SET', KEYS[i], ARGV[2 * i - 1], 'PX', ARGV[2 * i])
+end
+return -1`),
+
   // ARGV: expected
   compareAndDelete: lua(`if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
@@ -344,6 +351,12 @@ export async function createRedisLiveStore(url: string): Promise<LiveStore> {
     async setIfAbsent(key, value, ttlMs) {
       const args = ttlMs === undefined ? [key, value, "NX"] : [key, value, "NX", "PX", ttlArg(ttlMs)];
       return (await send("SET", args)) !== null;
+    },
+
+    async setEachIfAbsent(entries) {
+      if (!entries.length) return -1;
+      const args = entries.flatMap((e) => [e.value, ttlArg(e.ttlMs)]);
+      return integer(await run(SCRIPTS.setEachIfAbsent, entries.map((e) => e.key), args));
     },
 
     async compareAndSet(key, expected, next, ttlMs) {

@@ -61,6 +61,12 @@ export function digestAuthDeps(platform: Platform): DigestAuthDeps {
 export interface DigestAuthOptions {
   /** How long a used (nonce, nc, cnonce) is refused; default {@link DIGEST_REPLAY_WINDOW_MS}. */
   replayWindowMs?: number;
+  /**
+   * A key of the verified account that the request goes on to take (setIfAbsent), taken in the same
+   * live-store step as the nonce is remembered: only for a verified digest of an active device, and
+   * only when the nonce was fresh. POST /route takes the call's admission claim so.
+   */
+  alsoTake?: (accountId: string) => { key: string; value: string; ttlMs: number };
 }
 
 /** Used when the identity is unknown, so that case computes a digest too and takes about as long. */
@@ -88,7 +94,7 @@ export async function authenticateDigestForRoute(
   input: SipAuthModel.Request,
   to: string,
   options: DigestAuthOptions = {},
-): Promise<{ result: DigestAuthResult; device: DeviceContext }> {
+): Promise<{ result: DigestAuthResult; device: DeviceContext; alsoTaken: boolean | null }> {
   const cache = deps.configCache;
   const find = (realm: string, username: string) => findDigestIdentityWithContext(deps.db, realm, username, to);
   // The answer is the same for every call from this device to `to` until the account's configuration
@@ -96,17 +102,20 @@ export async function authenticateDigestForRoute(
   const cached = cache
     ? (realm: string, username: string) => cache.read(`digest\u0000${realm}\u0000${username}\u0000${to}`, () => find(realm, username), (row) => row?.account_id ?? null)
     : find;
-  const { result, identity } = await verifyDigest(deps, input, options, cached);
-  return { result, device: identity.ctx };
+  const { result, identity, alsoTaken } = await verifyDigest(deps, input, options, cached);
+  return { result, device: identity.ctx, alsoTaken };
 }
 
-/** The verification itself, with the identity read by `find`; answers with the verified identity too. */
+/**
+ * The verification itself, with the identity read by `find`; answers with the verified identity too,
+ * and whether `options.alsoTake`'s key was taken (null without it).
+ */
 async function verifyDigest<I extends DigestIdentity>(
   deps: DigestAuthDeps,
   input: SipAuthModel.Request,
   options: DigestAuthOptions,
   find: (realm: string, authUsername: string) => Promise<I | null>,
-): Promise<{ result: DigestAuthResult; identity: I }> {
+): Promise<{ result: DigestAuthResult; identity: I; alsoTaken: boolean | null }> {
   const { live, log } = deps;
   if (input.qop !== undefined) {
     const missing = [];
@@ -149,11 +158,14 @@ async function verifyDigest<I extends DigestIdentity>(
   if (!matches) return fail("wrong_response");
 
   // Only a verified response is remembered: nobody without the password can burn a nonce.
-  const replayKey = accountKey(identity.account_id, "digest", replayFingerprint(realm, input));
-  const fresh = await live.setIfAbsent(replayKey, "1", options.replayWindowMs ?? DIGEST_REPLAY_WINDOW_MS);
-  if (!fresh) return fail("replay");
+  const replay = { key: accountKey(identity.account_id, "digest", replayFingerprint(realm, input)), value: "1", ttlMs: options.replayWindowMs ?? DIGEST_REPLAY_WINDOW_MS };
+  const active = identity.device_status === "active" && identity.user_status === "active" && identity.account_status === "active";
+  // What the request goes on to take, in the same step (one round trip), when it may go on.
+  const also = active && options.alsoTake ? options.alsoTake(identity.account_id) : null;
+  const existing = also ? await live.setEachIfAbsent([replay, also]) : (await live.setIfAbsent(replay.key, replay.value, replay.ttlMs)) ? -1 : 0;
+  if (existing === 0) return fail("replay");
 
-  if (identity.device_status !== "active" || identity.user_status !== "active" || identity.account_status !== "active") {
+  if (!active) {
     log?.info("sip auth refused: not active", {
       account_id: identity.account_id,
       device_id: identity.device_id,
@@ -172,6 +184,7 @@ async function verifyDigest<I extends DigestIdentity>(
       webrtc: identity.is_webrtc === 1 ? 1 : 0,
     },
     identity,
+    alsoTaken: also ? existing === -1 : null,
   };
 }
 
