@@ -10,7 +10,7 @@ import type { Platform } from "../../core/platform.ts";
 import { validationFailed } from "../../core/errors/app-error.ts";
 import { RouteRequest, type RouteDecision, type RouteReply } from "../../core/routing/route-types.ts";
 import { decideRoute, routeDeps } from "../../core/routing/decide.ts";
-import { UNDELIVERED_GRACE_MS, admissionClaim, admitCall, releaseAdmissionClaim, settleUndeliveredReply, type AdmissionClaim } from "../../core/calls/admission.ts";
+import { UNDELIVERED_GRACE_MS, admissionClaim, admitCall, releaseAdmissionClaim, settleUndeliveredReply } from "../../core/calls/admission.ts";
 import { SipAuthModel } from "../../core/sip-auth/sip-auth.model.ts";
 import { authenticateDigestForRoute, digestAuthDeps, type DigestAuthResult } from "../../core/sip-auth/sip-auth.service.ts";
 import { edgeBodyPreparer } from "../edge-body.ts";
@@ -89,11 +89,11 @@ export function routeRoutes(platform: Platform, options: RouteRoutesOptions = {}
         if (named.length) throw validationFailed(named.map((k) => ({ path: `/${k}`, message: "Not allowed with auth: the digest names the device." })));
         // The credential and the device's routing context in one query; the context is used only once
         // the digest is verified. The call's admission claim is taken with the nonce (one round trip).
-        let claim: AdmissionClaim | null = null;
-        const alsoTake = (accountId: string) => (claim = admissionClaim(accountId, req.callId));
-        const { result: who, device, alsoTaken } = await authenticateDigestForRoute(authDeps, auth, req.to, { alsoTake });
+        const { result: who, device, also } = await authenticateDigestForRoute(authDeps, auth, req.to, {
+          alsoTake: (accountId) => admissionClaim(accountId, req.callId),
+        });
         const routed = { ...req, account_id: who.account_id, user_id: who.user_id, device_id: who.device_id };
-        const held = claim && alsoTaken !== null ? { claim, taken: alsoTaken } : undefined;
+        const held = also ? { claim: also.entry, taken: also.taken } : undefined;
         let decision: RouteDecision;
         try {
           decision = await decideRoute(deps, routed, { device });

@@ -80,7 +80,11 @@ export interface AdmissionClaim {
  * @example const claim = admissionClaim(accountId, req.callId)
  */
 export function admissionClaim(accountId: string, sipCallId: string): AdmissionClaim {
-  return { key: accountKey(accountId, "admit", sipCallId), value: newId("req"), ttlMs: CLAIM_TTL_MS };
+  return { key: admissionClaimKey(accountId, sipCallId), value: newId("req"), ttlMs: CLAIM_TTL_MS };
+}
+
+function admissionClaimKey(accountId: string, sipCallId: string): string {
+  return accountKey(accountId, "admit", sipCallId);
 }
 
 /** Gives a claim back; a claim not given back expires on its own. */
@@ -108,7 +112,7 @@ export async function admitCall(
   const accountId = decision.accountId;
   const sipCallId = req.callId;
   let given = held;
-  if (given && (!accountId || given.claim.key !== admissionClaim(accountId, sipCallId).key)) {
+  if (given && (!accountId || given.claim.key !== admissionClaimKey(accountId, sipCallId))) {
     // Not this admission's claim (the decision names no account, or another one): given back.
     if (given.taken) releaseAdmissionClaim(platform, given.claim);
     given = undefined;

@@ -66,8 +66,18 @@ export interface DigestAuthOptions {
    * live-store step as the nonce is remembered: only for a verified digest of an active device, and
    * only when the nonce was fresh. POST /route takes the call's admission claim so.
    */
-  alsoTake?: (accountId: string) => { key: string; value: string; ttlMs: number };
+  alsoTake?: (accountId: string) => TakenKey;
 }
+
+/** A key to take (setIfAbsent) beside the nonce: see {@link DigestAuthOptions.alsoTake}. */
+export interface TakenKey {
+  key: string;
+  value: string;
+  ttlMs: number;
+}
+
+/** What became of `alsoTake`'s key: tried (`taken`: set; not taken: it existed), or null when not tried. */
+export type AlsoTaken = { entry: TakenKey; taken: boolean } | null;
 
 /** Used when the identity is unknown, so that case computes a digest too and takes about as long. */
 const DUMMY_HA1 = "00000000000000000000000000000000";
@@ -94,7 +104,7 @@ export async function authenticateDigestForRoute(
   input: SipAuthModel.Request,
   to: string,
   options: DigestAuthOptions = {},
-): Promise<{ result: DigestAuthResult; device: DeviceContext; alsoTaken: boolean | null }> {
+): Promise<{ result: DigestAuthResult; device: DeviceContext; also: AlsoTaken }> {
   const cache = deps.configCache;
   const find = (realm: string, username: string) => findDigestIdentityWithContext(deps.db, realm, username, to);
   // The answer is the same for every call from this device to `to` until the account's configuration
@@ -102,20 +112,20 @@ export async function authenticateDigestForRoute(
   const cached = cache
     ? (realm: string, username: string) => cache.read(`digest\u0000${realm}\u0000${username}\u0000${to}`, () => find(realm, username), (row) => row?.account_id ?? null)
     : find;
-  const { result, identity, alsoTaken } = await verifyDigest(deps, input, options, cached);
-  return { result, device: identity.ctx, alsoTaken };
+  const { result, identity, also } = await verifyDigest(deps, input, options, cached);
+  return { result, device: identity.ctx, also };
 }
 
 /**
  * The verification itself, with the identity read by `find`; answers with the verified identity too,
- * and whether `options.alsoTake`'s key was taken (null without it).
+ * and what became of `options.alsoTake`'s key (null when it was not tried).
  */
 async function verifyDigest<I extends DigestIdentity>(
   deps: DigestAuthDeps,
   input: SipAuthModel.Request,
   options: DigestAuthOptions,
   find: (realm: string, authUsername: string) => Promise<I | null>,
-): Promise<{ result: DigestAuthResult; identity: I; alsoTaken: boolean | null }> {
+): Promise<{ result: DigestAuthResult; identity: I; also: AlsoTaken }> {
   const { live, log } = deps;
   if (input.qop !== undefined) {
     const missing = [];
@@ -184,7 +194,7 @@ async function verifyDigest<I extends DigestIdentity>(
       webrtc: identity.is_webrtc === 1 ? 1 : 0,
     },
     identity,
-    alsoTaken: also ? existing === -1 : null,
+    also: also ? { entry: also, taken: existing === -1 } : null,
   };
 }
 
