@@ -69,8 +69,11 @@ export interface RouteUser {
   voicemail_id: string | null;
 }
 
-/** A user a call may ring: its forwards, and its active devices (only their bindings are rung). */
-export type RoutedUser = RouteUser & { forwards: RouteForward[]; devices: string[] };
+/**
+ * A user a call may ring: its forwards, its active devices (only their bindings are rung), and its
+ * own call limits on the calls it receives (scope user, direction in or any).
+ */
+export type RoutedUser = RouteUser & { forwards: RouteForward[]; devices: string[]; limits: RouteCallLimit[] };
 
 export interface RouteForward {
   id: string;
@@ -263,7 +266,9 @@ const ACL = sql.raw(`json_build_object('id', r.id, 'name', r.name, 'scope_kind',
 const extensionOf = (where: SQL) => sql`(select json_build_object(${ROUTED("e")}, 'digits', e.digits,
     'schedule', ${scheduleOf(sql`e.account_id`, sql`e.schedule_id`)}) from extension e where ${where})`;
 const userOf = (where: SQL) => sql`(select ${USER_FIELDS("u")}, 'forwards', ${forwardsWhere(sql`f.account_id = u.account_id and f.user_id = u.id`)},
-    'devices', coalesce((select json_agg(d.id) from device d where d.account_id = u.account_id and d.user_id = u.id and d.status = 'active'), '[]'::json))
+    'devices', coalesce((select json_agg(d.id) from device d where d.account_id = u.account_id and d.user_id = u.id and d.status = 'active'), '[]'::json),
+    'limits', ${list(sql`select json_agg(${LIMIT}) from call_limit c where c.account_id = u.account_id and c.scope_kind = 'user' and c.scope_id = u.id
+      and c.direction in ('in','any')`)})
     from app_user u where ${where})`;
 
 // ---- statements -------------------------------------------------------------------------------

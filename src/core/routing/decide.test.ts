@@ -288,6 +288,55 @@ describe(`decideRoute inbound DIDs [${storeKind}]`, () => {
     expect(steps(third)).toContain("call_limit");
   });
 
+  test("a user's own inbound call limits hold for the calls from outside that reach it (per period, concurrent), not for internal ones", async () => {
+    const f = await routeFixture(platform);
+    const user = await f.user({ username: "2001", max_simultaneous: 3 });
+    const dev = await f.device(user);
+    const did = await f.number({ dest_kind: "user", dest_id: user });
+    const other = await f.user({ username: "2002" });
+    const otherDev = await f.device(other);
+    await f.callLimit({ scope_kind: "user", scope_id: user, direction: "in", period_sec: 3600, max_count: 2, hard: 1 });
+    await f.callLimit({ scope_kind: "user", scope_id: user, direction: "any", max_count: 1, hard: 1 });
+    // The user's limits on calls it places are not limits on calls it receives.
+    await f.callLimit({ scope_kind: "user", scope_id: user, direction: "out", period_sec: 3600, max_count: 0, hard: 1 });
+    // Another user's limit is not this user's.
+    await f.callLimit({ scope_kind: "user", scope_id: other, direction: "in", period_sec: 3600, max_count: 0, hard: 1 });
+    const contacts = { [user]: [contact(user, dev, "sip:2001@198.51.100.21:5062")] };
+    const call = (deps = testDeps(platform, { contacts }), callId?: string) =>
+      decideRoute(deps, req({ to: did.e164, source_ip: CARRIER_IP, ...(callId ? { callId } : {}) }));
+    const first = await call(undefined, "user-limit-retransmitted");
+    expect(first.reply.rtjson.action).toBe("proxy");
+    // The concurrent one (direction any) is a ceiling of its own, shared by both directions.
+    expect(first.slots).toContainEqual({ level: "user", id: user, limit: 3 });
+    expect(first.slots.some((s) => s.level === "call_limit")).toBe(true);
+    expect(steps(await call(undefined, "user-limit-retransmitted"))).toContain("counted already");
+    expect((await call()).reply.rtjson.action).toBe("proxy");
+    const third = await call();
+    expect(third.reply.rtjson).toMatchObject({ action: "reject", code: 403 });
+    expect(steps(third)).toContain("call_limit");
+    // Internal calls to the user are not calls from outside: its inbound limits leave them alone.
+    const internal = await decideRoute(
+      testDeps(platform, { contacts }),
+      req({ from: "2002", fromDomain: "r.example", to: "2001", account_id: f.accountId, user_id: other, device_id: otherDev }),
+    );
+    expect(internal.reply.rtjson.action).toBe("proxy");
+  });
+
+  test("a user's concurrent inbound limit lowers its ceiling: at that many calls it is busy (its busy forward, else 486)", async () => {
+    const f = await routeFixture(platform);
+    const user = await f.user({ username: "2101", max_simultaneous: 4 });
+    const dev = await f.device(user);
+    const did = await f.number({ dest_kind: "user", dest_id: user });
+    await f.callLimit({ scope_kind: "user", scope_id: user, direction: "in", max_count: 1, hard: 1 });
+    const contacts = { [user]: [contact(user, dev, "sip:2101@198.51.100.22:5062")] };
+    const idle = await decideRoute(testDeps(platform, { contacts }), req({ to: did.e164, source_ip: CARRIER_IP }));
+    expect(idle.reply.rtjson.action).toBe("proxy");
+    expect(idle.slots).toContainEqual({ level: "user", id: user, limit: 1 });
+    const busy = await decideRoute(testDeps(platform, { contacts, calls: { [user]: 1 } }), req({ to: did.e164, source_ip: CARRIER_IP }));
+    expect(busy.reply.rtjson).toMatchObject({ action: "reject", code: 486 });
+    expect(steps(busy)).toContain("busy: 1 of 1");
+  });
+
   test("callers on a dnc_in list (the account's, or this DID's) are declined, after the caller-ID transforms; an allow list wins", async () => {
     const f = await routeFixture(platform);
     const flow = await f.flow();

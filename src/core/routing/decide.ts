@@ -422,6 +422,13 @@ async function toUser(deps: RouteDeps, draft: DecisionDraft, account: RouteAccou
   draft.userId ??= user.id;
   step(draft, "user", `${user.username} (${user.id})`);
   if (user.status !== "active") return reject(draft, 480, "Temporarily Unavailable", "user disabled");
+  // The user's own limits on the calls it receives from outside (a carrier's or a trunk's call), before
+  // any forward: a call forwarded on is still a call to the user. A concurrent one lowers the user's
+  // ceiling (its CAC slot, shared with the calls it places, as the caller's out limits do).
+  if (draft.direction === "inbound") {
+    const limited = await callLimits(deps, draft, user.limits, "in", () => ["user", user.id]);
+    if (limited) return limited;
+  }
   const always = user.forwards.find((f) => f.trigger === "always");
   if (always) {
     step(draft, "forward", `user forwards always to ${always.number} (${always.id})`);
@@ -452,8 +459,10 @@ async function toUser(deps: RouteDeps, draft: DecisionDraft, account: RouteAccou
   const activeDevices = new Set(user.devices);
   const contacts = registered.filter((c) => activeDevices.has(c.device_id));
   if (contacts.length < registered.length) step(draft, "user", `${registered.length - contacts.length} binding(s) of inactive devices left out`);
-  if (active >= user.max_simultaneous) {
-    step(draft, "user", `busy: ${active} of ${user.max_simultaneous} simultaneous calls`);
+  // A concurrent call limit of the user's may have lowered its ceiling.
+  const ceiling = Math.min(user.max_simultaneous, draft.slots.find((s) => s.level === "user" && s.id === user.id)?.limit ?? Infinity);
+  if (active >= ceiling) {
+    step(draft, "user", `busy: ${active} of ${ceiling} simultaneous calls`);
     return failover("busy") ?? reject(draft, 486, "Busy Here", "user at max_simultaneous");
   }
   if (contacts.length === 0) {
@@ -759,8 +768,8 @@ function callerId(
 
 /**
  * ACL rules on the call's source: an ip_deny match refuses; ip_allow rules, when any, must match.
- * Geo rules need the source's country, which only the edge knows (`source_country`, e.g. from a
- * GeoIP lookup); without it they are skipped and the trace says so.
+ * Geo rules need the source's country, which only the edge knows (`source_country`: the shipped edge
+ * looks it up with GEOIP2_DB set); without it they are skipped and the trace says so.
  */
 function aclVerdict(draft: DecisionDraft, rules: readonly RouteAclRule[]): RouteDecision | null {
   if (rules.length === 0) return null;
