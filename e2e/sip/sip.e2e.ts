@@ -9,7 +9,8 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ADMIN_TOKEN, api, freePorts, nextMediaPort, HAVE_SIP_TOOLS, IN_CI, runSipp, startKamailio, startParley, startSipp, type Kamailio, type Parley, type Proc } from "./harness.ts";
-import { addSipUser, createSipTenant, PASSWORD, type SipTenant } from "./tenant.ts";
+import { addSipUser, applyTenantConfig, createSipTenant, PASSWORD, type SipTenant } from "./tenant.ts";
+import { countryDatabase } from "./mmdb.ts";
 import { eventually as eventuallyPasses } from "../../test/support/eventually.ts";
 
 const RUN = HAVE_SIP_TOOLS || IN_CI;
@@ -65,8 +66,8 @@ function register(user: string, contactPort: number, password = PASSWORD) {
   return runSipp("register.xml", edge(), ["-s", user, "-au", user, "-ap", password, "-key", "domain", tenant.domain, "-key", "contact_port", String(contactPort), "-key", "expires", "300", "-m", "1", "-timeout", "15s"]);
 }
 
-function invite(from: string, to: string, scenario = "invite.xml", extra: string[] = []) {
-  return runSipp(scenario, edge(), ["-s", to, "-au", from, "-ap", PASSWORD, "-key", "from_user", from, "-key", "domain", tenant.domain, ...(extra.includes("-d") ? [] : ["-d", "500"]), "-m", "1", "-timeout", "20s", ...extra]);
+function invite(from: string, to: string, scenario = "invite.xml", extra: string[] = [], via = edge(), of = tenant) {
+  return runSipp(scenario, via, ["-s", to, "-au", from, "-ap", PASSWORD, "-key", "from_user", from, "-key", "domain", of.domain, ...(extra.includes("-d") ? [] : ["-d", "500"]), "-m", "1", "-timeout", "20s", ...extra]);
 }
 
 async function calls(): Promise<any[]> {
@@ -333,6 +334,64 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
     });
     const steps = (await api("GET", `${parley.publicUrl}/v1/calls/${cdr.id}/trace`, undefined, { "x-api-key": tenant.key })).body.data.steps;
     expect(steps.map((s: { step: string }) => s.step)).toContain("anonymous");
+  });
+
+  test("with GEOIP2_DB the edge sends the caller's country: geo ACL rules refuse (403) or admit calls; without it they are skipped", async () => {
+    // A country database of our own: the devices' address (sipp, 127.0.0.1) is in France, the trunk's in the US.
+    const dir = mkdtempSync(join(tmpdir(), "parley-geo-"));
+    const database = join(dir, "country.mmdb");
+    writeFileSync(database, countryDatabase([{ cidr: "127.0.0.1/32", country: "FR" }, { cidr: `${TRUNK_IP}/32`, country: "US" }]));
+    const geoEdge = await startKamailio({ controlPort: parley.controlPort, node: "edge-geo", defines: [`GEOIP2_DB="${database}"`] });
+    try {
+      const via = `127.0.0.1:${geoEdge.port}`;
+      // Outbound: user 4001 may not call from France, user 4002 only from France.
+      const geo = await createSipTenant(parley, { carrierPort, users: [{ username: "4001" }, { username: "4002" }] });
+      await applyTenantConfig(parley, geo, {
+        acl_rules: [
+          { name: "not-from-france", rule_type: "geo_deny", value: "FR", scope_kind: "user", scope: "4001" },
+          { name: "france-only", rule_type: "geo_allow", value: "FR", scope_kind: "user", scope: "4002" },
+        ],
+      });
+      const traceOf = async (of: SipTenant, callId: string) => {
+        const cdr = await eventually(async () => {
+          const list = (await api("GET", `${parley.publicUrl}/v1/calls?limit=100`, undefined, { "x-api-key": of.key })).body.data as any[];
+          const c = list.find((x) => x.sip_call_id === callId);
+          expect(c).toBeDefined();
+          return c;
+        });
+        const steps = (await api("GET", `${parley.publicUrl}/v1/calls/${cdr.id}/trace`, undefined, { "x-api-key": of.key })).body.data.steps as Array<{ step: string; result: string }>;
+        return { cdr, acl: steps.filter((x) => x.step === "acl").map((x) => x.result) };
+      };
+      const denied = await invite("4001", geo.trunkNumber, "invite-refused.xml", [], via, geo);
+      expect(denied.code, denied.stderr).toBe(0);
+      expect(denied.statuses.at(-1)).toBe(403);
+      const deniedCall = await traceOf(geo, denied.callIds.at(-1)!);
+      expect(deniedCall.cdr).toMatchObject({ status: "rejected", sip_code: 403 });
+      expect(deniedCall.acl).toEqual(["source country FR refused by not-from-france"]);
+      const allowed = await invite("4002", geo.trunkNumber, "invite.xml", [], via, geo);
+      expect(allowed.code, allowed.stderr).toBe(0);
+      expect(allowed.statuses).toContain(200);
+      expect((await traceOf(geo, allowed.callIds.at(-1)!)).acl).toEqual(["passed 1 rule(s)"]);
+      // The same refused caller through the edge without a database: the rule cannot be applied.
+      const unknown = await invite("4001", geo.trunkNumber, "invite.xml", [], edge(), geo);
+      expect(unknown.code, unknown.stderr).toBe(0);
+      expect((await traceOf(geo, unknown.callIds.at(-1)!)).acl).toEqual(["geo rules skipped: the edge sent no source_country", "passed 1 rule(s)"]);
+
+      // Inbound: a DID that takes no calls from the US, called from the trunk's (American) address.
+      const did = `1627${String(Math.floor(Math.random() * 1e7)).padStart(7, "0")}`;
+      const num = await api("POST", `${parley.publicUrl}/v1/numbers`, { e164: did, dest_kind: "user", dest_id: tenant.users["1002"]!.userId }, { "x-api-key": tenant.key });
+      expect(num.status, JSON.stringify(num.body)).toBe(201);
+      await applyTenantConfig(parley, tenant, { acl_rules: [{ name: "no-us-callers", rule_type: "geo_deny", value: "US", scope_kind: "did", scope: did }] });
+      const r = await runSipp("invite-noauth.xml", via, ["-i", TRUNK_IP, "-s", did, "-key", "from_user", "14155559876", "-key", "domain", "127.0.0.1", "-m", "1", "-timeout", "10s"]);
+      // (This scenario does not expect a 403, so sipp leaves it unacknowledged and the edge sends it again.)
+      expect([...new Set(r.statuses.filter((c) => c >= 200))]).toEqual([403]);
+      const inbound = await traceOf(tenant, r.callIds.at(-1)!);
+      expect(inbound.cdr).toMatchObject({ direction: "inbound", status: "rejected", sip_code: 403, number_id: num.body.data.id });
+      expect(inbound.acl).toEqual(["source country US refused by no-us-callers"]);
+    } finally {
+      await applyTenantConfig(parley, tenant, { acl_rules: [] });
+      await geoEdge.stop();
+    }
   });
 
   test("a call without credentials from an address no trunk knows is challenged (407)", async () => {

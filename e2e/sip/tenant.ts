@@ -11,6 +11,8 @@ export interface SipTenant {
   users: Record<string, { userId: string; deviceId: string }>;
   dnc: string;
   trunkNumber: string;
+  /** The account's configuration file as applied (config apply replaces it whole: see applyTenantConfig). */
+  config: Record<string, unknown>;
 }
 
 export interface TenantOptions {
@@ -37,7 +39,7 @@ export async function createSipTenant(parley: Parley, options: TenantOptions): P
   const account = expectOk("account", await api("POST", `${parley.controlUrl}/admin/accounts`, { name: `SIP e2e ${tag}`, max_out: options.maxOut ?? null }, admin)) as any;
   const accountId = account.data.id as string;
   const key = (expectOk("key", await api("POST", `${parley.controlUrl}/admin/keys`, { account_id: accountId, label: "e2e", scopes: ["*"] }, admin)) as any).data.secret as string;
-  const content = JSON.stringify({
+  const config = {
     version: 1,
     sip_domains: [{ domain, is_primary: 1 }],
     trunks: [
@@ -45,8 +47,8 @@ export async function createSipTenant(parley: Parley, options: TenantOptions): P
       ...(options.inboundAcl?.length ? [{ name: "pbx-in", role: "pbx", direction: "inbound", inbound_auth: "ip", acl: options.inboundAcl }] : []),
     ],
     outbound_routes: [{ name: "north-america", match_prefix: "1", via: "trunk", trunk: "carrier", priority: 10 }],
-  });
-  expectOk("config apply", await api("POST", `${parley.controlUrl}/admin/config/apply`, { account_id: accountId, format: "json", content }, admin));
+  };
+  expectOk("config apply", await api("POST", `${parley.controlUrl}/admin/config/apply`, { account_id: accountId, format: "json", content: JSON.stringify(config) }, admin));
   const h = { "x-api-key": key };
   const users: SipTenant["users"] = {};
   for (const u of options.users) {
@@ -56,7 +58,20 @@ export async function createSipTenant(parley: Parley, options: TenantOptions): P
   }
   const dnc = "14155550199";
   expectOk("dnc", await api("POST", `${parley.publicUrl}/v1/dnc`, { numbers: [dnc], reason: "asked not to be called" }, h));
-  return { accountId, key, domain, users, dnc, trunkNumber: "14155550123" };
+  return { accountId, key, domain, users, dnc, trunkNumber: "14155550123", config };
+}
+
+/**
+ * Applies the tenant's configuration with `sections` added or replaced (policies that name users, once
+ * the users exist): the file is the account's whole configuration, so what it leaves out is removed.
+ */
+export async function applyTenantConfig(parley: Parley, tenant: SipTenant, sections: Record<string, unknown>): Promise<void> {
+  const config = { ...tenant.config, ...sections };
+  expectOk(
+    "config apply",
+    await api("POST", `${parley.controlUrl}/admin/config/apply`, { account_id: tenant.accountId, format: "json", content: JSON.stringify(config) }, { "x-admin-token": ADMIN_TOKEN }),
+  );
+  tenant.config = config;
 }
 
 /** Adds a user with one device (password PASSWORD) to an existing tenant. */
