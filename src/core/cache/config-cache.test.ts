@@ -121,6 +121,23 @@ describe(`configuration cache [${storeKind}]`, () => {
     await eventually(async () => expect(await route(platform, s.realm, "pw-1001-long", "300")).toMatchObject({ ok: true, extension: "300" }));
   });
 
+  test("listeners hear each change of an account's configuration (this instance's by settle(), another's a moment after), until they unsubscribe", async () => {
+    const s = await seed(platform);
+    const heard: Array<string | null> = [];
+    const stop = platform.configCache.onChange((accountId) => heard.push(accountId));
+    await createExtension(platform.db, s.accountId, { digits: "310", dest_kind: "hangup" });
+    await platform.configCache.settle();
+    expect(heard).toContain(s.accountId);
+    heard.length = 0;
+    await createExtension(other.db, s.accountId, { digits: "311", dest_kind: "hangup" });
+    await eventually(async () => expect(heard).toContain(s.accountId));
+    stop();
+    heard.length = 0;
+    await createExtension(platform.db, s.accountId, { digits: "312", dest_kind: "hangup" });
+    await platform.configCache.settle();
+    expect(heard).toEqual([]);
+  });
+
   test("per-row answers for a batch are read once for the rows not held, not-found answers kept too, and dropped by their account's change", async () => {
     const a = await seed(platform);
     const b = await seed(platform);

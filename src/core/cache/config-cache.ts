@@ -62,6 +62,13 @@ export interface ConfigCache {
   ): Promise<Map<string, T>>;
   /** Resolves once every change committed before the call has been seen (see above). */
   settle(): Promise<void>;
+  /**
+   * Calls `listener` with an account's id each time a change of its configuration is told, and with
+   * null when anything may have changed unseen (the listen was (re)established); synchronously, as the
+   * change is told, so after `settle()` every listener has heard of every change committed before it.
+   * Returns the unsubscribe.
+   */
+  onChange(listener: (accountId: string | null) => void): () => void;
   /** Whether entries are being kept (the listen is established and, on PostgreSQL, confirmed lately). */
   readonly active: boolean;
   /** Entries held now (tests, diagnostics). */
@@ -98,6 +105,16 @@ export async function startConfigCache(database: Database, log: Logger, options:
   /** When the newest notification this instance sent itself and got back was sent. */
   let confirmedAt = 0;
   const waiting = new Map<string, () => void>();
+  const listeners = new Set<(accountId: string | null) => void>();
+  const tell = (accountId: string | null) => {
+    for (const listener of listeners) {
+      try {
+        listener(accountId);
+      } catch (error) {
+        log.error("configuration change listener failed", { error: String(error) });
+      }
+    }
+  };
 
   const clear = () => {
     entries.clear();
@@ -106,6 +123,7 @@ export async function startConfigCache(database: Database, log: Logger, options:
   };
   const drop = (account: string) => {
     changes += 1;
+    tell(account);
     const keys = keysOf.get(account);
     if (!keys) return;
     for (const key of keys) entries.delete(key);
@@ -134,6 +152,7 @@ export async function startConfigCache(database: Database, log: Logger, options:
     clear();
     confirmedAt = now();
     listening = true;
+    tell(null);
   };
 
   /**
@@ -250,6 +269,10 @@ export async function startConfigCache(database: Database, log: Logger, options:
         clear();
       }
     },
+    onChange(listener) {
+      listeners.add(listener);
+      return () => void listeners.delete(listener);
+    },
     get active() {
       return trusted();
     },
@@ -257,6 +280,7 @@ export async function startConfigCache(database: Database, log: Logger, options:
       return entries.size;
     },
     async stop() {
+      listeners.clear();
       if (heartbeat) clearInterval(heartbeat);
       listening = false;
       clear();

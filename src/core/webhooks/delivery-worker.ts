@@ -137,9 +137,11 @@ export function maxUnrecordedDeliveries(concurrency: number): number {
   return RECORD_BACKLOG + HELD_MAX * concurrency + RECORD_BATCH;
 }
 /**
- * How old, at most, the subscription an attempt goes by may be (ms): a claimed job can wait here for
- * most of its lease, and a subscription deleted or disabled meanwhile must get nothing more. One read
- * per subscription per interval, whatever the number of its deliveries.
+ * How old, at most, the subscription an attempt goes by may be (ms), when no change of its account was
+ * told meanwhile (a told change makes it stale at once): a claimed job can wait here for most of its
+ * lease, and a subscription deleted or disabled meanwhile must get nothing more, even when changes
+ * cannot be heard (the configuration cache's listen lost). One read per subscription per interval,
+ * whatever the number of its deliveries.
  */
 const SUBSCRIPTION_FRESH_MS = 1000;
 /** Most host names whose DNS answer is cached. */
@@ -342,18 +344,46 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
   }
 
   // ── Subscriptions as they are now: what the claim read, while it is at most SUBSCRIPTION_FRESH_MS
-  // old; then read again (one read per subscription at a time).
+  // old and no change of the account's configuration was told since (the configuration cache hears
+  // of every committed change; the DELETE's reply waits until this instance has); then read again
+  // (one read per subscription at a time). The interval alone bounds it while changes cannot be heard.
   interface SeenSubscription {
     value: ClaimedDelivery["subscription"];
     at: number;
     reading?: Promise<ClaimedDelivery["subscription"]>;
+    /** Changes of the account told since the entry was made: a read begun before one is not trusted. */
+    changes: number;
   }
   const seenSubscriptions = new Map<string, SeenSubscription>();
+  /**
+   * When a change was last told, per account (`""`: any account, a re-listen), in Date.now() ms: a
+   * claim that read subscriptions before it does not make them fresh.
+   */
+  const changedAt = new Map<string, number>();
+  const unwatch = platform.configCache.onChange((accountId) => {
+    const at = Date.now();
+    changedAt.delete(accountId ?? "");
+    changedAt.set(accountId ?? "", at);
+    if (changedAt.size > 10_000) for (const [k, t] of changedAt) if (t < at - 60_000) changedAt.delete(k);
+    const prefix = accountId === null ? "" : `${accountId}\u0000`;
+    for (const [key, seen] of seenSubscriptions) {
+      if (!key.startsWith(prefix)) continue;
+      seen.at = 0;
+      seen.changes++;
+      seen.reading = undefined;
+    }
+  });
+  /** Whether the account's configuration changed at or after `at` (ms). */
+  const changedSince = (accountId: string, at: number) => Math.max(changedAt.get(accountId) ?? 0, changedAt.get("") ?? 0) >= at;
   function sawSubscription(job: ClaimedDelivery, at: number): void {
     const key = `${job.account_id}\u0000${job.webhook_id}`;
     const seen = seenSubscriptions.get(key);
     if (seen && seen.at >= at) return;
-    seenSubscriptions.set(key, { value: job.subscription, at });
+    // Read by a claim that began before a change was told: what it read may be gone.
+    const fresh = changedSince(job.account_id, at) ? 0 : at;
+    if (seen) {
+      if (fresh > 0) Object.assign(seen, { value: job.subscription, at: fresh });
+    } else seenSubscriptions.set(key, { value: job.subscription, at: fresh, changes: 0 });
     if (seenSubscriptions.size > 10_000) {
       const old = Date.now() - 60_000;
       for (const [k, v] of seenSubscriptions) if (v.at < old && !v.reading) seenSubscriptions.delete(k);
@@ -362,22 +392,26 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
   async function currentSubscription(job: ClaimedDelivery): Promise<ClaimedDelivery["subscription"]> {
     const key = `${job.account_id}\u0000${job.webhook_id}`;
     let seen = seenSubscriptions.get(key);
-    if (!seen) seenSubscriptions.set(key, (seen = { value: job.subscription, at: 0 }));
+    if (!seen) seenSubscriptions.set(key, (seen = { value: job.subscription, at: 0, changes: 0 }));
     if (Date.now() - seen.at < SUBSCRIPTION_FRESH_MS) return seen.value;
     const entry = seen;
-    entry.reading ??= subscriptionForDelivery(db, job.account_id, job.webhook_id).then(
+    if (entry.reading) return entry.reading;
+    const changes = entry.changes;
+    const reading = subscriptionForDelivery(db, job.account_id, job.webhook_id).then(
       (value) => {
-        entry.value = value;
-        entry.at = Date.now();
-        entry.reading = undefined;
+        if (entry.reading === reading) entry.reading = undefined;
+        // A change told while the read ran (the read may have begun before its commit): read again.
+        if (entry.changes !== changes) return currentSubscription(job);
+        Object.assign(entry, { value, at: Date.now() });
         return value;
       },
       (error: unknown) => {
-        entry.reading = undefined;
+        if (entry.reading === reading) entry.reading = undefined;
         throw error;
       },
     );
-    return entry.reading;
+    entry.reading = reading;
+    return reading;
   }
 
   /** One HTTP attempt of a claimed delivery. */
@@ -802,6 +836,7 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
       stopped = true;
       gathered?.();
       unsubscribe();
+      unwatch();
       clearInterval(poll);
       clearTimeout(firstSweep);
       clearInterval(sweeper);
