@@ -170,7 +170,10 @@ describe(`decideRoute outbound [${storeKind}]`, () => {
     // Another user of the account is not limited by the first user's policy.
     const u2 = await c.f.user();
     const d2 = await c.f.device(u2);
-    expect((await decideRoute(testDeps(platform), c.dial("447700900602", { user_id: u2, device_id: d2 }))).reply.rtjson.action).toBe("outbound");
+    const third = await decideRoute(testDeps(platform), c.dial("447700900602", { user_id: u2, device_id: d2 }));
+    expect(third.reply.rtjson.action).toBe("outbound");
+    // The soft limit counts every call it let through (the first, this one), not the one the hard limit refused.
+    expect(third.trace.find((s) => s.step === "call_limit" && s.result.startsWith("warning"))!.result).toContain("(2 of 0 in the last 60s)");
   });
 
   test("caller-ID: user rule > account rule for the country > user out_cid > account rule for any > default", async () => {

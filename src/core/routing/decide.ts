@@ -809,13 +809,13 @@ function aclVerdict(draft: DecisionDraft, rules: readonly RouteAclRule[]): Route
 }
 
 /**
- * call_limit policies of one direction. Per-period limits count this call in the live store's
- * fixed window (`hitWindow`); a hard one over its count refuses (403), a soft one lets the call
- * through with a warning in the trace. Concurrent limits (no period) become CAC slot ceilings.
+ * call_limit policies of one direction. Per-period limits are sliding windows: each call counted is a
+ * member of the policy's set in the live store (its Call-ID) for period_sec after it started, and a
+ * call is admitted while fewer than max_count are live (one atomic step: `zaddExpiringWithin`). A
+ * retransmitted /route (same Call-ID, whatever instance it reaches) is the same member: counted once.
+ * A hard one over its count refuses (403; the refused call is not counted), a soft one lets the call
+ * through, counted, with a warning in the trace. Concurrent limits (no period) become CAC slot ceilings.
  */
-/** How long a Call-ID counted against a per-period limit is remembered (INVITE retransmissions end within 32 s). */
-const RETRANSMIT_MEMORY_MS = 5 * 60_000;
-
 async function callLimits(
   deps: RouteDeps,
   draft: DecisionDraft,
@@ -835,19 +835,19 @@ async function callLimits(
       } else step(draft, "call_limit", `${l.name}: soft concurrent limit, not enforced by CAC`);
       continue;
     }
-    // A retransmitted /route (same Call-ID) is one call: counted once, whatever instance it reaches.
-    const once = accountKey(draft.accountId!, "call_limit_seen", `${l.id}:${draft.req.callId}`);
-    if (!(await deps.live.setIfAbsent(once, "1", Math.min(l.period_sec * 1000, RETRANSMIT_MEMORY_MS)))) {
-      step(draft, "call_limit", `${l.name}: this Call-ID was counted already (a retransmission)`);
-      continue;
-    }
-    const hit = await deps.live.hitWindow(accountKey(draft.accountId!, "call_limit", l.id), l.max_count, l.period_sec * 1000);
-    if (hit.allowed) continue;
+    // Not the fixed-window counters of before (key call_limit:…): a set of its own, so an instance of
+    // the old version running beside this one cannot trip over the other's type.
+    const key = accountKey(draft.accountId!, "call_limit_log", l.id);
+    const periodMs = l.period_sec * 1000;
+    const counted = await deps.live.zaddExpiringWithin([{ key, limit: l.max_count }], draft.req.callId, periodMs);
+    if (counted.ok) continue;
     if (l.hard === 1) {
-      step(draft, "call_limit", `${l.name}: ${hit.count} calls in ${l.period_sec}s, limit ${l.max_count}`);
+      step(draft, "call_limit", `${l.name}: ${counted.count} calls in the last ${l.period_sec}s, limit ${l.max_count}`);
       return reject(draft, 403, "Forbidden", `call limit ${l.name} reached`);
     }
-    step(draft, "call_limit", `warning: ${l.name} soft limit exceeded (${hit.count} of ${l.max_count} in ${l.period_sec}s), call allowed`, { soft: true });
+    // Let through, and counted: the warning lasts as long as the calls over the limit do.
+    await deps.live.zaddExpiringWithin([{ key, limit: Number.MAX_SAFE_INTEGER }], draft.req.callId, periodMs);
+    step(draft, "call_limit", `warning: ${l.name} soft limit exceeded (${counted.count + 1} of ${l.max_count} in the last ${l.period_sec}s), call allowed`, { soft: true });
   }
   return null;
 }
