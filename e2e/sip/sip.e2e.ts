@@ -8,7 +8,7 @@ import { createHash } from "node:crypto";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ADMIN_TOKEN, api, freePorts, nextMediaPort, HAVE_SIP_TOOLS, IN_CI, runSipp, startKamailio, startParley, startSipp, type Kamailio, type Parley, type Proc } from "./harness.ts";
+import { ADMIN_TOKEN, api, freePorts, freeUdpPort, nextMediaPort, HAVE_SIP_TOOLS, IN_CI, runSipp, SCENARIOS, startKamailio, startParley, startSipp, type Kamailio, type Parley, type Proc } from "./harness.ts";
 import { addSipUser, applyTenantConfig, createSipTenant, PASSWORD, type SipTenant } from "./tenant.ts";
 import { countryDatabase } from "./mmdb.ts";
 import { eventually as eventuallyPasses } from "../../test/support/eventually.ts";
@@ -391,6 +391,47 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
     } finally {
       await applyTenantConfig(parley, tenant, { acl_rules: [] });
       await geoEdge.stop();
+    }
+  });
+
+  test("over TCP (LISTEN_TCP): a phone registered on its connection is called over it, BYE included; a caller on TCP reaches a UDP carrier", async () => {
+    const port = freePorts(1)[0]!;
+    const tcpEdge = await startKamailio({ port, controlPort: parley.controlPort, node: "edge-tcp", defines: [`LISTEN_TCP=tcp:127.0.0.1:${port}`] });
+    let phone: Proc | undefined;
+    try {
+      const via = `127.0.0.1:${port}`;
+      const { userId } = await addSipUser(parley, tenant, "1201");
+      // The phone registers over TCP and stays up, its connection open; calls to it are answered there.
+      // Its Contact names a port where nothing listens (a phone behind NAT): the INVITE and the BYE can
+      // reach it only over the connection it registered on.
+      const [unreachable] = freePorts(1) as [number];
+      phone = startSipp("register-stay.xml", [
+        via, "-t", "t1", "-s", "1201", "-au", "1201", "-ap", PASSWORD, "-key", "domain", tenant.domain, "-key", "contact_port", String(unreachable),
+        "-d", "60000", "-oocsf", join(SCENARIOS, "uas-on-connection.xml"), "-m", "1", "-p", String(await freeUdpPort()), "-mp", String(nextMediaPort()),
+      ]);
+      await eventually(async () => {
+        const roster = await api("GET", `${parley.controlUrl}/presence/users?accountId=${tenant.accountId}`);
+        expect(roster.body.data.find((u: any) => u.extension === "1201")).toMatchObject({ registered: 1 });
+      }, 10_000);
+      expect(tcpEdge.log()).toMatch(/ctl \/presence\/event register rc=200/);
+      // A caller on UDP to the TCP phone: the INVITE and the caller's BYE reach it over its connection.
+      const toPhone = await invite("1001", "1201", "invite.xml", [], via);
+      expect(toPhone.code, toPhone.stderr + toPhone.stdout.slice(-1500) + tcpEdge.log().slice(-3000)).toBe(0);
+      expect(toPhone.statuses).toContain(200);
+      const answered = await eventually(async () => {
+        const c = (await calls()).find((x) => x.sip_call_id === toPhone.callIds.at(-1));
+        expect(c).toMatchObject({ status: "completed", answered: 1, agent_id: userId });
+        return c;
+      });
+      expect(answered.billsec).toBeGreaterThanOrEqual(0);
+      // A caller on TCP to the carrier's UAS (UDP): the edge switches transports both ways.
+      const fromTcp = await invite("1001", tenant.trunkNumber, "invite.xml", ["-t", "t1"], via);
+      expect(fromTcp.code, fromTcp.stderr + tcpEdge.log().slice(-3000)).toBe(0);
+      expect(fromTcp.statuses).toContain(200);
+      await eventually(async () => expect((await calls()).find((x) => x.sip_call_id === fromTcp.callIds.at(-1))).toMatchObject({ status: "completed" }));
+    } finally {
+      await phone?.stop();
+      await tcpEdge.stop();
     }
   });
 
