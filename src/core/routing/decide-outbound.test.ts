@@ -157,8 +157,9 @@ describe(`decideRoute outbound [${storeKind}]`, () => {
 
   test("call limits: hard per-period refuses past max_count; soft lets through with a warning; concurrent → CAC ceiling", async () => {
     const c = await caller({ max_out: 20 }, { max_simultaneous: 3 });
-    await c.f.callLimit({ direction: "out", period_sec: 60, max_count: 1, hard: 1, scope_kind: "user", scope_id: c.user });
+    // The soft one first: the order they are stored in does not decide which counts a refused call.
     await c.f.callLimit({ direction: "any", period_sec: 60, max_count: 0, hard: 0 });
+    await c.f.callLimit({ direction: "out", period_sec: 60, max_count: 1, hard: 1, scope_kind: "user", scope_id: c.user });
     await c.f.callLimit({ direction: "out", max_count: 5, hard: 1 });
     const first = await decideRoute(testDeps(platform), c.dial("447700900600"));
     expect(first.reply.rtjson.action).toBe("outbound");

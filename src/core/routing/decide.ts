@@ -813,8 +813,8 @@ function aclVerdict(draft: DecisionDraft, rules: readonly RouteAclRule[]): Route
  * member of the policy's set in the live store (its Call-ID) for period_sec after it started, and a
  * call is admitted while fewer than max_count are live (one atomic step: `zaddExpiringWithin`). A
  * retransmitted /route (same Call-ID, whatever instance it reaches) is the same member: counted once.
- * A hard one over its count refuses (403; the refused call is not counted), a soft one lets the call
- * through, counted, with a warning in the trace. Concurrent limits (no period) become CAC slot ceilings.
+ * A hard one over its count refuses (403; the refused call is not counted, by any policy: the hard
+ * ones are taken first), a soft one lets the call through, counted, with a warning in the trace. Concurrent limits (no period) become CAC slot ceilings.
  */
 async function callLimits(
   deps: RouteDeps,
@@ -823,7 +823,8 @@ async function callLimits(
   direction: "in" | "out",
   concurrentSlot: (l: RouteCallLimit) => [level: "account_in" | "account_out" | "number" | "user", id: string],
 ): Promise<RouteDecision | null> {
-  for (const l of limits) {
+  // Hard ones first: a call one of them refuses is counted by no soft one.
+  for (const l of [...limits].sort((a, b) => b.hard - a.hard)) {
     if (l.direction !== direction && l.direction !== "any") continue;
     if (l.period_sec === null) {
       if (l.hard === 1) {
