@@ -479,8 +479,21 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
       // Never send unsigned what the subscriber expects signed.
       if (secret === null) return { kind: "retry", status: null, error: "signing secret unavailable" };
     }
-    const body = JSON.stringify({ event: job.event.name, account_id: job.account_id, data: job.event.data, ts: job.event.ts });
-    return post(job, endpointOf(subscription.url), body, secret);
+    return post(job, endpointOf(subscription.url), bodyOf(job.account_id, job.event), secret);
+  }
+
+  /**
+   * The body of an event's deliveries: the same bytes for every subscription, so written once per event
+   * of a claim (its deliveries share the event object) and signed per subscription.
+   */
+  const bodies = new WeakMap<NonNullable<ClaimedDelivery["event"]>, string>();
+  function bodyOf(accountId: string, event: NonNullable<ClaimedDelivery["event"]>): string {
+    let body = bodies.get(event);
+    if (body === undefined) {
+      body = JSON.stringify({ event: event.name, account_id: accountId, data: event.data, ts: event.ts });
+      bodies.set(event, body);
+    }
+    return body;
   }
 
   // ── The database side: one loop of exchanges, each ONE statement that records every outcome
