@@ -4,13 +4,14 @@
  * default; PostgreSQL + Redis when SIP_E2E_DATABASE_URL and SIP_E2E_REDIS_URL are set.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { createHash } from "node:crypto";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ADMIN_TOKEN, api, freePorts, freeUdpPort, nextMediaPort, HAVE_SIP_TOOLS, IN_CI, runSipp, SCENARIOS, startKamailio, startParley, startSipp, type Kamailio, type Parley, type Proc } from "./harness.ts";
 import { addSipUser, applyTenantConfig, createSipTenant, PASSWORD, type SipTenant } from "./tenant.ts";
 import { countryDatabase } from "./mmdb.ts";
+import { digestAnswer, sipMessage } from "./sip-message.ts";
+import { startTlsPhone, type TlsPhone } from "./tls-phone.ts";
 import { eventually as eventuallyPasses } from "../../test/support/eventually.ts";
 
 const RUN = HAVE_SIP_TOOLS || IN_CI;
@@ -435,6 +436,42 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
     }
   });
 
+  test("over TLS (LISTEN_TLS): a phone registers on its TLS connection and is called over it, BYE included", async () => {
+    // The edge's certificate: self-signed for localhost, which the phone trusts.
+    const dir = mkdtempSync(join(tmpdir(), "parley-tls-"));
+    const [certFile, keyFile] = [join(dir, "cert.pem"), join(dir, "key.pem")];
+    const made = Bun.spawnSync(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", keyFile, "-out", certFile, "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost"]);
+    expect(made.exitCode, made.stderr.toString()).toBe(0);
+    const [udpPort, tlsPort] = freePorts(2) as [number, number];
+    const tlsEdge = await startKamailio({
+      port: udpPort,
+      controlPort: parley.controlPort,
+      node: "edge-tls",
+      defines: [`LISTEN_TLS=tls:127.0.0.1:${tlsPort}`, `TLS_CERTIFICATE="${certFile}"`, `TLS_PRIVATE_KEY="${keyFile}"`],
+    });
+    let phone: TlsPhone | undefined;
+    try {
+      const { userId } = await addSipUser(parley, tenant, "1301");
+      phone = await startTlsPhone({ port: tlsPort, ca: readFileSync(certFile, "utf8"), user: "1301", domain: tenant.domain, password: PASSWORD, contactPort: freePorts(1)[0]! });
+      expect(await phone.register()).toBe(200);
+      await eventually(async () => {
+        const roster = await api("GET", `${parley.controlUrl}/presence/users?accountId=${tenant.accountId}`);
+        expect(roster.body.data.find((u: any) => u.extension === "1301")).toMatchObject({ registered: 1 });
+      });
+      // A caller on UDP: the INVITE, and then the caller's BYE, reach the phone over its TLS connection.
+      const call = await invite("1001", "1301", "invite.xml", [], `127.0.0.1:${udpPort}`);
+      expect(call.code, call.stderr + tlsEdge.log().slice(-3000)).toBe(0);
+      expect(call.statuses).toContain(200);
+      const callId = call.callIds.at(-1)!;
+      expect(phone.answered).toEqual([callId]);
+      await eventually(async () => expect(phone!.byes).toEqual([callId]));
+      await eventually(async () => expect((await calls()).find((x) => x.sip_call_id === callId)).toMatchObject({ status: "completed", answered: 1, agent_id: userId }));
+    } finally {
+      phone?.close();
+      await tlsEdge.stop();
+    }
+  });
+
   test("a call without credentials from an address no trunk knows is challenged (407)", async () => {
     const r = await runSipp("invite-noauth.xml", edge(), ["-i", STRANGER_IP, "-s", tenant.trunkNumber, "-key", "from_user", "14155559876", "-key", "domain", "127.0.0.1", "-m", "1", "-timeout", "10s"]);
     expect(r.code, r.stderr).toBe(0);
@@ -756,21 +793,6 @@ async function handClient() {
   };
 }
 
-/** A message from its lines; `raw` lines may hold any bytes (header values that are not UTF-8). */
-function sipMessage(lines: Array<string | Buffer>): Buffer {
-  return Buffer.concat([...lines.flatMap((l) => [typeof l === "string" ? Buffer.from(l) : l, Buffer.from("\r\n")]), Buffer.from("\r\n")]);
-}
-
-const md5 = (text: string) => createHash("md5").update(text).digest("hex");
-
-/** The Authorization value answering `challenge` (qop=auth) for `method` `uri`. */
-function digestAnswer(challenge: string, method: string, uri: string, user: string, realm: string, password: string): string {
-  const nonce = /nonce="([^"]+)"/.exec(challenge)![1]!;
-  const cnonce = crypto.randomUUID().slice(0, 8);
-  const nc = "00000001";
-  const response = md5(`${md5(`${user}:${realm}:${password}`)}:${nonce}:${nc}:${cnonce}:auth:${md5(`${method}:${uri}`)}`);
-  return `Digest username="${user}", realm="${realm}", nonce="${nonce}", uri="${uri}", response="${response}", algorithm=MD5, qop=auth, nc=${nc}, cnonce="${cnonce}"`;
-}
 
 /**
  * REGISTER by hand: answer the challenge once, then send the very same Authorization again. With
