@@ -11,7 +11,7 @@ import { ADMIN_TOKEN, api, freePorts, freeUdpPort, nextMediaPort, HAVE_SIP_TOOLS
 import { addSipUser, applyTenantConfig, createSipTenant, PASSWORD, type SipTenant } from "./tenant.ts";
 import { countryDatabase } from "./mmdb.ts";
 import { digestAnswer, sipMessage } from "./sip-message.ts";
-import { startTlsPhone, type TlsPhone } from "./tls-phone.ts";
+import { startConnectionPhone, wsCarrier, type ConnectionPhone } from "./connection-phone.ts";
 import { eventually as eventuallyPasses } from "../../test/support/eventually.ts";
 
 const RUN = HAVE_SIP_TOOLS || IN_CI;
@@ -449,10 +449,10 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
       node: "edge-tls",
       defines: [`LISTEN_TLS=tls:127.0.0.1:${tlsPort}`, `TLS_CERTIFICATE="${certFile}"`, `TLS_PRIVATE_KEY="${keyFile}"`],
     });
-    let phone: TlsPhone | undefined;
+    let phone: ConnectionPhone | undefined;
     try {
       const { userId } = await addSipUser(parley, tenant, "1301");
-      phone = await startTlsPhone({ port: tlsPort, ca: readFileSync(certFile, "utf8"), user: "1301", domain: tenant.domain, password: PASSWORD, contactPort: freePorts(1)[0]! });
+      phone = await startConnectionPhone({ transport: "tls", port: tlsPort, ca: readFileSync(certFile, "utf8"), user: "1301", domain: tenant.domain, password: PASSWORD, contactPort: freePorts(1)[0]! });
       expect(await phone.register()).toBe(200);
       await eventually(async () => {
         const roster = await api("GET", `${parley.controlUrl}/presence/users?accountId=${tenant.accountId}`);
@@ -469,6 +469,43 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
     } finally {
       phone?.close();
       await tlsEdge.stop();
+    }
+  });
+
+  test("over WebSocket (WEBSOCKET): a browser-style phone registers on its WebSocket and is called over it; WEBSOCKET_ORIGIN refuses other pages", async () => {
+    const port = freePorts(1)[0]!;
+    const origin = "https://softphone.example.com";
+    const wsEdge = await startKamailio({
+      port,
+      controlPort: parley.controlPort,
+      node: "edge-ws",
+      defines: [`LISTEN_TCP=tcp:127.0.0.1:${port}`, "WEBSOCKET", `WEBSOCKET_ORIGIN="${origin}"`],
+    });
+    let phone: ConnectionPhone | undefined;
+    try {
+      // Another page's origin (or none) gets no WebSocket.
+      await expect(wsCarrier(port, "https://elsewhere.example.com")).rejects.toThrow();
+      await expect(wsCarrier(port)).rejects.toThrow();
+      expect(wsEdge.log()).toContain("refused: origin https://elsewhere.example.com");
+      const { userId } = await addSipUser(parley, tenant, "1401");
+      phone = await startConnectionPhone({ transport: "ws", port, origin, user: "1401", domain: tenant.domain, password: PASSWORD });
+      expect(await phone.register()).toBe(200);
+      await eventually(async () => {
+        const roster = await api("GET", `${parley.controlUrl}/presence/users?accountId=${tenant.accountId}`);
+        expect(roster.body.data.find((u: any) => u.extension === "1401")).toMatchObject({ registered: 1 });
+      });
+      // A caller on UDP: the INVITE and the caller's BYE reach the phone over its WebSocket (its
+      // Contact's host is .invalid, as browsers write it).
+      const call = await invite("1001", "1401", "invite.xml", [], `127.0.0.1:${port}`);
+      expect(call.code, call.stderr + wsEdge.log().slice(-3000)).toBe(0);
+      expect(call.statuses).toContain(200);
+      const callId = call.callIds.at(-1)!;
+      expect(phone.answered).toEqual([callId]);
+      await eventually(async () => expect(phone!.byes).toEqual([callId]));
+      await eventually(async () => expect((await calls()).find((x) => x.sip_call_id === callId)).toMatchObject({ status: "completed", answered: 1, agent_id: userId }));
+    } finally {
+      phone?.close();
+      await wsEdge.stop();
     }
   });
 

@@ -1,0 +1,164 @@
+/**
+ * A SIP phone on a connection for the SIP tests, over TLS (sipp is built without TLS) or a WebSocket
+ * (RFC 7118, as browser softphones): it registers with its digest on its one connection and answers
+ * calls arriving on it (180, 200 with SDP, then the ACK and the BYE). Its Contact cannot be reached
+ * directly (TLS: a port where nothing listens, like a phone behind NAT; WebSocket: an `.invalid` host,
+ * as browsers write it): the edge can reach it only over its connection.
+ */
+import { connect } from "node:tls";
+import { digestAnswer, headers, sipMessage, sipStreamReader } from "./sip-message.ts";
+
+export interface ConnectionPhone {
+  /** REGISTER (401, then with the digest): the final status. */
+  register(): Promise<number>;
+  /** Calls answered so far (their Call-IDs), and BYEs taken (answered 200). */
+  readonly answered: string[];
+  readonly byes: string[];
+  close(): void;
+}
+
+export interface ConnectionPhoneOptions {
+  /** tls: SIP over TLS; ws: SIP over a WebSocket (subprotocol sip). */
+  transport: "tls" | "ws";
+  /** The edge's TLS or TCP (WebSocket) socket. */
+  port: number;
+  /** TLS: PEM of the CA (or self-signed certificate) the edge's certificate is checked against, for "localhost". */
+  ca?: string;
+  user: string;
+  domain: string;
+  password: string;
+  /** TLS: the port the Contact names (where nothing should listen). */
+  contactPort?: number;
+  /** WebSocket: the Origin header the handshake sends (a browser page's origin). */
+  origin?: string;
+}
+
+/** A connection carrying SIP messages: each sent whole, each received whole. */
+interface Carrier {
+  send(message: Buffer): void;
+  onMessage(handler: (message: string) => void): void;
+  /** How the phone names itself in Via. */
+  sentBy: string;
+  close(): void;
+}
+
+async function tlsCarrier(port: number, ca: string | undefined): Promise<Carrier> {
+  const socket = await new Promise<ReturnType<typeof connect>>((resolve, reject) => {
+    const s = connect({ host: "127.0.0.1", port, servername: "localhost", ca }, () => resolve(s));
+    s.once("error", reject);
+  });
+  return {
+    send: (message) => void socket.write(message),
+    onMessage: (handler) => void socket.on("data", sipStreamReader(handler)),
+    sentBy: `127.0.0.1:${socket.localPort}`,
+    close: () => socket.destroy(),
+  };
+}
+
+/** A WebSocket to the edge (subprotocol sip), sending `origin` as a browser would. */
+export async function wsCarrier(port: number, origin?: string): Promise<Carrier> {
+  // Bun's WebSocket takes headers beside the protocols (browsers set Origin themselves).
+  const ws = new WebSocket(`ws://127.0.0.1:${port}`, { protocols: ["sip"], ...(origin ? { headers: { Origin: origin } } : {}) } as unknown as string[]);
+  await new Promise<void>((resolve, reject) => {
+    ws.onopen = () => resolve();
+    ws.onerror = () => reject(new Error("WebSocket to the edge failed"));
+  });
+  if (ws.protocol !== "sip") throw new Error(`the edge answered subprotocol ${JSON.stringify(ws.protocol)}`);
+  return {
+    send: (message) => ws.send(message.toString()),
+    onMessage: (handler) => {
+      ws.onmessage = (event) => handler(typeof event.data === "string" ? event.data : Buffer.from(event.data as ArrayBuffer).toString());
+    },
+    sentBy: `${crypto.randomUUID().slice(0, 8)}.invalid`,
+    close: () => ws.close(),
+  };
+}
+
+export async function startConnectionPhone(options: ConnectionPhoneOptions): Promise<ConnectionPhone> {
+  const { user, domain, password, transport } = options;
+  const carrier = transport === "tls" ? await tlsCarrier(options.port, options.ca) : await wsCarrier(options.port, options.origin);
+  const contact = transport === "tls" ? `<sip:${user}@127.0.0.1:${options.contactPort};transport=tls>` : `<sip:${user}@${carrier.sentBy};transport=ws>`;
+  const via = () => `SIP/2.0/${transport.toUpperCase()} ${carrier.sentBy};branch=z9hG4bK${crypto.randomUUID().slice(0, 12)};rport`;
+  const waiting = new Map<string, (reply: string) => void>();
+  const answered: string[] = [];
+  const byes: string[] = [];
+
+  /** A reply to `request`: its Vias, Record-Routes, From, To (with our tag), Call-ID and CSeq. */
+  const reply = (request: string, status: string, extra: string[] = [], body = "") =>
+    carrier.send(
+      sipMessage(
+        [
+          `SIP/2.0 ${status}`,
+          ...headers(request, "Via").map((v) => `Via: ${v}`),
+          ...headers(request, "Record-Route").map((r) => `Record-Route: ${r}`),
+          `From: ${headers(request, "From")[0]}`,
+          `To: ${headers(request, "To")[0]}${/;tag=/.test(headers(request, "To")[0]!) ? "" : ";tag=tlsphone"}`,
+          `Call-ID: ${headers(request, "Call-ID")[0]}`,
+          `CSeq: ${headers(request, "CSeq")[0]}`,
+          ...extra,
+          `Content-Length: ${Buffer.byteLength(body)}`,
+        ],
+        body,
+      ),
+    );
+
+  carrier.onMessage((message) => {
+    if (message.startsWith("SIP/2.0 ")) {
+      if (/^SIP\/2\.0 1\d\d/.test(message)) return;
+      const key = `${headers(message, "Call-ID")[0]} ${headers(message, "CSeq")[0]}`;
+      waiting.get(key)?.(message);
+      waiting.delete(key);
+      return;
+    }
+    const method = message.slice(0, message.indexOf(" "));
+    const callId = headers(message, "Call-ID")[0]!;
+    if (method === "INVITE") {
+      reply(message, "180 Ringing", [`Contact: ${contact}`]);
+      const sdp = ["v=0", "o=phone 1 1 IN IP4 127.0.0.1", "s=-", "c=IN IP4 127.0.0.1", "t=0 0", "m=audio 40000 RTP/AVP 0", "a=rtpmap:0 PCMU/8000", ""].join("\r\n");
+      reply(message, "200 OK", [`Contact: ${contact}`, "Content-Type: application/sdp"], sdp);
+      answered.push(callId);
+    } else if (method === "BYE") {
+      reply(message, "200 OK");
+      byes.push(callId);
+    }
+    // ACK: nothing to answer.
+  });
+
+  /** Sends a request and waits for its final reply. */
+  function request(lines: string[], callId: string, cseq: string): Promise<string> {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no reply to ${cseq}`)), 5000);
+      waiting.set(`${callId} ${cseq}`, (message) => {
+        clearTimeout(timer);
+        resolve(message);
+      });
+      carrier.send(sipMessage(lines));
+    });
+  }
+
+  return {
+    async register() {
+      const callId = `${crypto.randomUUID()}@${transport}`;
+      const lines = (cseq: number, auth?: string) => [
+        `REGISTER sip:${domain} SIP/2.0`,
+        `Via: ${via()}`,
+        "Max-Forwards: 70",
+        `From: <sip:${user}@${domain}>;tag=tlsreg`,
+        `To: <sip:${user}@${domain}>`,
+        `Call-ID: ${callId}`,
+        `CSeq: ${cseq} REGISTER`,
+        `Contact: ${contact}`,
+        "Expires: 300",
+        ...(auth ? [`Authorization: ${auth}`] : []),
+        "Content-Length: 0",
+      ];
+      const challenge = await request(lines(1), callId, "1 REGISTER");
+      if (!challenge.startsWith("SIP/2.0 401")) return Number(challenge.slice(8, 11));
+      const auth = digestAnswer(headers(challenge, "WWW-Authenticate")[0]!, "REGISTER", `sip:${domain}`, user, domain, password);
+      return Number((await request(lines(2, auth), callId, "2 REGISTER")).slice(8, 11));
+    },
+    answered,
+    byes,
+    close: () => carrier.close(),
+  };
+}
