@@ -220,7 +220,9 @@ describe(`POST /auth [${storeKind}]`, () => {
     // Counted under the address's one spelling (the ban records read it so): Kamailio writes IPv6 in
     // full and in capitals, and a dual-stack socket maps IPv4 into IPv6.
     const full = `2001:DB8:0:0:0:0:0:${(Math.floor(Math.random() * 0xfff) + 1).toString(16).toUpperCase()}`;
-    const mapped = uniqueIp();
+    // Another address than `ip` (whose count the last check reads).
+    let mapped = uniqueIp();
+    while (mapped === ip) mapped = uniqueIp();
     await platform.live.del(AUTH_FAIL_KEY(mapped));
     await client.post("/auth", { ...digest(s, { password: "nope-nope" }), source_ip: full });
     await client.post("/auth", { ...digest(s, { password: "nope-nope" }), source_ip: `::ffff:${mapped}` });
