@@ -472,7 +472,12 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
     });
     let phone: ConnectionPhone | undefined;
     try {
-      const { userId } = await addSipUser(parley, tenant, "1301");
+      const { userId, deviceId } = await addSipUser(parley, tenant, "1301");
+      // A device configured for TLS: its right password over UDP is refused.
+      const patched = await api("PATCH", `${parley.publicUrl}/v1/devices/${deviceId}`, { transport: "tls" }, { "x-api-key": tenant.key });
+      expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+      const overUdp = await runSipp("register.xml", `127.0.0.1:${udpPort}`, ["-s", "1301", "-au", "1301", "-ap", PASSWORD, "-key", "domain", tenant.domain, "-key", "contact_port", "5999", "-key", "expires", "300", "-m", "1", "-timeout", "5s"]);
+      expect([...new Set(overUdp.statuses)]).toEqual([401, 403]);
       phone = await startConnectionPhone({ transport: "tls", port: tlsPort, ca: readFileSync(certFile, "utf8"), user: "1301", domain: tenant.domain, password: PASSWORD, contactPort: freePorts(1)[0]! });
       // A caller on UDP: the INVITE, and then the caller's BYE, reach the phone over its TLS connection.
       await registersAndTakesACall(phone, "1301", userId, `127.0.0.1:${udpPort}`, tlsEdge);

@@ -35,13 +35,14 @@ interface Seeded {
   realm: string;
 }
 
-async function seedDevice(options: { username?: string; webrtc?: boolean } = {}): Promise<Seeded> {
+async function seedDevice(options: { username?: string; webrtc?: boolean; transport?: "udp" | "tcp" | "tls" | "wss" } = {}): Promise<Seeded> {
   const t = await seedTenant(platform);
   const user = await createUser(platform.db, t.accountId, { username: options.username ?? "1001" });
   const device = await createDevice(platform.db, t.accountId, {
     user_id: user.id,
     password: PASSWORD,
     ...(options.webrtc ? { transport: "wss" as const } : {}),
+    ...(options.transport ? { transport: options.transport } : {}),
   });
   return { accountId: t.accountId, userId: user.id, deviceId: device.id, realm: defaultRealm(t.accountId) };
 }
@@ -90,6 +91,26 @@ describe(`POST /auth [${storeKind}]`, () => {
     const r = await client.post("/auth", { ...digest(s), source_ip: uniqueIp(), transport: "wss", user_agent: "JsSIP 3.10" }, "form");
     expect(r.status).toBe(200);
     expect(r.body).toEqual({ ok: true, account_id: s.accountId, user_id: s.userId, device_id: s.deviceId, webrtc: 1 });
+  });
+
+  test("a device configured for TLS or WSS authenticates only over an encrypted transport (403 otherwise, not counted as a failure); others over any", async () => {
+    const tls = await seedDevice({ transport: "tls" });
+    const ip = uniqueIp();
+    await platform.live.del(AUTH_FAIL_KEY(ip));
+    for (const transport of ["udp", "tcp", "ws", undefined]) {
+      const r = await client.post("/auth", { ...digest(tls), source_ip: ip, ...(transport ? { transport } : {}) });
+      expect(r.status, String(transport)).toBe(403);
+    }
+    // The right password over the wrong transport is not a guess: nothing counted towards a ban.
+    expect(await authFailures(platform.live, ip)).toBe(0);
+    expect((await client.post("/auth", { ...digest(tls), transport: "TLS" })).status).toBe(200);
+    expect((await client.post("/auth", { ...digest(tls), transport: "wss" })).status).toBe(200);
+    const web = await seedDevice({ transport: "wss" });
+    expect((await client.post("/auth", { ...digest(web), transport: "ws" })).status).toBe(403);
+    expect((await client.post("/auth", { ...digest(web), transport: "wss" })).status).toBe(200);
+    const plain = await seedDevice({ transport: "tcp" });
+    expect((await client.post("/auth", { ...digest(plain), transport: "udp" })).status).toBe(200);
+    expect((await client.post("/auth", digest(plain))).status).toBe(200);
   });
 
   test("RFC 2069 form (no qop), and empty optional fields as an edge config sends them", async () => {

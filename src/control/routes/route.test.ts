@@ -305,6 +305,23 @@ describe(`POST /route with auth: the call's admission claim is taken with the no
     expect(await findCallBySipId(own.db, s.accountId, inactiveId)).toBeNull();
   });
 
+  test("a device configured for TLS calling over UDP is refused (403) and takes no claim; over TLS it calls", async () => {
+    const t = await seedTenant(own);
+    const caller = await createUser(own.db, t.accountId, { username: "1001" });
+    await createDevice(own.db, t.accountId, { user_id: caller.id, password: "pw-1001-long", transport: "tls" });
+    await createExtension(own.db, t.accountId, { digits: "1002", dest_kind: "hangup" });
+    const realm = defaultRealm(t.accountId);
+    const clearId = `claim-${randomUUID()}`;
+    expect((await ask(clearId, { ...digest(realm, "pw-1001-long"), transport: "udp" })).status).toBe(403);
+    expect(claimCalls(t.accountId, clearId)).toEqual([]);
+    expect(await findCallBySipId(own.db, t.accountId, clearId)).toBeNull();
+    const tlsId = `claim-${randomUUID()}`;
+    const ok = await ask(tlsId, { ...digest(realm, "pw-1001-long"), transport: "tls" });
+    expect(ok.status, JSON.stringify(ok.body)).toBe(200);
+    expect(ok.body.rtjson.action).toBe("reject"); // the extension hangs up: routed, as the device's call
+    expect(await findCallBySipId(own.db, t.accountId, tlsId)).not.toBeNull();
+  });
+
   test("a Call-ID another admission holds waits for that admission's record and answers with its reply", async () => {
     const s = await seed();
     const callId = `claim-${randomUUID()}`;

@@ -170,8 +170,9 @@ async function verifyDigest<I extends DigestIdentity>(
   // Only a verified response is remembered: nobody without the password can burn a nonce.
   const replay = { key: accountKey(identity.account_id, "digest", replayFingerprint(realm, input)), value: "1", ttlMs: options.replayWindowMs ?? DIGEST_REPLAY_WINDOW_MS };
   const active = identity.device_status === "active" && identity.user_status === "active" && identity.account_status === "active";
+  const transportOk = transportAllowed(identity.transport, input.transport);
   // What the request goes on to take, in the same step (one round trip), when it may go on.
-  const also = active && options.alsoTake ? options.alsoTake(identity.account_id) : null;
+  const also = active && transportOk && options.alsoTake ? options.alsoTake(identity.account_id) : null;
   const existing = also ? await live.setEachIfAbsent([replay, also]) : (await live.setIfAbsent(replay.key, replay.value, replay.ttlMs)) ? -1 : 0;
   if (existing === 0) return fail("replay");
 
@@ -182,6 +183,16 @@ async function verifyDigest<I extends DigestIdentity>(
       device_status: identity.device_status,
       user_status: identity.user_status,
       account_status: identity.account_status,
+    });
+    throw new AppError("forbidden", FORBIDDEN_MESSAGE);
+  }
+  if (!transportOk) {
+    log?.info("sip auth refused: the device must use an encrypted transport", {
+      account_id: identity.account_id,
+      device_id: identity.device_id,
+      device_transport: identity.transport,
+      transport: input.transport ?? null,
+      source_ip: sourceIp,
     });
     throw new AppError("forbidden", FORBIDDEN_MESSAGE);
   }
@@ -196,6 +207,19 @@ async function verifyDigest<I extends DigestIdentity>(
     identity,
     also: also ? { entry: also, taken: existing === -1 } : null,
   };
+}
+
+/** Transports that encrypt the signalling. */
+const ENCRYPTED = new Set(["tls", "wss"]);
+
+/**
+ * Whether a device configured for `configured` may authenticate over `used` (the edge's transport of the
+ * request): one configured for TLS or WSS only over an encrypted transport (a credential meant for an
+ * encrypted channel is not accepted in the clear, nor when the edge does not say); others over any.
+ */
+export function transportAllowed(configured: string, used: string | undefined): boolean {
+  if (!ENCRYPTED.has(configured)) return true;
+  return used !== undefined && ENCRYPTED.has(used.toLowerCase());
 }
 
 /**

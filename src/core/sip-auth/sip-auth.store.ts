@@ -19,6 +19,8 @@ export interface DigestIdentity {
   ha1: string;
   ha1b: string;
   is_webrtc: number;
+  /** The transport the device is configured for (udp, tcp, tls, wss): tls and wss ones must use an encrypted one. */
+  transport: string;
   device_status: string;
   user_status: string;
   account_status: string;
@@ -35,6 +37,7 @@ const deviceFields = {
   ha1: devices.ha1,
   ha1b: devices.ha1b,
   is_webrtc: devices.is_webrtc,
+  transport: devices.transport,
   device_status: devices.status,
 };
 const identityFields = {
