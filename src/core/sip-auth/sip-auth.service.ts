@@ -187,7 +187,7 @@ async function verifyDigest<I extends DigestIdentity>(
     throw new AppError("forbidden", FORBIDDEN_MESSAGE);
   }
   if (!transportOk) {
-    log?.info("sip auth refused: the device must use an encrypted transport", {
+    log?.info("sip auth refused: not over the device's transport", {
       account_id: identity.account_id,
       device_id: identity.device_id,
       device_transport: identity.transport,
@@ -209,17 +209,19 @@ async function verifyDigest<I extends DigestIdentity>(
   };
 }
 
-/** Transports that encrypt the signalling. */
-const ENCRYPTED = new Set(["tls", "wss"]);
-
 /**
- * Whether a device configured for `configured` may authenticate over `used` (the edge's transport of the
- * request): one configured for TLS or WSS only over an encrypted transport (a credential meant for an
- * encrypted channel is not accepted in the clear, nor when the edge does not say); others over any.
+ * The transports a device configured for a secure one may authenticate over (the edge's transport of
+ * the request). `tls`: TLS or WSS, so its credential is never accepted in the clear (nor when the edge
+ * does not say). `wss`: a WebSocket, WS too: a browser on an https page opens only WSS, and a proxy in
+ * front of the edge that terminates TLS hands the edge plain WS; what it refuses is the credential
+ * used outside a WebSocket. Other devices (`udp`, `tcp`): any.
  */
+const ALLOWED: Record<string, ReadonlySet<string>> = { tls: new Set(["tls", "wss"]), wss: new Set(["ws", "wss"]) };
+
 export function transportAllowed(configured: string, used: string | undefined): boolean {
-  if (!ENCRYPTED.has(configured)) return true;
-  return used !== undefined && ENCRYPTED.has(used.toLowerCase());
+  const allowed = ALLOWED[configured];
+  if (!allowed) return true;
+  return used !== undefined && allowed.has(used.toLowerCase());
 }
 
 /**
