@@ -12,6 +12,7 @@ import { sql } from "drizzle-orm";
 import type { Platform } from "../platform.ts";
 import type { DialogEvent } from "../routing/route-types.ts";
 import type { EventInput } from "../events/bus.ts";
+import type { EventPayload } from "../webhooks/event-catalog.ts";
 import { releaseSlots, renewSlots } from "../cac/cac.service.ts";
 import { defaultRatePlans, priceCall } from "../rates/rates.service.ts";
 import type { CallRecordRow } from "./calls.schema.ts";
@@ -93,21 +94,27 @@ async function knownCallees(platform: Platform, items: ReadonlyArray<{ call: Dia
   return named.size ? existingUserKeys(platform.db, [...named.values()], platform.configCache) : new Map();
 }
 
+/**
+ * A dialog's event about `row` at `ts` (epoch ms): the call's id and direction, `fields` (the rest of the
+ * event's payload, typed by the catalog), then the time.
+ */
+function callEvent<E extends "call.answered" | "call.ended">(
+  row: Pick<DialogCall, "account_id" | "id" | "direction">,
+  event: E,
+  ts: number,
+  fields: Omit<EventPayload<E>, "callId" | "direction" | "ts">,
+): EventInput<E> {
+  const data = { callId: row.id, direction: row.direction as "inbound" | "outbound" | "internal", ...fields, ts } as EventPayload<E>;
+  return { accountId: row.account_id, event, data, ts };
+}
+
 /** call.answered of a call answered at `answeredMs`. */
 function answeredEvent(row: DialogCall, answeredMs: number): EventInput {
-  return {
-    accountId: row.account_id,
-    event: "call.answered",
-    data: {
-      callId: row.id,
-      direction: row.direction as "inbound" | "outbound" | "internal",
-      queue_id: row.queue_id,
-      agent_id: row.agent_id,
-      wait_sec: Math.max(0, Math.round((answeredMs - row.started_ms) / 1000)),
-      ts: answeredMs,
-    },
-    ts: answeredMs,
-  };
+  return callEvent(row, "call.answered", answeredMs, {
+    queue_id: row.queue_id,
+    agent_id: row.agent_id,
+    wait_sec: Math.max(0, Math.round((answeredMs - row.started_ms) / 1000)),
+  });
 }
 
 /** One event of a round with the call it names. */
@@ -335,21 +342,13 @@ function endOf(fresh: EndBasis, { event, call, at, legs }: Item, { plans, known,
 
 /** call.ended of `row` (its record after the end). */
 function endedEvent(row: Pick<DialogCall, "account_id" | "id" | "direction" | "billsec" | "queue_id" | "agent_id">, end: EndWork, endedMs: number): EventInput {
-  return {
-    accountId: row.account_id,
-    event: "call.ended",
-    data: {
-      callId: row.id,
-      direction: row.direction as "inbound" | "outbound" | "internal",
-      answered: end.answered ? 1 : 0,
-      billsec: row.billsec,
-      hangup_cause: end.cause,
-      queue_id: row.queue_id,
-      agent_id: row.agent_id,
-      ts: endedMs,
-    },
-    ts: endedMs,
-  };
+  return callEvent(row, "call.ended", endedMs, {
+    answered: end.answered ? 1 : 0,
+    billsec: row.billsec,
+    hangup_cause: end.cause,
+    queue_id: row.queue_id,
+    agent_id: row.agent_id,
+  });
 }
 
 const traceStep = (row: Pick<DialogCall, "account_id" | "id">, at: number, result: string, data?: Record<string, unknown>): NewTraceStep => ({

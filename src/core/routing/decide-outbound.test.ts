@@ -158,23 +158,30 @@ describe(`decideRoute outbound [${storeKind}]`, () => {
   test("call limits: hard per-period refuses past max_count; soft lets through with a warning; concurrent → CAC ceiling", async () => {
     const c = await caller({ max_out: 20 }, { max_simultaneous: 3 });
     // The soft one first: the order they are stored in does not decide which counts a refused call.
-    await c.f.callLimit({ direction: "any", period_sec: 60, max_count: 0, hard: 0 });
+    await c.f.callLimit({ direction: "any", period_sec: 60, max_count: 2, hard: 0 });
     await c.f.callLimit({ direction: "out", period_sec: 60, max_count: 1, hard: 1, scope_kind: "user", scope_id: c.user });
     await c.f.callLimit({ direction: "out", max_count: 5, hard: 1 });
+    const warned = (d: Awaited<ReturnType<typeof decideRoute>>) => d.trace.find((s) => s.step === "call_limit" && s.result.startsWith("warning"))?.result;
     const first = await decideRoute(testDeps(platform), c.dial("447700900600"));
     expect(first.reply.rtjson.action).toBe("outbound");
-    expect(first.trace.find((s) => s.step === "call_limit" && s.result.startsWith("warning"))).toBeDefined();
+    expect(warned(first)).toBeUndefined();
     expect(first.slots).toContainEqual({ level: "account_out", id: c.f.accountId, limit: 5 });
     expect(first.slots).toContainEqual({ level: "user", id: c.user, limit: 3 });
     const second = await decideRoute(testDeps(platform), c.dial("447700900601"));
     expect(second.reply.rtjson).toMatchObject({ action: "reject", code: 403 });
-    // Another user of the account is not limited by the first user's policy.
+    // Another user of the account is not limited by the first user's policy. The soft limit counted the
+    // first call and this one, not the one the hard limit refused: the next is its first over the limit.
     const u2 = await c.f.user();
     const d2 = await c.f.device(u2);
     const third = await decideRoute(testDeps(platform), c.dial("447700900602", { user_id: u2, device_id: d2 }));
     expect(third.reply.rtjson.action).toBe("outbound");
-    // The soft limit counts every call it let through (the first, this one), not the one the hard limit refused.
-    expect(third.trace.find((s) => s.step === "call_limit" && s.result.startsWith("warning"))!.result).toContain("(2 of 0 in the last 60s)");
+    expect(warned(third)).toBeUndefined();
+    const fourth = await decideRoute(testDeps(platform), c.dial("447700900603", { user_id: u2, device_id: d2 }));
+    expect(fourth.reply.rtjson.action).toBe("outbound");
+    expect(warned(fourth)).toContain("(2 calls in the last 60s, limit 2)");
+    // A call over the limit is not added: the set holds at most max_count calls.
+    const fifth = await decideRoute(testDeps(platform), c.dial("447700900604", { user_id: u2, device_id: d2 }));
+    expect(warned(fifth)).toContain("(2 calls in the last 60s, limit 2)");
   });
 
   test("caller-ID: user rule > account rule for the country > user out_cid > account rule for any > default", async () => {

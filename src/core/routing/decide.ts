@@ -814,7 +814,9 @@ function aclVerdict(draft: DecisionDraft, rules: readonly RouteAclRule[]): Route
  * call is admitted while fewer than max_count are live (one atomic step: `zaddExpiringWithin`). A
  * retransmitted /route (same Call-ID, whatever instance it reaches) is the same member: counted once.
  * A hard one over its count refuses (403; the refused call is not counted, by any policy: the hard
- * ones are taken first), a soft one lets the call through, counted, with a warning in the trace. Concurrent limits (no period) become CAC slot ceilings.
+ * ones are taken first), a soft one lets the call through with a warning in the trace. A call over a
+ * limit is not added to its set, so a set holds at most max_count calls (a soft limit's warnings last
+ * while max_count calls of the last period_sec are counted). Concurrent limits (no period) become CAC slot ceilings.
  */
 async function callLimits(
   deps: RouteDeps,
@@ -846,9 +848,7 @@ async function callLimits(
       step(draft, "call_limit", `${l.name}: ${counted.count} calls in the last ${l.period_sec}s, limit ${l.max_count}`);
       return reject(draft, 403, "Forbidden", `call limit ${l.name} reached`);
     }
-    // Let through, and counted: the warning lasts as long as the calls over the limit do.
-    await deps.live.zaddExpiringWithin([{ key, limit: Number.MAX_SAFE_INTEGER }], draft.req.callId, periodMs);
-    step(draft, "call_limit", `warning: ${l.name} soft limit exceeded (${counted.count + 1} of ${l.max_count} in the last ${l.period_sec}s), call allowed`, { soft: true });
+    step(draft, "call_limit", `warning: ${l.name} soft limit exceeded (${counted.count} calls in the last ${l.period_sec}s, limit ${l.max_count}), call allowed`, { soft: true });
   }
   return null;
 }
