@@ -1,7 +1,9 @@
 /**
  * A SIP phone on a connection for the SIP tests, over TLS (sipp is built without TLS) or a WebSocket
  * (RFC 7118, as browser softphones): it registers with its digest on its one connection and answers
- * calls arriving on it (180, 200 with SDP, then the ACK and the BYE). Its Contact cannot be reached
+ * calls arriving on it (180, 200 with SDP, then the ACK and the BYE) and places calls (INVITE, its 407
+ * with the digest, the ACK and the BYE along the route set), with SDP of its own or a browser's. Its
+ * Contact cannot be reached
  * directly (TLS: a port where nothing listens, like a phone behind NAT; WebSocket: an `.invalid` host,
  * as browsers write it): the edge can reach it only over its connection.
  */
@@ -11,10 +13,23 @@ import { digestAnswer, headers, sipMessage, sipStreamReader } from "./sip-messag
 export interface ConnectionPhone {
   /** REGISTER (401, then with the digest): the final status. */
   register(): Promise<number>;
+  /**
+   * INVITEs `target` (a user or number of the phone's domain) with `sdp`, answering the 407 with the
+   * digest: the final status, and for a 2xx the answer's SDP and a hang-up (BYE: its final status).
+   */
+  call(target: string, sdp: string): Promise<PlacedCall>;
   /** Calls answered so far (their Call-IDs), and BYEs taken (answered 200). */
   readonly answered: string[];
   readonly byes: string[];
   close(): void;
+}
+
+export interface PlacedCall {
+  status: number;
+  /** The 2xx's SDP. */
+  answer: string;
+  /** Sends the BYE along the route set: its final status. */
+  hangup(): Promise<number>;
 }
 
 export interface ConnectionPhoneOptions {
@@ -31,6 +46,8 @@ export interface ConnectionPhoneOptions {
   contactPort?: number;
   /** WebSocket: the Origin header the handshake sends (a browser page's origin). */
   origin?: string;
+  /** The SDP answering an INVITE's offer (a browser's); default a fixed PCMU answer. */
+  answerOffer?: (offer: string) => Promise<string>;
 }
 
 /** A connection carrying SIP messages: each sent whole, each received whole. */
@@ -114,9 +131,15 @@ export async function startConnectionPhone(options: ConnectionPhoneOptions): Pro
     const callId = headers(message, "Call-ID")[0]!;
     if (method === "INVITE") {
       reply(message, "180 Ringing", [`Contact: ${contact}`]);
-      const sdp = ["v=0", "o=phone 1 1 IN IP4 127.0.0.1", "s=-", "c=IN IP4 127.0.0.1", "t=0 0", "m=audio 40000 RTP/AVP 0", "a=rtpmap:0 PCMU/8000", ""].join("\r\n");
-      reply(message, "200 OK", [`Contact: ${contact}`, "Content-Type: application/sdp"], sdp);
-      answered.push(callId);
+      const offer = message.slice(message.indexOf("\r\n\r\n") + 4);
+      const fixed = ["v=0", "o=phone 1 1 IN IP4 127.0.0.1", "s=-", "c=IN IP4 127.0.0.1", "t=0 0", "m=audio 40000 RTP/AVP 0", "a=rtpmap:0 PCMU/8000", ""].join("\r\n");
+      void (options.answerOffer ? options.answerOffer(offer) : Promise.resolve(fixed)).then(
+        (sdp) => {
+          reply(message, "200 OK", [`Contact: ${contact}`, "Content-Type: application/sdp"], sdp);
+          answered.push(callId);
+        },
+        () => reply(message, "488 Not Acceptable Here"),
+      );
     } else if (method === "BYE") {
       reply(message, "200 OK");
       byes.push(callId);
@@ -136,7 +159,73 @@ export async function startConnectionPhone(options: ConnectionPhoneOptions): Pro
     });
   }
 
+  /** An in-dialog request along the route set of a call we placed. */
+  function inDialog(method: string, d: { target: string; routes: string[]; from: string; to: string; callId: string; cseq: number }): string[] {
+    return [
+      `${method} ${d.target} SIP/2.0`,
+      `Via: ${via()}`,
+      ...d.routes.map((r) => `Route: ${r}`),
+      "Max-Forwards: 70",
+      `From: ${d.from}`,
+      `To: ${d.to}`,
+      `Call-ID: ${d.callId}`,
+      `CSeq: ${d.cseq} ${method}`,
+      "Content-Length: 0",
+    ];
+  }
+
   return {
+    async call(target, sdp) {
+      const callId = `${crypto.randomUUID()}@${transport}`;
+      const uri = `sip:${target}@${domain}`;
+      const from = `<sip:${user}@${domain}>;tag=${crypto.randomUUID().slice(0, 8)}`;
+      const invite = (cseq: number, branchVia: string, auth?: string) => [
+        `INVITE ${uri} SIP/2.0`,
+        `Via: ${branchVia}`,
+        "Max-Forwards: 70",
+        `From: ${from}`,
+        `To: <${uri}>`,
+        `Call-ID: ${callId}`,
+        `CSeq: ${cseq} INVITE`,
+        `Contact: ${contact}`,
+        ...(auth ? [`Proxy-Authorization: ${auth}`] : []),
+        "Content-Type: application/sdp",
+        `Content-Length: ${Buffer.byteLength(sdp)}`,
+      ];
+      const send = (lines: string[], cseq: string) =>
+        new Promise<string>((resolve, reject) => {
+          const timer = setTimeout(() => reject(new Error(`no reply to ${cseq}`)), 10_000);
+          waiting.set(`${callId} ${cseq}`, (message) => {
+            clearTimeout(timer);
+            resolve(message);
+          });
+          carrier.send(sipMessage(lines, sdp));
+        });
+      const firstVia = via();
+      let final = await send(invite(1, firstVia), "1 INVITE");
+      let cseq = 1;
+      if (final.startsWith("SIP/2.0 407")) {
+        // The ACK of a negative reply: hop by hop, the INVITE's branch and the reply's To.
+        carrier.send(sipMessage([`ACK ${uri} SIP/2.0`, `Via: ${firstVia}`, "Max-Forwards: 70", `From: ${from}`, `To: ${headers(final, "To")[0]}`, `Call-ID: ${callId}`, "CSeq: 1 ACK", "Content-Length: 0"]));
+        const auth = digestAnswer(headers(final, "Proxy-Authenticate")[0]!, "INVITE", uri, user, domain, password);
+        cseq = 2;
+        final = await send(invite(2, via(), auth), "2 INVITE");
+      }
+      const status = Number(final.slice(8, 11));
+      if (status < 200 || status >= 300) return { status, answer: "", hangup: async () => 0 };
+      // The route set: the Record-Routes in reverse; the target: the callee's Contact.
+      const routes = headers(final, "Record-Route").flatMap((h) => h.split(/,\s*(?=<)/)).reverse();
+      const dialog = { target: /<([^>]+)>/.exec(headers(final, "Contact")[0]!)![1]!, routes, from, to: headers(final, "To")[0]!, callId, cseq };
+      carrier.send(sipMessage(inDialog("ACK", dialog)));
+      return {
+        status,
+        answer: final.slice(final.indexOf("\r\n\r\n") + 4),
+        async hangup() {
+          const bye = inDialog("BYE", { ...dialog, cseq: cseq + 1 });
+          return Number((await request(bye, callId, `${cseq + 1} BYE`)).slice(8, 11));
+        },
+      };
+    },
     async register() {
       const callId = `${crypto.randomUUID()}@${transport}`;
       const lines = (cseq: number, auth?: string) => [

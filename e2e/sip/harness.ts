@@ -249,6 +249,31 @@ export async function runSipp(scenario: string, target: string, args: string[], 
   return { code: proc.exitCode, stdout, stderr: stderr + err, stats, statuses, callIds };
 }
 
+export const HAVE_RTPENGINE = Bun.which("rtpengine") !== null;
+
+/**
+ * rtpengine (the media relay for WebRTC, Debian package rtpengine-daemon) in the foreground, without
+ * its kernel module: its ng control socket on 127.0.0.1:`ngPort`, media on 127.0.0.1 ports
+ * `portMin`..`portMax`. Waits until it says it is up.
+ */
+export async function startRtpengine(ngPort: number, portMin: number, portMax: number): Promise<Proc> {
+  const p = spawn(
+    ["rtpengine", "--foreground", "--log-stderr", "--log-level=6", "--table=-1", "--interface=127.0.0.1", `--listen-ng=127.0.0.1:${ngPort}`, `--port-min=${portMin}`, `--port-max=${portMax}`],
+    { PATH: process.env.PATH, HOME: process.env.HOME },
+    tmpdir(),
+  );
+  await waitFor(
+    "rtpengine",
+    async () => {
+      if (p.proc.exitCode !== null) throw new Error(`rtpengine exited ${p.proc.exitCode}`);
+      return /Startup complete/.test(p.stderr() + p.stdout());
+    },
+    15_000,
+    () => p.stderr() + p.stdout(),
+  );
+  return p;
+}
+
 /** A sipp process left running (a UAS). */
 export function startSipp(scenario: string, args: string[]): Proc {
   const file = scenario.includes("/") ? scenario : join(SCENARIOS, scenario);

@@ -4,10 +4,11 @@
  * default; PostgreSQL + Redis when SIP_E2E_DATABASE_URL and SIP_E2E_REDIS_URL are set.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { chromium } from "playwright-core";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ADMIN_TOKEN, api, freePorts, freeUdpPort, nextMediaPort, HAVE_SIP_TOOLS, IN_CI, runSipp, SCENARIOS, startKamailio, startParley, startSipp, type Kamailio, type Parley, type Proc } from "./harness.ts";
+import { ADMIN_TOKEN, api, freePorts, freeUdpPort, nextMediaPort, HAVE_RTPENGINE, HAVE_SIP_TOOLS, IN_CI, runSipp, SCENARIOS, startKamailio, startParley, startRtpengine, startSipp, type Kamailio, type Parley, type Proc } from "./harness.ts";
 import { addSipUser, applyTenantConfig, createSipTenant, PASSWORD, type SipTenant } from "./tenant.ts";
 import { countryDatabase } from "./mmdb.ts";
 import { digestAnswer, sipMessage } from "./sip-message.ts";
@@ -15,6 +16,55 @@ import { startConnectionPhone, wsCarrier, type ConnectionPhone } from "./connect
 import { eventually as eventuallyPasses } from "../../test/support/eventually.ts";
 
 const RUN = HAVE_SIP_TOOLS || IN_CI;
+const CHROMIUM = "/usr/bin/chromium";
+/** The WebRTC test needs rtpengine and Chromium too (CI installs both). */
+const RUN_WEBRTC = RUN && ((HAVE_RTPENGINE && existsSync(CHROMIUM)) || IN_CI);
+
+/**
+ * A page for the WebRTC test: peers by name, each with the fake microphone's audio, whose SDP the test
+ * carries over SIP (offer, accept an answer, answer an offer: ICE gathered first, no trickle), and the
+ * audio packets each has received.
+ */
+const RTC_PAGE = `<!doctype html><title>rtc</title><script>
+window.rtc = {
+  peers: {},
+  async peer(name) {
+    const pc = new RTCPeerConnection();
+    this.peers[name] = pc;
+    const stream = await navigator.mediaDevices.getUserMedia({ audio: true });
+    for (const track of stream.getTracks()) pc.addTrack(track, stream);
+    return pc;
+  },
+  gathered(pc) {
+    return new Promise((resolve) => {
+      if (pc.iceGatheringState === "complete") return resolve();
+      pc.addEventListener("icegatheringstatechange", () => pc.iceGatheringState === "complete" && resolve());
+      setTimeout(resolve, 5000);
+    });
+  },
+  async offer(name) {
+    const pc = await this.peer(name);
+    await pc.setLocalDescription(await pc.createOffer());
+    await this.gathered(pc);
+    return pc.localDescription.sdp;
+  },
+  async accept(name, sdp) {
+    await this.peers[name].setRemoteDescription({ type: "answer", sdp });
+  },
+  async answer(name, sdp) {
+    const pc = await this.peer(name);
+    await pc.setRemoteDescription({ type: "offer", sdp });
+    await pc.setLocalDescription(await pc.createAnswer());
+    await this.gathered(pc);
+    return pc.localDescription.sdp;
+  },
+  async received(name) {
+    let n = 0;
+    (await this.peers[name].getStats()).forEach((s) => { if (s.type === "inbound-rtp" && s.kind === "audio") n += s.packetsReceived; });
+    return n;
+  },
+};
+</script>`;
 const stores = process.env.SIP_E2E_DATABASE_URL ? { databaseUrl: process.env.SIP_E2E_DATABASE_URL, redisUrl: process.env.SIP_E2E_REDIS_URL } : {};
 const storeKind = stores.databaseUrl ? "postgres+redis" : "pglite+memory";
 
@@ -510,6 +560,90 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
     } finally {
       phone?.close();
       await wsEdge.stop();
+    }
+  });
+
+  test.skipIf(!RUN_WEBRTC)("WebRTC (RTPENGINE): a browser on a WebSocket and an RTP phone hear each other through rtpengine, whoever calls", async () => {
+    const port = freePorts(1)[0]!;
+    const ngPort = await freeUdpPort();
+    const rtpengine = await startRtpengine(ngPort, 61000, 61998);
+    const rtcEdge = await startKamailio({
+      port,
+      controlPort: parley.controlPort,
+      node: "edge-webrtc",
+      defines: [`LISTEN_TCP=tcp:127.0.0.1:${port}`, "WEBSOCKET", `RTPENGINE="udp:127.0.0.1:${ngPort}"`],
+    });
+    const pageServer = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response(RTC_PAGE, { headers: { "content-type": "text/html" } }) });
+    const browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      // A fake microphone (a tone), no permission prompt, and ICE candidates on loopback (where rtpengine is).
+      args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run", "--use-fake-device-for-media-stream", "--use-fake-ui-for-media-stream", "--allow-loopback-in-peer-connection"],
+    });
+    const dir = mkdtempSync(join(tmpdir(), "parley-webrtc-"));
+    const phonePort = freePorts(1)[0]!;
+    // The RTP phone: answers and echoes the media it gets; its messages are kept to read the SDP it saw.
+    const rtpPhone = startSipp("uas.xml", ["-p", String(phonePort), "-mp", String(nextMediaPort()), "-rtp_echo", "-trace_msg", "-message_file", join(dir, "uas.log")]);
+    let phone: ConnectionPhone | undefined;
+    try {
+      const page = await browser.newPage();
+      await page.goto(`http://127.0.0.1:${pageServer.port}/`);
+      const { userId: browserUser } = await addSipUser(parley, tenant, "1501");
+      await addSipUser(parley, tenant, "1502");
+      expect((await register("1502", phonePort)).code).toBe(0);
+      const offers: string[] = [];
+      phone = await startConnectionPhone({
+        transport: "ws",
+        port,
+        user: "1501",
+        domain: tenant.domain,
+        password: PASSWORD,
+        answerOffer: async (offer) => {
+          offers.push(offer);
+          return page.evaluate(([sdp]) => (window as any).rtc.answer("in", sdp), [offer]);
+        },
+      });
+      expect(await phone.register()).toBe(200);
+      await isRegistered("1501");
+
+      // The browser calls the RTP phone: the phone is offered plain RTP, the browser gets DTLS-SRTP with ICE.
+      const offer: string = await page.evaluate(() => (window as any).rtc.offer("out"));
+      expect(offer).toContain("UDP/TLS/RTP/SAVPF");
+      const placed = await phone.call("1502", offer);
+      expect(placed.status, rtcEdge.log().slice(-3000)).toBe(200);
+      expect(placed.answer).toMatch(/^m=audio \d+ UDP\/TLS\/RTP\/SAVPF /m);
+      expect(placed.answer).toMatch(/^a=fingerprint:/m);
+      expect(placed.answer).toMatch(/^a=candidate:.* 127\.0\.0\.1 6\d{4} typ host/m);
+      const seen = readFileSync(join(dir, "uas.log"), "utf8");
+      const phoneOffer = seen.slice(seen.indexOf("INVITE sip:"));
+      expect(phoneOffer).toMatch(/^m=audio 6\d{4} RTP\/AVP /m);
+      expect(phoneOffer).not.toMatch(/fingerprint|ice-ufrag|SAVPF/);
+      await page.evaluate(([sdp]) => (window as any).rtc.accept("out", sdp), [placed.answer]);
+      // The browser's audio reaches the phone through rtpengine and the phone's echo comes back.
+      const state = () => page.evaluate(() => `${(window as any).rtc.peers.out.connectionState} (ICE ${(window as any).rtc.peers.out.iceConnectionState})`);
+      await eventually(async () => expect(await page.evaluate(() => (window as any).rtc.received("out")), `${await state()}\n${rtpengine.stderr().slice(-3000)}`).toBeGreaterThan(25), 15_000);
+      // The BYE ends the media session.
+      const deletes = () => (rtpengine.stderr().match(/Received command 'delete'/g) ?? []).length;
+      expect(await placed.hangup()).toBe(200);
+      await eventually(async () => expect(deletes()).toBe(1));
+
+      // The RTP phone (a sipp caller echoing its media) calls the browser over the same edge.
+      const inbound = invite("1502", "1501", "invite.xml", ["-d", "8000", "-rtp_echo"], `127.0.0.1:${port}`);
+      await eventually(async () => expect(offers.length).toBe(1), 10_000);
+      expect(offers[0]).toMatch(/^m=audio \d+ UDP\/TLS\/RTP\/SAVPF /m);
+      await eventually(async () => expect(await page.evaluate(() => (window as any).rtc.received("in"))).toBeGreaterThan(25), 15_000);
+      const r = await inbound;
+      expect(r.code, r.stderr).toBe(0);
+      await eventually(async () => expect(phone!.byes.length).toBe(1));
+      await eventually(async () => expect(deletes()).toBe(2));
+      await eventually(async () => expect((await calls()).filter((c) => c.user_id === browserUser || c.agent_id === browserUser).length).toBeGreaterThanOrEqual(2));
+      expect(rtcEdge.log()).not.toMatch(/rtpengine refused/);
+    } finally {
+      phone?.close();
+      await browser.close();
+      pageServer.stop(true);
+      await rtpPhone.stop();
+      await rtcEdge.stop();
+      await rtpengine.stop();
     }
   });
 
