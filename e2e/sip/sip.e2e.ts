@@ -4,8 +4,8 @@
  * default; PostgreSQL + Redis when SIP_E2E_DATABASE_URL and SIP_E2E_REDIS_URL are set.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { chromium } from "playwright-core";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chromium, type Page } from "playwright-core";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ADMIN_TOKEN, api, freePorts, freeUdpPort, nextMediaPort, HAVE_RTPENGINE, HAVE_SIP_TOOLS, IN_CI, runSipp, SCENARIOS, startKamailio, startParley, startRtpengine, startSipp, type Kamailio, type Parley, type Proc } from "./harness.ts";
@@ -563,11 +563,15 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
     }
   });
 
-  test.skipIf(!RUN_WEBRTC)("WebRTC (RTPENGINE): a browser on a WebSocket and an RTP phone hear each other through rtpengine, whoever calls", async () => {
+  /**
+   * An edge with RTPENGINE (and WEBSOCKET on its TCP socket) before a real rtpengine, and a Chromium
+   * page with a fake microphone whose peers (window.rtc) carry their SDP over SIP through the test.
+   */
+  async function webrtcRig(run: (rig: { port: number; rtpengine: Proc; edge: Kamailio; page: Page; dir: string }) => Promise<void>): Promise<void> {
     const port = freePorts(1)[0]!;
     const ngPort = await freeUdpPort();
     const rtpengine = await startRtpengine(ngPort, 61000, 61998);
-    const rtcEdge = await startKamailio({
+    const edge = await startKamailio({
       port,
       controlPort: parley.controlPort,
       node: "edge-webrtc",
@@ -580,72 +584,166 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
       args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run", "--use-fake-device-for-media-stream", "--use-fake-ui-for-media-stream", "--allow-loopback-in-peer-connection"],
     });
     const dir = mkdtempSync(join(tmpdir(), "parley-webrtc-"));
-    const phonePort = freePorts(1)[0]!;
-    // The RTP phone: answers and echoes the media it gets; its messages are kept to read the SDP it saw.
-    const rtpPhone = startSipp("uas.xml", ["-p", String(phonePort), "-mp", String(nextMediaPort()), "-rtp_echo", "-trace_msg", "-message_file", join(dir, "uas.log")]);
-    let phone: ConnectionPhone | undefined;
     try {
       const page = await browser.newPage();
       await page.goto(`http://127.0.0.1:${pageServer.port}/`);
-      const { userId: browserUser } = await addSipUser(parley, tenant, "1501");
-      await addSipUser(parley, tenant, "1502");
-      expect((await register("1502", phonePort)).code).toBe(0);
-      const offers: string[] = [];
-      phone = await startConnectionPhone({
-        transport: "ws",
-        port,
-        user: "1501",
-        domain: tenant.domain,
-        password: PASSWORD,
-        answerOffer: async (offer) => {
-          offers.push(offer);
-          return page.evaluate(([sdp]) => (window as any).rtc.answer("in", sdp), [offer]);
-        },
-      });
-      expect(await phone.register()).toBe(200);
-      await isRegistered("1501");
-
-      // The browser calls the RTP phone: the phone is offered plain RTP, the browser gets DTLS-SRTP with ICE.
-      const offer: string = await page.evaluate(() => (window as any).rtc.offer("out"));
-      expect(offer).toContain("UDP/TLS/RTP/SAVPF");
-      const placed = await phone.call("1502", offer);
-      expect(placed.status, rtcEdge.log().slice(-3000)).toBe(200);
-      expect(placed.answer).toMatch(/^m=audio \d+ UDP\/TLS\/RTP\/SAVPF /m);
-      expect(placed.answer).toMatch(/^a=fingerprint:/m);
-      expect(placed.answer).toMatch(/^a=candidate:.* 127\.0\.0\.1 6\d{4} typ host/m);
-      const seen = readFileSync(join(dir, "uas.log"), "utf8");
-      const phoneOffer = seen.slice(seen.indexOf("INVITE sip:"));
-      expect(phoneOffer).toMatch(/^m=audio 6\d{4} RTP\/AVP /m);
-      expect(phoneOffer).not.toMatch(/fingerprint|ice-ufrag|SAVPF/);
-      await page.evaluate(([sdp]) => (window as any).rtc.accept("out", sdp), [placed.answer]);
-      // The browser's audio reaches the phone through rtpengine and the phone's echo comes back.
-      const state = () => page.evaluate(() => `${(window as any).rtc.peers.out.connectionState} (ICE ${(window as any).rtc.peers.out.iceConnectionState})`);
-      await eventually(async () => expect(await page.evaluate(() => (window as any).rtc.received("out")), `${await state()}\n${rtpengine.stderr().slice(-3000)}`).toBeGreaterThan(25), 15_000);
-      // The BYE ends the media session.
-      const deletes = () => (rtpengine.stderr().match(/Received command 'delete'/g) ?? []).length;
-      expect(await placed.hangup()).toBe(200);
-      await eventually(async () => expect(deletes()).toBe(1));
-
-      // The RTP phone (a sipp caller echoing its media) calls the browser over the same edge.
-      const inbound = invite("1502", "1501", "invite.xml", ["-d", "8000", "-rtp_echo"], `127.0.0.1:${port}`);
-      await eventually(async () => expect(offers.length).toBe(1), 10_000);
-      expect(offers[0]).toMatch(/^m=audio \d+ UDP\/TLS\/RTP\/SAVPF /m);
-      await eventually(async () => expect(await page.evaluate(() => (window as any).rtc.received("in"))).toBeGreaterThan(25), 15_000);
-      const r = await inbound;
-      expect(r.code, r.stderr).toBe(0);
-      await eventually(async () => expect(phone!.byes.length).toBe(1));
-      await eventually(async () => expect(deletes()).toBe(2));
-      await eventually(async () => expect((await calls()).filter((c) => c.user_id === browserUser || c.agent_id === browserUser).length).toBeGreaterThanOrEqual(2));
-      expect(rtcEdge.log()).not.toMatch(/rtpengine refused/);
+      await run({ port, rtpengine, edge, page, dir });
+      expect(edge.log()).not.toMatch(/rtpengine refused/);
     } finally {
-      phone?.close();
       await browser.close();
       pageServer.stop(true);
-      await rtpPhone.stop();
-      await rtcEdge.stop();
+      await edge.stop();
       await rtpengine.stop();
+      rmSync(dir, { recursive: true, force: true });
     }
-  });
+  }
+  /** Audio packets the page's peer `name` has received. */
+  const received = (page: Page, name: string): Promise<number> => page.evaluate(([n]) => (window as any).rtc.received(n), [name]);
+  /** A media session deleted at rtpengine (a BYE, a failed call), as its log counts them. */
+  const deletes = (rtpengine: Proc) => (rtpengine.stderr().match(/Received command 'delete'/g) ?? []).length;
+
+  test.skipIf(!RUN_WEBRTC)("WebRTC (RTPENGINE): a browser on a WebSocket and an RTP phone hear each other through rtpengine, whoever calls", () =>
+    webrtcRig(async ({ port, rtpengine, page, dir }) => {
+      const phonePort = freePorts(1)[0]!;
+      // The RTP phone: answers and echoes the media it gets; its messages are kept to read the SDP it saw.
+      const rtpPhone = startSipp("uas.xml", ["-p", String(phonePort), "-mp", String(nextMediaPort()), "-rtp_echo", "-trace_msg", "-message_file", join(dir, "uas.log")]);
+      let phone: ConnectionPhone | undefined;
+      try {
+        const { userId: browserUser } = await addSipUser(parley, tenant, "1501");
+        await addSipUser(parley, tenant, "1502");
+        expect((await register("1502", phonePort)).code).toBe(0);
+        const offers: string[] = [];
+        phone = await startConnectionPhone({
+          transport: "ws",
+          port,
+          user: "1501",
+          domain: tenant.domain,
+          password: PASSWORD,
+          answerOffer: async (offer) => {
+            offers.push(offer);
+            return page.evaluate(([sdp]) => (window as any).rtc.answer("in", sdp), [offer]);
+          },
+        });
+        expect(await phone.register()).toBe(200);
+        await isRegistered("1501");
+
+        // The browser calls the RTP phone: the phone is offered plain RTP, the browser gets DTLS-SRTP with ICE.
+        const offer: string = await page.evaluate(() => (window as any).rtc.offer("out"));
+        expect(offer).toContain("UDP/TLS/RTP/SAVPF");
+        const placed = await phone.call("1502", offer);
+        expect(placed.status).toBe(200);
+        expect(placed.answer).toMatch(/^m=audio \d+ UDP\/TLS\/RTP\/SAVPF /m);
+        expect(placed.answer).toMatch(/^a=fingerprint:/m);
+        expect(placed.answer).toMatch(/^a=candidate:.* 127\.0\.0\.1 6\d{4} typ host/m);
+        const seen = readFileSync(join(dir, "uas.log"), "utf8");
+        const phoneOffer = seen.slice(seen.indexOf("INVITE sip:"));
+        expect(phoneOffer).toMatch(/^m=audio 6\d{4} RTP\/AVP /m);
+        expect(phoneOffer).not.toMatch(/fingerprint|ice-ufrag|SAVPF/);
+        await page.evaluate(([sdp]) => (window as any).rtc.accept("out", sdp), [placed.answer]);
+        // The browser's audio reaches the phone through rtpengine and the phone's echo comes back.
+        const state = () => page.evaluate(() => `${(window as any).rtc.peers.out.connectionState} (ICE ${(window as any).rtc.peers.out.iceConnectionState})`);
+        await eventually(async () => expect(await received(page, "out"), `${await state()}\n${rtpengine.stderr().slice(-3000)}`).toBeGreaterThan(25), 15_000);
+        // The BYE ends the media session.
+        expect(await placed.hangup()).toBe(200);
+        await eventually(async () => expect(deletes(rtpengine)).toBe(1));
+
+        // The RTP phone (a sipp caller echoing its media) calls the browser over the same edge.
+        const inbound = invite("1502", "1501", "invite.xml", ["-d", "8000", "-rtp_echo"], `127.0.0.1:${port}`);
+        await eventually(async () => expect(offers.length).toBe(1), 10_000);
+        expect(offers[0]).toMatch(/^m=audio \d+ UDP\/TLS\/RTP\/SAVPF /m);
+        await eventually(async () => expect(await received(page, "in")).toBeGreaterThan(25), 15_000);
+        const r = await inbound;
+        expect(r.code, r.stderr).toBe(0);
+        await eventually(async () => expect(phone!.byes.length).toBe(1));
+        await eventually(async () => expect(deletes(rtpengine)).toBe(2));
+        await eventually(async () => expect((await calls()).filter((c) => c.user_id === browserUser || c.agent_id === browserUser).length).toBeGreaterThanOrEqual(2));
+      } finally {
+        phone?.close();
+        await rtpPhone.stop();
+      }
+    }));
+
+  test.skipIf(!RUN_WEBRTC)("WebRTC (RTPENGINE): a forked call offers each branch its own kind of media (a browser and a desk phone of one user ring together); a failed call's media session ends with it", () =>
+    webrtcRig(async ({ port, rtpengine, page, dir }) => {
+      // 1601 calls from a browser; 1602 has a browser and a desk phone (busy: 486). The desk phone's
+      // branch is offered plain RTP, the browser's DTLS-SRTP, in sessions of their own: the browsers
+      // then hear each other through rtpengine.
+      const deskPort = freePorts(1)[0]!;
+      const desk = startSipp("uas-busy.xml", ["-p", String(deskPort), "-trace_msg", "-message_file", join(dir, "desk.log")]);
+      const phones: ConnectionPhone[] = [];
+      try {
+        await addSipUser(parley, tenant, "1601");
+        await addSipUser(parley, tenant, "1602");
+        expect((await register("1602", deskPort)).code).toBe(0);
+        const offers: string[] = [];
+        const caller = await startConnectionPhone({ transport: "ws", port, user: "1601", domain: tenant.domain, password: PASSWORD });
+        phones.push(caller);
+        const callee = await startConnectionPhone({
+          transport: "ws",
+          port,
+          user: "1602",
+          domain: tenant.domain,
+          password: PASSWORD,
+          answerOffer: async (offer) => {
+            offers.push(offer);
+            return page.evaluate(([sdp]) => (window as any).rtc.answer("callee", sdp), [offer]);
+          },
+        });
+        phones.push(callee);
+        expect(await caller.register()).toBe(200);
+        expect(await callee.register()).toBe(200);
+        await eventually(async () => {
+          const roster = await api("GET", `${parley.controlUrl}/presence/users?accountId=${tenant.accountId}`);
+          expect(roster.body.data.find((u: any) => u.extension === "1602")).toMatchObject({ registered: 1, contacts: 2 });
+        }, 10_000);
+
+        // A call every branch of which fails (1603's one device is the busy desk phone): its media
+        // session ends with it.
+        await addSipUser(parley, tenant, "1603");
+        expect((await register("1603", deskPort)).code).toBe(0);
+        const refused = await caller.call("1603", await page.evaluate(() => (window as any).rtc.offer("refused")));
+        expect(refused.status).toBe(486);
+        await eventually(async () => expect(deletes(rtpengine)).toBe(1));
+        // The same from an RTP caller to a browser that declines (488): the branch's session ends too.
+        await addSipUser(parley, tenant, "1604");
+        const declining = await startConnectionPhone({
+          transport: "ws", port, user: "1604", domain: tenant.domain, password: PASSWORD,
+          answerOffer: async () => {
+            throw new Error("declined");
+          },
+        });
+        phones.push(declining);
+        expect(await declining.register()).toBe(200);
+        await isRegistered("1604");
+        const declined = await invite("1603", "1604", "invite.xml", [], `127.0.0.1:${port}`);
+        expect(declined.statuses).toContain(488);
+        await eventually(async () => expect(deletes(rtpengine)).toBe(2));
+
+        const offer: string = await page.evaluate(() => (window as any).rtc.offer("caller"));
+        const placed = await caller.call("1602", offer);
+        expect(placed.status).toBe(200);
+        expect(placed.answer).toMatch(/^m=audio \d+ UDP\/TLS\/RTP\/SAVPF /m);
+        // Each branch got its own kind: the desk phone plain RTP, the browser DTLS-SRTP.
+        const deskSaw = readFileSync(join(dir, "desk.log"), "utf8");
+        const deskOffer = deskSaw.slice(deskSaw.lastIndexOf("INVITE sip:"));
+        expect(deskOffer).toMatch(/^m=audio 6\d{4} RTP\/AVP /m);
+        expect(deskOffer).not.toMatch(/fingerprint|ice-ufrag|SAVPF/);
+        expect(offers).toHaveLength(1);
+        expect(offers[0]).toMatch(/^m=audio 6\d{4} UDP\/TLS\/RTP\/SAVPF /m);
+        await page.evaluate(([sdp]) => (window as any).rtc.accept("caller", sdp), [placed.answer]);
+        // Both browsers hear each other's microphone.
+        await eventually(async () => {
+          expect(await received(page, "caller")).toBeGreaterThan(25);
+          expect(await received(page, "callee")).toBeGreaterThan(25);
+        }, 15_000);
+        expect(await placed.hangup()).toBe(200);
+        await eventually(async () => expect(callee.byes).toHaveLength(1));
+        await eventually(async () => expect(deletes(rtpengine)).toBe(3));
+      } finally {
+        for (const p of phones) p.close();
+        await desk.stop();
+      }
+    }));
 
   test("a call without credentials from an address no trunk knows is challenged (407)", async () => {
     const r = await runSipp("invite-noauth.xml", edge(), ["-i", STRANGER_IP, "-s", tenant.trunkNumber, "-key", "from_user", "14155559876", "-key", "domain", "127.0.0.1", "-m", "1", "-timeout", "10s"]);
