@@ -46,8 +46,11 @@ export interface ConnectionPhoneOptions {
   contactPort?: number;
   /** WebSocket: the Origin header the handshake sends (a browser page's origin). */
   origin?: string;
-  /** The SDP answering an INVITE's offer (a browser's); default a fixed PCMU answer. */
-  answerOffer?: (offer: string) => Promise<string>;
+  /**
+   * The SDP answering an INVITE's offer (a browser's); `reinvite`: an offer within the call (a
+   * re-INVITE). Default: a fixed PCMU answer.
+   */
+  answerOffer?: (offer: string, reinvite: boolean) => Promise<string>;
 }
 
 /** A connection carrying SIP messages: each sent whole, each received whole. */
@@ -130,13 +133,14 @@ export async function startConnectionPhone(options: ConnectionPhoneOptions): Pro
     const method = message.slice(0, message.indexOf(" "));
     const callId = headers(message, "Call-ID")[0]!;
     if (method === "INVITE") {
-      reply(message, "180 Ringing", [`Contact: ${contact}`]);
+      const reinvite = /;tag=/.test(headers(message, "To")[0] ?? "");
+      if (!reinvite) reply(message, "180 Ringing", [`Contact: ${contact}`]);
       const offer = message.slice(message.indexOf("\r\n\r\n") + 4);
       const fixed = ["v=0", "o=phone 1 1 IN IP4 127.0.0.1", "s=-", "c=IN IP4 127.0.0.1", "t=0 0", "m=audio 40000 RTP/AVP 0", "a=rtpmap:0 PCMU/8000", ""].join("\r\n");
-      void (options.answerOffer ? options.answerOffer(offer) : Promise.resolve(fixed)).then(
+      void (options.answerOffer ? options.answerOffer(offer, reinvite) : Promise.resolve(fixed)).then(
         (sdp) => {
           reply(message, "200 OK", [`Contact: ${contact}`, "Content-Type: application/sdp"], sdp);
-          answered.push(callId);
+          if (!reinvite) answered.push(callId);
         },
         () => reply(message, "488 Not Acceptable Here"),
       );

@@ -51,6 +51,12 @@ window.rtc = {
   async accept(name, sdp) {
     await this.peers[name].setRemoteDescription({ type: "answer", sdp });
   },
+  async reanswer(name, sdp) {
+    const pc = this.peers[name];
+    await pc.setRemoteDescription({ type: "offer", sdp });
+    await pc.setLocalDescription(await pc.createAnswer());
+    return pc.localDescription.sdp;
+  },
   async answer(name, sdp) {
     const pc = await this.peer(name);
     await pc.setRemoteDescription({ type: "offer", sdp });
@@ -619,9 +625,9 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
           user: "1501",
           domain: tenant.domain,
           password: PASSWORD,
-          answerOffer: async (offer) => {
+          answerOffer: async (offer, reinvite) => {
             offers.push(offer);
-            return page.evaluate(([sdp]) => (window as any).rtc.answer("in", sdp), [offer]);
+            return page.evaluate(([sdp, again]) => (window as any).rtc[again ? "reanswer" : "answer"]("in", sdp), [offer, reinvite] as const);
           },
         });
         expect(await phone.register()).toBe(200);
@@ -647,11 +653,18 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
         expect(await placed.hangup()).toBe(200);
         await eventually(async () => expect(deletes(rtpengine)).toBe(1));
 
-        // The RTP phone (a sipp caller echoing its media) calls the browser over the same edge.
-        const inbound = invite("1502", "1501", "invite.xml", ["-d", "8000", "-rtp_echo"], `127.0.0.1:${port}`);
+        // The RTP phone (a sipp caller echoing its media) calls the browser over the same edge, and
+        // sends a re-INVITE halfway: the browser is offered DTLS-SRTP again, the phone must get plain
+        // RTP in the 200 (its scenario checks), and the media go on.
+        const inbound = invite("1502", "1501", "invite-reinvite.xml", ["-d", "5000", "-rtp_echo"], `127.0.0.1:${port}`);
         await eventually(async () => expect(offers.length).toBe(1), 10_000);
         expect(offers[0]).toMatch(/^m=audio \d+ UDP\/TLS\/RTP\/SAVPF /m);
         await eventually(async () => expect(await received(page, "in")).toBeGreaterThan(25), 15_000);
+        await eventually(async () => expect(offers.length).toBe(2), 10_000);
+        expect(offers[1]).toMatch(/^m=audio \d+ UDP\/TLS\/RTP\/SAVPF /m);
+        expect(offers[1]).toMatch(/^a=fingerprint:/m);
+        const before = await received(page, "in");
+        await eventually(async () => expect(await received(page, "in")).toBeGreaterThan(before + 25), 4000);
         const r = await inbound;
         expect(r.code, r.stderr).toBe(0);
         await eventually(async () => expect(phone!.byes.length).toBe(1));
