@@ -26,6 +26,8 @@ export interface ConnectionPhone {
 
 export interface PlacedCall {
   status: number;
+  /** Its SIP Call-ID. */
+  callId: string;
   /** The 2xx's SDP. */
   answer: string;
   /** Sends the BYE along the route set: its final status. */
@@ -216,13 +218,14 @@ export async function startConnectionPhone(options: ConnectionPhoneOptions): Pro
         final = await send(invite(2, via(), auth), "2 INVITE");
       }
       const status = Number(final.slice(8, 11));
-      if (status < 200 || status >= 300) return { status, answer: "", hangup: async () => 0 };
+      if (status < 200 || status >= 300) return { status, callId, answer: "", hangup: async () => 0 };
       // The route set: the Record-Routes in reverse; the target: the callee's Contact.
       const routes = headers(final, "Record-Route").flatMap((h) => h.split(/,\s*(?=<)/)).reverse();
       const dialog = { target: /<([^>]+)>/.exec(headers(final, "Contact")[0]!)![1]!, routes, from, to: headers(final, "To")[0]!, callId, cseq };
       carrier.send(sipMessage(inDialog("ACK", dialog)));
       return {
         status,
+        callId,
         answer: final.slice(final.indexOf("\r\n\r\n") + 4),
         async hangup() {
           const bye = inDialog("BYE", { ...dialog, cseq: cseq + 1 });

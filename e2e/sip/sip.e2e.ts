@@ -594,7 +594,6 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
       const page = await browser.newPage();
       await page.goto(`http://127.0.0.1:${pageServer.port}/`);
       await run({ port, rtpengine, edge, page, dir });
-      expect(edge.log()).not.toMatch(/rtpengine refused/);
     } finally {
       await browser.close();
       pageServer.stop(true);
@@ -609,7 +608,7 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
   const deletes = (rtpengine: Proc) => (rtpengine.stderr().match(/Received command 'delete'/g) ?? []).length;
 
   test.skipIf(!RUN_WEBRTC)("WebRTC (RTPENGINE): a browser on a WebSocket and an RTP phone hear each other through rtpengine, whoever calls", () =>
-    webrtcRig(async ({ port, rtpengine, page, dir }) => {
+    webrtcRig(async ({ port, rtpengine, edge, page, dir }) => {
       const phonePort = freePorts(1)[0]!;
       // The RTP phone: answers and echoes the media it gets; its messages are kept to read the SDP it saw.
       const rtpPhone = startSipp("uas.xml", ["-p", String(phonePort), "-mp", String(nextMediaPort()), "-rtp_echo", "-trace_msg", "-message_file", join(dir, "uas.log")]);
@@ -670,14 +669,15 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
         await eventually(async () => expect(phone!.byes.length).toBe(1));
         await eventually(async () => expect(deletes(rtpengine)).toBe(2));
         await eventually(async () => expect((await calls()).filter((c) => c.user_id === browserUser || c.agent_id === browserUser).length).toBeGreaterThanOrEqual(2));
+        expect(edge.log()).not.toMatch(/rtpengine refused/);
       } finally {
         phone?.close();
         await rtpPhone.stop();
       }
     }));
 
-  test.skipIf(!RUN_WEBRTC)("WebRTC (RTPENGINE): a forked call offers each branch its own kind of media (a browser and a desk phone of one user ring together); a failed call's media session ends with it", () =>
-    webrtcRig(async ({ port, rtpengine, page, dir }) => {
+  test.skipIf(!RUN_WEBRTC)("WebRTC (RTPENGINE): a forked call offers each branch its own kind of media (a browser and a desk phone of one user ring together); a failed call's media session ends with it; without the relay, 503", () =>
+    webrtcRig(async ({ port, rtpengine, edge, page, dir }) => {
       // 1601 calls from a browser; 1602 has a browser and a desk phone (busy: 486). The desk phone's
       // branch is offered plain RTP, the browser's DTLS-SRTP, in sessions of their own: the browsers
       // then hear each other through rtpengine.
@@ -752,6 +752,14 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
         expect(await placed.hangup()).toBe(200);
         await eventually(async () => expect(callee.byes).toHaveLength(1));
         await eventually(async () => expect(deletes(rtpengine)).toBe(3));
+        expect(edge.log()).not.toMatch(/rtpengine refused/);
+
+        // The relay gone: a call that needs it gets 503 (its branch dropped), recorded so.
+        await rtpengine.stop();
+        const unrelayed = await caller.call("1603", await page.evaluate(() => (window as any).rtc.offer("unrelayed")));
+        expect(unrelayed.status).toBe(503);
+        expect(edge.log()).toMatch(/rtpengine refused the media of the branch/);
+        await eventually(async () => expect((await calls()).find((c) => c.sip_call_id === unrelayed.callId)).toMatchObject({ status: "failed", sip_code: 503 }));
       } finally {
         for (const p of phones) p.close();
         await desk.stop();
