@@ -18,6 +18,11 @@ export interface ConnectionPhone {
    * digest: the final status, and for a 2xx the answer's SDP and a hang-up (BYE: its final status).
    */
   call(target: string, sdp: string): Promise<PlacedCall>;
+  /**
+   * Re-INVITEs the caller of a call this phone answered (`callId`) with `sdp` (a hold, a new offer),
+   * along the call's route set, and ACKs a 2xx: the final status and its SDP.
+   */
+  reinvite(callId: string, sdp: string): Promise<{ status: number; answer: string }>;
   /** Calls answered so far (their Call-IDs), and BYEs taken (answered 200). */
   readonly answered: string[];
   readonly byes: string[];
@@ -104,6 +109,8 @@ export async function startConnectionPhone(options: ConnectionPhoneOptions): Pro
   const waiting = new Map<string, (reply: string) => void>();
   const answered: string[] = [];
   const byes: string[] = [];
+  /** The INVITE of each call answered, for requests of ours within it. */
+  const invites = new Map<string, string>();
 
   /** A reply to `request`: its Vias, Record-Routes, From, To (with our tag), Call-ID and CSeq. */
   const reply = (request: string, status: string, extra: string[] = [], body = "") =>
@@ -142,7 +149,10 @@ export async function startConnectionPhone(options: ConnectionPhoneOptions): Pro
       void (options.answerOffer ? options.answerOffer(offer, reinvite) : Promise.resolve(fixed)).then(
         (sdp) => {
           reply(message, "200 OK", [`Contact: ${contact}`, "Content-Type: application/sdp"], sdp);
-          if (!reinvite) answered.push(callId);
+          if (!reinvite) {
+            answered.push(callId);
+            invites.set(callId, message);
+          }
         },
         () => reply(message, "488 Not Acceptable Here"),
       );
@@ -232,6 +242,33 @@ export async function startConnectionPhone(options: ConnectionPhoneOptions): Pro
           return Number((await request(bye, callId, `${cseq + 1} BYE`)).slice(8, 11));
         },
       };
+    },
+    async reinvite(callId, sdp) {
+      const invite = invites.get(callId);
+      if (!invite) throw new Error(`no call ${callId} answered here`);
+      // As its callee: the route set is the INVITE's Record-Routes in order, the target its caller's
+      // Contact, From our To (with the tag we answered with), To its From.
+      const d = {
+        target: /<([^>]+)>/.exec(headers(invite, "Contact")[0]!)![1]!,
+        routes: headers(invite, "Record-Route").flatMap((h) => h.split(/,\s*(?=<)/)),
+        from: `${headers(invite, "To")[0]}${/;tag=/.test(headers(invite, "To")[0]!) ? "" : ";tag=tlsphone"}`,
+        to: headers(invite, "From")[0]!,
+        callId,
+        cseq: 101,
+      };
+      const lines = inDialog("INVITE", d).filter((l) => !l.startsWith("Content-Length"));
+      lines.push(`Contact: ${contact}`, "Content-Type: application/sdp", `Content-Length: ${Buffer.byteLength(sdp)}`);
+      const final = await new Promise<string>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error("no reply to the re-INVITE")), 10_000);
+        waiting.set(`${callId} 101 INVITE`, (message) => {
+          clearTimeout(timer);
+          resolve(message);
+        });
+        carrier.send(sipMessage(lines, sdp));
+      });
+      const status = Number(final.slice(8, 11));
+      if (status >= 200 && status < 300) carrier.send(sipMessage(inDialog("ACK", d)));
+      return { status, answer: final.slice(final.indexOf("\r\n\r\n") + 4) };
     },
     async register() {
       const callId = `${crypto.randomUUID()}@${transport}`;

@@ -51,6 +51,11 @@ window.rtc = {
   async accept(name, sdp) {
     await this.peers[name].setRemoteDescription({ type: "answer", sdp });
   },
+  async reoffer(name) {
+    const pc = this.peers[name];
+    await pc.setLocalDescription(await pc.createOffer());
+    return pc.localDescription.sdp;
+  },
   async reanswer(name, sdp) {
     const pc = this.peers[name];
     await pc.setRemoteDescription({ type: "offer", sdp });
@@ -607,7 +612,7 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
   /** A media session deleted at rtpengine (a BYE, a failed call), as its log counts them. */
   const deletes = (rtpengine: Proc) => (rtpengine.stderr().match(/Received command 'delete'/g) ?? []).length;
 
-  test.skipIf(!RUN_WEBRTC)("WebRTC (RTPENGINE): a browser on a WebSocket and an RTP phone hear each other through rtpengine, whoever calls", () =>
+  test.skipIf(!RUN_WEBRTC)("WebRTC (RTPENGINE): a browser on a WebSocket and an RTP phone hear each other through rtpengine, whoever calls or re-INVITEs", () =>
     webrtcRig(async ({ port, rtpengine, edge, page, dir }) => {
       const phonePort = freePorts(1)[0]!;
       // The RTP phone: answers and echoes the media it gets; its messages are kept to read the SDP it saw.
@@ -668,6 +673,24 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
         expect(r.code, r.stderr).toBe(0);
         await eventually(async () => expect(phone!.byes.length).toBe(1));
         await eventually(async () => expect(deletes(rtpengine)).toBe(2));
+
+        // The browser, answering, re-INVITEs its caller (a hold, a new offer): its DTLS-SRTP offer
+        // reaches the RTP caller as RTP/AVP (its scenario checks), the caller's plain answer comes back
+        // as DTLS-SRTP, and the media go on.
+        const reinvited = invite("1502", "1501", "invite-reinvited.xml", ["-d", "4000", "-rtp_echo"], `127.0.0.1:${port}`);
+        await eventually(async () => expect(phone!.answered.length).toBe(2), 10_000);
+        await eventually(async () => expect(await received(page, "in")).toBeGreaterThan(25), 15_000);
+        const reoffer: string = await page.evaluate(() => (window as any).rtc.reoffer("in"));
+        const re = await phone.reinvite(phone.answered[1]!, reoffer);
+        expect(re.status).toBe(200);
+        expect(re.answer).toMatch(/^m=audio \d+ UDP\/TLS\/RTP\/SAVPF /m);
+        expect(re.answer).toMatch(/^a=fingerprint:/m);
+        await page.evaluate(([sdp]) => (window as any).rtc.accept("in", sdp), [re.answer]);
+        const heard = await received(page, "in");
+        await eventually(async () => expect(await received(page, "in")).toBeGreaterThan(heard + 25), 4000);
+        const r2 = await reinvited;
+        expect(r2.code, r2.stderr).toBe(0);
+        await eventually(async () => expect(deletes(rtpengine)).toBe(3));
         await eventually(async () => expect((await calls()).filter((c) => c.user_id === browserUser || c.agent_id === browserUser).length).toBeGreaterThanOrEqual(2));
         expect(edge.log()).not.toMatch(/rtpengine refused/);
       } finally {
