@@ -164,14 +164,14 @@ export async function startConnectionPhone(options: ConnectionPhoneOptions): Pro
   });
 
   /** Sends a request and waits for its final reply. */
-  function request(lines: string[], callId: string, cseq: string): Promise<string> {
+  function request(lines: string[], callId: string, cseq: string, body = ""): Promise<string> {
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no reply to ${cseq}`)), 5000);
+      const timer = setTimeout(() => reject(new Error(`no reply to ${cseq}`)), 10_000);
       waiting.set(`${callId} ${cseq}`, (message) => {
         clearTimeout(timer);
         resolve(message);
       });
-      carrier.send(sipMessage(lines));
+      carrier.send(sipMessage(lines, body));
     });
   }
 
@@ -208,24 +208,15 @@ export async function startConnectionPhone(options: ConnectionPhoneOptions): Pro
         "Content-Type: application/sdp",
         `Content-Length: ${Buffer.byteLength(sdp)}`,
       ];
-      const send = (lines: string[], cseq: string) =>
-        new Promise<string>((resolve, reject) => {
-          const timer = setTimeout(() => reject(new Error(`no reply to ${cseq}`)), 10_000);
-          waiting.set(`${callId} ${cseq}`, (message) => {
-            clearTimeout(timer);
-            resolve(message);
-          });
-          carrier.send(sipMessage(lines, sdp));
-        });
       const firstVia = via();
-      let final = await send(invite(1, firstVia), "1 INVITE");
+      let final = await request(invite(1, firstVia), callId, "1 INVITE", sdp);
       let cseq = 1;
       if (final.startsWith("SIP/2.0 407")) {
         // The ACK of a negative reply: hop by hop, the INVITE's branch and the reply's To.
         carrier.send(sipMessage([`ACK ${uri} SIP/2.0`, `Via: ${firstVia}`, "Max-Forwards: 70", `From: ${from}`, `To: ${headers(final, "To")[0]}`, `Call-ID: ${callId}`, "CSeq: 1 ACK", "Content-Length: 0"]));
         const auth = digestAnswer(headers(final, "Proxy-Authenticate")[0]!, "INVITE", uri, user, domain, password);
         cseq = 2;
-        final = await send(invite(2, via(), auth), "2 INVITE");
+        final = await request(invite(2, via(), auth), callId, "2 INVITE", sdp);
       }
       const status = Number(final.slice(8, 11));
       if (status < 200 || status >= 300) return { status, callId, answer: "", hangup: async () => 0 };
@@ -258,14 +249,7 @@ export async function startConnectionPhone(options: ConnectionPhoneOptions): Pro
       };
       const lines = inDialog("INVITE", d).filter((l) => !l.startsWith("Content-Length"));
       lines.push(`Contact: ${contact}`, "Content-Type: application/sdp", `Content-Length: ${Buffer.byteLength(sdp)}`);
-      const final = await new Promise<string>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error("no reply to the re-INVITE")), 10_000);
-        waiting.set(`${callId} 101 INVITE`, (message) => {
-          clearTimeout(timer);
-          resolve(message);
-        });
-        carrier.send(sipMessage(lines, sdp));
-      });
+      const final = await request(lines, callId, "101 INVITE", sdp);
       const status = Number(final.slice(8, 11));
       if (status >= 200 && status < 300) carrier.send(sipMessage(inDialog("ACK", d)));
       return { status, answer: final.slice(final.indexOf("\r\n\r\n") + 4) };

@@ -619,14 +619,14 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
       const rtpPhone = startSipp("uas.xml", ["-p", String(phonePort), "-mp", String(nextMediaPort()), "-rtp_echo", "-trace_msg", "-message_file", join(dir, "uas.log")]);
       let phone: ConnectionPhone | undefined;
       try {
-        const { userId: browserUser } = await addSipUser(parley, tenant, "1501");
-        await addSipUser(parley, tenant, "1502");
-        expect((await register("1502", phonePort)).code).toBe(0);
+        const { userId: browserUser } = await addSipUser(parley, tenant, "1701");
+        await addSipUser(parley, tenant, "1702");
+        expect((await register("1702", phonePort)).code).toBe(0);
         const offers: string[] = [];
         phone = await startConnectionPhone({
           transport: "ws",
           port,
-          user: "1501",
+          user: "1701",
           domain: tenant.domain,
           password: PASSWORD,
           answerOffer: async (offer, reinvite) => {
@@ -635,12 +635,12 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
           },
         });
         expect(await phone.register()).toBe(200);
-        await isRegistered("1501");
+        await isRegistered("1701");
 
         // The browser calls the RTP phone: the phone is offered plain RTP, the browser gets DTLS-SRTP with ICE.
         const offer: string = await page.evaluate(() => (window as any).rtc.offer("out"));
         expect(offer).toContain("UDP/TLS/RTP/SAVPF");
-        const placed = await phone.call("1502", offer);
+        const placed = await phone.call("1702", offer);
         expect(placed.status).toBe(200);
         expect(placed.answer).toMatch(/^m=audio \d+ UDP\/TLS\/RTP\/SAVPF /m);
         expect(placed.answer).toMatch(/^a=fingerprint:/m);
@@ -660,7 +660,7 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
         // The RTP phone (a sipp caller echoing its media) calls the browser over the same edge, and
         // sends a re-INVITE halfway: the browser is offered DTLS-SRTP again, the phone must get plain
         // RTP in the 200 (its scenario checks), and the media go on.
-        const inbound = invite("1502", "1501", "invite-reinvite.xml", ["-d", "5000", "-rtp_echo"], `127.0.0.1:${port}`);
+        const inbound = invite("1702", "1701", "invite-reinvite.xml", ["-d", "5000", "-rtp_echo"], `127.0.0.1:${port}`);
         await eventually(async () => expect(offers.length).toBe(1), 10_000);
         expect(offers[0]).toMatch(/^m=audio \d+ UDP\/TLS\/RTP\/SAVPF /m);
         await eventually(async () => expect(await received(page, "in")).toBeGreaterThan(25), 15_000);
@@ -677,7 +677,7 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
         // The browser, answering, re-INVITEs its caller (a hold, a new offer): its DTLS-SRTP offer
         // reaches the RTP caller as RTP/AVP (its scenario checks), the caller's plain answer comes back
         // as DTLS-SRTP, and the media go on.
-        const reinvited = invite("1502", "1501", "invite-reinvited.xml", ["-d", "4000", "-rtp_echo"], `127.0.0.1:${port}`);
+        const reinvited = invite("1702", "1701", "invite-reinvited.xml", ["-d", "4000", "-rtp_echo"], `127.0.0.1:${port}`);
         await eventually(async () => expect(phone!.answered.length).toBe(2), 10_000);
         await eventually(async () => expect(await received(page, "in")).toBeGreaterThan(25), 15_000);
         const reoffer: string = await page.evaluate(() => (window as any).rtc.reoffer("in"));
