@@ -294,6 +294,32 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
     expect(cdr.to).toBe("1004");
   });
 
+  test("a callee that rings and never answers is cancelled after the user's ring timeout, and the call goes on to voicemail (408); the branch carries /route's headers", async () => {
+    const h = { "x-api-key": tenant.key };
+    const ringing = await addSipUser(parley, tenant, "1801");
+    const box = await api("POST", `${parley.publicUrl}/v1/voicemails`, { name: "1801's box" }, h);
+    expect(box.status, JSON.stringify(box.body)).toBe(201);
+    const patch = await api("PATCH", `${parley.publicUrl}/v1/users/${ringing.userId}`, { voicemail_id: box.body.data.id, ring_timeout_sec: 5 }, h);
+    expect(patch.status, JSON.stringify(patch.body)).toBe(200);
+    const [port] = freePorts(1) as [number];
+    // The phone fails its call unless the INVITE carries X-Account-Id and X-Call-Direction (check_it).
+    const phone = startSipp("uas-ringing.xml", ["-p", String(port), "-mp", String(nextMediaPort()), "-m", "1"]);
+    await Bun.sleep(200);
+    try {
+      expect((await register("1801", port)).code).toBe(0);
+      // The caller's sipp gives up after 20 s: the edge's own INVITE timeout (60 s) would be too late.
+      const r = await invite("1001", "1801");
+      expect(r.code, r.stderr + r.stdout.slice(-1500) + kamailio.log().slice(-2000)).toBe(0);
+      expect(r.statuses).toContain(200);
+      const callId = r.callIds.at(-1)!;
+      expect(kamailio.log()).toMatch(new RegExp(`failover: 408 to voicemail:${escapeRe(box.body.data.id)} via sip:127\\.0\\.0\\.1:${enginePort} call=${escapeRe(callId)}`));
+      // The phone saw the headers, was cancelled and ended its one call cleanly.
+      expect(await Promise.race([phone.proc.exited, Bun.sleep(10_000).then(() => "still running")]), phone.stderr() + phone.stdout().slice(-1500)).toBe(0);
+    } finally {
+      await phone.stop();
+    }
+  });
+
   test("a callee's final refusal reaches the caller, and the CDR's hangup cause is the edge's mapping of its code", async () => {
     // No voicemail or forward: the refusal is the call's end (a busy callee with voicemail fails over, above).
     const cases: Array<[number, string, string]> = [
