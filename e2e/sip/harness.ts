@@ -210,6 +210,8 @@ export interface SippResult {
   statuses: number[];
   /** Call-IDs of the calls sipp made (from -trace_msg), to find them in Kamailio's log. */
   callIds: string[];
+  /** Every message sipp sent and received (-trace_msg), to check a header a callee echoed. */
+  messages: string;
 }
 
 /**
@@ -246,7 +248,7 @@ export async function runSipp(scenario: string, target: string, args: string[], 
   const statuses = [...messages.matchAll(/^SIP\/2\.0 (\d{3})/gm)].map((m) => Number(m[1]));
   const callIds = [...new Set([...messages.matchAll(/^Call-ID:\s*(\S+)/gim)].map((m) => m[1]!))];
   rmSync(dir, { recursive: true, force: true });
-  return { code: proc.exitCode, stdout, stderr: stderr + err, stats, statuses, callIds };
+  return { code: proc.exitCode, stdout, stderr: stderr + err, stats, statuses, callIds, messages };
 }
 
 export const HAVE_RTPENGINE = Bun.which("rtpengine") !== null;

@@ -286,6 +286,7 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
     expect(r.statuses).toContain(200);
     const callId = r.callIds.at(-1)!;
     expect(kamailio.log()).toMatch(new RegExp(`failover: 486 to voicemail:${escapeRe(box.body.data.id)} via sip:127\\.0\\.0\\.1:${enginePort} call=${escapeRe(callId)}`));
+    expect(r.messages).toContain(`X-Taken: X-Dest: voicemail:${box.body.data.id}; X-Failover: 486; \r\n`);
     const cdr = await eventually(async () => {
       const c = (await calls()).find((x) => x.sip_call_id === callId);
       expect(c).toMatchObject({ status: "completed", answered: 1 });
@@ -313,6 +314,7 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
       expect(r.statuses).toContain(200);
       const callId = r.callIds.at(-1)!;
       expect(kamailio.log()).toMatch(new RegExp(`failover: 408 to voicemail:${escapeRe(box.body.data.id)} via sip:127\\.0\\.0\\.1:${enginePort} call=${escapeRe(callId)}`));
+      expect(r.messages).toContain(`X-Taken: X-Dest: voicemail:${box.body.data.id}; X-Failover: 408; \r\n`);
       // The phone saw the headers, was cancelled and ended its one call cleanly.
       expect(await Promise.race([phone.proc.exited, Bun.sleep(10_000).then(() => "still running")]), phone.stderr() + phone.stdout().slice(-1500)).toBe(0);
     } finally {
@@ -381,6 +383,52 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
     expect(kamailio.log()).toMatch(/ctl \/route rc=200 us=\d+ action=outbound to=14155550123/);
   });
 
+  test("an outbound call fails over from a trunk that answers 503 to the next route's trunk, which gets its own caller ID and /route's headers", async () => {
+    const [primaryPort, backupPort] = freePorts(2) as [number, number];
+    const dir = mkdtempSync(join(tmpdir(), "sipp-trunks-"));
+    const refusing = join(dir, "uas-503.xml");
+    writeFileSync(refusing, readFileSync(join(import.meta.dir, "scenarios", "uas-reply.template.xml"), "utf8").replaceAll("{{code}}", "503").replaceAll("{{reason}}", "Service Unavailable"));
+    // The backup carrier fails the call (check_it) unless the INVITE is From the backup trunk's caller
+    // ID (not the primary's, whose branch came first) and carries X-Account-Id.
+    const checking = join(dir, "uas-backup.xml");
+    const checks = `<recv request="INVITE" crlf="true"><action>
+      <ereg regexp="From: [^\\r\\n]*sip:12125550100@" search_in="msg" check_it="true" assign_to="from"/>
+      <ereg regexp="X-Account-Id: ${tenant.accountId}" search_in="msg" check_it="true" assign_to="acc"/>
+    </action></recv>`;
+    writeFileSync(checking, readFileSync(join(import.meta.dir, "scenarios", "uas.xml"), "utf8").replace('<recv request="INVITE" crlf="true"/>', checks).replace("</scenario>", '<Reference variables="from,acc"/>\n</scenario>'));
+    const primary = startSipp(refusing, ["-p", String(primaryPort), "-mp", String(nextMediaPort()), "-m", "1"]);
+    const backup = startSipp(checking, ["-p", String(backupPort), "-mp", String(nextMediaPort()), "-m", "1"]);
+    const before = tenant.config;
+    await applyTenantConfig(parley, tenant, {
+      trunks: [
+        ...(before.trunks as unknown[]),
+        { name: "nyc-primary", role: "carrier", direction: "outbound", proxy: `127.0.0.1:${primaryPort}`, transport: "udp", cid_number: "12125550111" },
+        { name: "nyc-backup", role: "carrier", direction: "outbound", proxy: `127.0.0.1:${backupPort}`, transport: "udp", cid_number: "12125550100" },
+      ],
+      outbound_routes: [
+        ...(before.outbound_routes as unknown[]),
+        { name: "nyc-1", match_prefix: "1212", via: "trunk", trunk: "nyc-primary", priority: 10 },
+        { name: "nyc-2", match_prefix: "1212", via: "trunk", trunk: "nyc-backup", priority: 20 },
+      ],
+    });
+    await Bun.sleep(200);
+    try {
+      const r = await invite("1001", "12125550199");
+      expect(r.code, r.stderr + r.stdout.slice(-1500) + kamailio.log().slice(-2000)).toBe(0);
+      expect(r.statuses).toContain(200);
+      expect(r.statuses).not.toContain(503);
+      const exited = (p: Proc) => Promise.race([p.proc.exited, Bun.sleep(10_000).then(() => "still running")]);
+      expect(await exited(primary), primary.stderr()).toBe(0);
+      expect(await exited(backup), backup.stderr() + backup.stdout().slice(-1500)).toBe(0);
+      const callId = r.callIds.at(-1)!;
+      await eventually(async () => expect((await calls()).find((x) => x.sip_call_id === callId)).toMatchObject({ status: "completed", answered: 1, direction: "outbound" }));
+    } finally {
+      await applyTenantConfig(parley, tenant, before);
+      await primary.stop();
+      await backup.stop();
+    }
+  });
+
   test("INVITE to a DNC number is refused with 603 by the routing decision", async () => {
     const r = await invite("1001", tenant.dnc, "invite-refused.xml");
     expect(r.code, r.stderr).toBe(0);
@@ -429,6 +477,23 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
     expect(cdr.trunk_id).toMatch(/^trk_/);
     expect(cdr.ended_at).toBeGreaterThan(0);
     expect(kamailio.log()).toMatch(new RegExp(`ctl /route rc=200 us=\\d+ action=proxy to=${did}`));
+  });
+
+  test("inbound from a trunk to a DID whose destination is a voicemail box: a flow action, the call handed to the media engine with what to run", async () => {
+    const h = { "x-api-key": tenant.key };
+    const box = await api("POST", `${parley.publicUrl}/v1/voicemails`, { name: "front desk" }, h);
+    expect(box.status, JSON.stringify(box.body)).toBe(201);
+    const did = `1629${String(Math.floor(Math.random() * 1e7)).padStart(7, "0")}`;
+    const num = await api("POST", `${parley.publicUrl}/v1/numbers`, { e164: did, dest_kind: "voicemail", dest_id: box.body.data.id }, h);
+    expect(num.status, JSON.stringify(num.body)).toBe(201);
+    const r = await runSipp("invite-noauth.xml", edge(), ["-i", TRUNK_IP, "-s", did, "-key", "from_user", "14155559877", "-key", "domain", "127.0.0.1", "-d", "500", "-m", "1", "-timeout", "20s"]);
+    expect(r.code, r.stderr + r.stdout.slice(-1500)).toBe(0);
+    expect(r.statuses).toContain(200);
+    expect(kamailio.log()).toMatch(new RegExp(`ctl /route rc=200 us=\\d+ action=flow to=${did}`));
+    // The media engine was told what to run (no failover, no flow id for a voicemail box).
+    expect(r.messages).toContain(`X-Taken: X-Dest: voicemail:${box.body.data.id}; ; \r\n`);
+    const callId = r.callIds.at(-1)!;
+    await eventually(async () => expect((await calls()).find((x) => x.sip_call_id === callId)).toMatchObject({ direction: "inbound", status: "completed", answered: 1, number_id: num.body.data.id }));
   });
 
   test("a caller withholding its identity (Privacy: id) is refused 433 by a number that refuses anonymous calls", async () => {
