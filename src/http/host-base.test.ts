@@ -234,6 +234,31 @@ describe(`host base [${storeKind}]`, () => {
     }
   });
 
+  test("a body nested deeper than 64 levels is a 400 naming where, on the API (before the credential is even needed) and at the edge, changing nothing", async () => {
+    const t = await seedTenant(platform);
+    const app = createPublicApp(platform);
+    const before = (await call(app, "GET", "/v1/keys", { key: t.key })).body.data.length;
+    const deep = (depth: number) => `{"label":"k","meta":${"[".repeat(depth)}${"]".repeat(depth)}}`;
+    for (const body of [deep(64), deep(100_000)]) {
+      for (const key of [t.key, undefined]) {
+        const r = await call(app, "POST", "/v1/keys", { key, body });
+        expect(r.status).toBe(400);
+        expect(r.body).toMatchObject({ ok: false, error: "validation_failed", details: [{ path: `/meta${"/0".repeat(63)}`, message: expect.stringContaining("64") }] });
+      }
+    }
+    expect((await call(app, "GET", "/v1/keys", { key: t.key })).body.data.length).toBe(before);
+    const control = listenControl(platform, [edgeAuthRoutes, routeRoutes]);
+    try {
+      for (const path of ["/auth", "/route"]) {
+        const r = await fetch(`${control.base}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: `{"x":${"[".repeat(20_000)}${"]".repeat(20_000)}}` });
+        expect(r.status, path).toBe(400);
+        expect(((await r.json()) as { error: string }).error).toBe("validation_failed");
+      }
+    } finally {
+      await control.stop();
+    }
+  });
+
   test("a lone UTF-16 surrogate in a body (not Unicode text) is a 400 naming where, on the API and at the edge", async () => {
     const t = await seedTenant(platform);
     const app = createPublicApp(platform);

@@ -7,7 +7,7 @@ import { Elysia } from "elysia";
 import { AppError, ERROR_STATUS } from "../core/errors/app-error.ts";
 import type { Platform } from "../core/platform.ts";
 import { describeError } from "./describe-error.ts";
-import { duplicateMemberPath } from "./json-duplicates.ts";
+import { jsonTextProblem, MAX_JSON_DEPTH } from "./json-duplicates.ts";
 import { beginRequest, requestMeta } from "./request-context.ts";
 import { apiModels } from "./api-models.ts";
 import { errorDetails } from "../core/validation/error-details.ts";
@@ -209,6 +209,7 @@ function toAppError(code: string | number, error: unknown, request: Request, acc
 
 /** A query parameter or a JSON member given twice (no parameter is a list; which value would count is a guess). */
 const GIVEN_TWICE = "Given more than once; send one value.";
+const TOO_DEEP = `Nested too deep: arrays and objects may be nested at most ${MAX_JSON_DEPTH} levels.`;
 
 /**
  * The 400 of a query string the route cannot read as sent (null: none): a parameter on a route that
@@ -357,9 +358,13 @@ export function hostBase(platform: Platform, options: HostBaseOptions) {
         } catch {
           throw unparsable(options.accept);
         }
-        // JSON.parse keeps the last of two members of one name: refused, as a field given twice is.
-        const twice = duplicateMemberPath(text);
-        if (twice !== null) throw new AppError("validation_failed", "The request is not valid.", { details: [{ path: twice, message: GIVEN_TWICE }] });
+        // JSON.parse keeps the last of two members of one name: refused, as a field given twice is. So is
+        // nesting no request needs, which walks of the value (the stores' JSON parsers too) cannot follow.
+        const problem = jsonTextProblem(text);
+        if (problem !== null) {
+          const message = problem.kind === "twice" ? GIVEN_TWICE : TOO_DEEP;
+          throw new AppError("validation_failed", "The request is not valid.", { details: [{ path: problem.path, message }] });
+        }
         return parsed;
       }
     })

@@ -1,5 +1,10 @@
 import { describe, expect, test } from "bun:test";
-import { duplicateMemberPath } from "./json-duplicates.ts";
+import { jsonTextProblem, MAX_JSON_DEPTH } from "./json-duplicates.ts";
+
+const duplicateMemberPath = (text: string) => {
+  const found = jsonTextProblem(text);
+  return found?.kind === "twice" ? found.path : null;
+};
 
 describe("duplicateMemberPath", () => {
   test("no member named twice in one object: null, however names repeat across objects and arrays", () => {
@@ -19,5 +24,13 @@ describe("duplicateMemberPath", () => {
     expect(duplicateMemberPath('{"a":1,"\\u0061":2}')).toBe("/a");
     expect(duplicateMemberPath('{"a/b":1,"a\\/b":2}')).toBe("/a~1b");
     expect(duplicateMemberPath('{"x~y":{"q\\"":1,"q\\"":2}}')).toBe('/x~0y/q"');
+  });
+
+  test("nesting deeper than MAX_JSON_DEPTH is found where it goes too deep, at any size; strings do not count", () => {
+    const nested = (depth: number) => `{"x":${"[".repeat(depth - 1)}${"]".repeat(depth - 1)}}`;
+    expect(jsonTextProblem(nested(MAX_JSON_DEPTH))).toBeNull();
+    expect(jsonTextProblem(nested(MAX_JSON_DEPTH + 1))).toEqual({ path: `/x${"/0".repeat(MAX_JSON_DEPTH - 1)}`, kind: "deep" });
+    expect(jsonTextProblem(`[${"[".repeat(100_000)}${"]".repeat(100_000)}]`)?.kind).toBe("deep");
+    expect(jsonTextProblem(JSON.stringify({ s: "[".repeat(1000) }))).toBeNull();
   });
 });

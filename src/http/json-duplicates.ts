@@ -33,14 +33,26 @@ interface Frame {
   index: number;
 }
 
+/** Deepest nesting of arrays and objects a request body may have: no request needs more, and walks of deeper values (the stores' JSON parsers among them) run out of stack. */
+export const MAX_JSON_DEPTH = 64;
+
+/** What makes a valid JSON text unfit as a request body: a member given twice, or nesting deeper than MAX_JSON_DEPTH. */
+export interface JsonTextProblem {
+  /** JSON Pointer of the member given twice, or of the value whose child nests too deep. */
+  path: string;
+  kind: "twice" | "deep";
+}
+
 /**
- * The JSON Pointer of the first member whose name its object already had, or null. `text` must be
- * valid JSON (it is scanned after `JSON.parse` accepted it).
- * @example duplicateMemberPath('{"a":1,"b":{"c":1,"c":2}}') // "/b/c"
+ * The first problem of a valid JSON text as a request body (it is scanned after `JSON.parse`
+ * accepted it), in one pass; null when none.
+ * @example jsonTextProblem('{"a":1,"b":{"c":1,"c":2}}') // { path: "/b/c", kind: "twice" }
  */
-export function duplicateMemberPath(text: string): string | null {
-  // No object can hold two members without a comma between them.
-  if (text.indexOf(",") === -1) return null;
+export function jsonTextProblem(text: string): JsonTextProblem | null {
+  return scanJson(text);
+}
+
+function scanJson(text: string): JsonTextProblem | null {
   const stack: Frame[] = [];
   const path = () => stack.map((f) => `/${f.at}`).join("");
   for (let i = 0; i < text.length; ) {
@@ -50,15 +62,17 @@ export function duplicateMemberPath(text: string): string | null {
       const top = stack[stack.length - 1];
       if (top?.names && top.expectName) {
         top.at = pointerToken(value);
-        if (top.names.has(value)) return path();
+        if (top.names.has(value)) return { path: path(), kind: "twice" };
         top.names.add(value);
         top.expectName = false;
       }
       i = end;
       continue;
     }
-    if (c === 123 /* { */) stack.push({ names: new Set(), at: "", expectName: true, index: 0 });
-    else if (c === 91 /* [ */) stack.push({ names: null, at: "0", expectName: false, index: 0 });
+    if (c === 123 /* { */ || c === 91 /* [ */) {
+      if (stack.length === MAX_JSON_DEPTH) return { path: path(), kind: "deep" };
+      stack.push(c === 123 ? { names: new Set(), at: "", expectName: true, index: 0 } : { names: null, at: "0", expectName: false, index: 0 });
+    }
     else if (c === 125 /* } */ || c === 93 /* ] */) stack.pop();
     else if (c === 44 /* , */) {
       const top = stack[stack.length - 1]!;

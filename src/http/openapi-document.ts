@@ -125,7 +125,8 @@ function completeOperations(paths: JsonObject, options: DocumentOptions, errorSc
         const needs = scope === "any" ? "Any valid credential (no scope needed)." : `Scope: ${scope}.`;
         operation.description = typeof operation.description === "string" && operation.description ? `${needs} ${operation.description}` : needs;
         const forbidden = isObject(responses) ? responses["403"] : undefined;
-        if (isObject(forbidden) && scope !== "any") forbidden.description = `The credential lacks the scope ${scope} (error forbidden, need: "${scope}").`;
+        // A route taking one of several scopes names the first as need.
+        if (isObject(forbidden) && scope !== "any") forbidden.description = `The credential lacks the scope ${scope} (error forbidden, need: "${scope.split(" or ")[0]}").`;
       }
       // Other media types of the success reply, declared by the route (detail "x-also-returns":
       // GET /v1/calls?format=csv), listed beside its JSON rather than as one more JSON shape.

@@ -231,6 +231,14 @@ describe(`realtime stream: tickets [${storeKind}]`, () => {
     expect(asked.status).toBe(403);
     expect(asked.body).toMatchObject({ error: "forbidden", need: "wallboard" });
     expect((await call(api, "POST", "/v1/events/ticket")).status).toBe(401);
+    // An Idempotency-Key another key of the account used does not hand its ticket to a key without the scope.
+    const headers = { "idempotency-key": `shared-${crypto.randomUUID()}` };
+    const first = await call(api, "POST", "/v1/events/ticket", { key: t.key, headers });
+    expect(first.status).toBe(200);
+    const replay = await call(api, "POST", "/v1/events/ticket", { key: cdrOnly, headers });
+    expect(replay.status).toBe(403);
+    expect(replay.body).toMatchObject({ ok: false, error: "forbidden", need: "events" });
+    expect(JSON.stringify(replay.body)).not.toContain(first.body.data.ticket);
     const bad = await call(api, "POST", "/v1/events/ticket", { key: t.key, body: { kind: "everything" } });
     expect(bad.status).toBe(400);
     expect(bad.body.error).toBe("validation_failed");

@@ -137,6 +137,11 @@ describe(`POST /presence/event register [${storeKind}]`, () => {
       [register(t.accountId, u.deviceId, { transport: "carrier-pigeon" }), "/transport", "json"],
       [register(t.accountId, u.deviceId, { source_ip: "300.1.1.1" }), "/source_ip", "json"],
       [register(t.accountId, u.deviceId, { surprise: 1 }), "/surprise", "json"],
+      // Path and socket go back to the edge as a branch's routing data: no header breaks in them.
+      [register(t.accountId, u.deviceId, { path: "<sip:a;lr>\r\nX-Evil: 1" }), "/path", "json"],
+      [register(t.accountId, u.deviceId, { socket: "udp:1.2.3.4:5060\r\nX-Evil: 2" }), "/socket", "json"],
+      [register(t.accountId, u.deviceId, { socket: "udp 1.2.3.4 5060" }), "/socket", "form"],
+      [register(t.accountId, u.deviceId, { instance: "<urn:uuid:1>\n" }), "/instance", "json"],
       [register(t.accountId, "dev_nope"), "/device_id", "json"],
       [{ type: "agent", account_id: t.accountId, user_id: u.userId, event: "dance" }, "/event", "json"],
       [{ type: "dialog", callId: "x", state: "ringing" }, "/state", "json"],

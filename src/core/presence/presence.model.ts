@@ -11,6 +11,9 @@ export type AgentStateName = (typeof AGENT_STATES)[number];
 export const AGENT_EVENTS = ["login", "logout", "available", "pause", "unpause"] as const;
 export type AgentEventName = (typeof AGENT_EVENTS)[number];
 
+/** Text without control characters (C0 and DEL): what goes back into SIP headers. */
+const NO_CONTROL = "^[^\\u0000-\\u001f\\u007f]*$";
+
 /** Most queues one agent event names. */
 export const MAX_AGENT_QUEUES = 100;
 
@@ -34,9 +37,16 @@ export namespace PresenceModel {
       source_ip: T.Optional(IpAddress("Address the REGISTER came from.")),
       source_port: T.Optional(T.Integer({ minimum: 1, maximum: 65535 })),
       received: T.Optional(T.String({ maxLength: 1024, format: "sip-uri", description: "Received URI (sip:<source ip>:<port>) when the source differs from the Contact (NAT)." })),
-      path: T.Optional(T.String({ maxLength: 2048, description: "Path header (RFC 3327)." })),
-      socket: T.Optional(T.String({ maxLength: 255, description: "The edge socket it arrived on, e.g. udp:10.0.0.1:5060." })),
-      instance: T.Optional(T.String({ maxLength: 255, description: "+sip.instance of the Contact (RFC 5626)." })),
+      // path and socket go back to the edge as routing data of /route's branches: no control characters.
+      path: T.Optional(T.String({ maxLength: 2048, pattern: NO_CONTROL, description: "Path header (RFC 3327), no control characters." })),
+      socket: T.Optional(
+        T.String({
+          maxLength: 255,
+          pattern: "^(?:udp|tcp|tls|ws|wss|sctp|UDP|TCP|TLS|WS|WSS|SCTP):[0-9A-Za-z.:\\[\\]-]+:[0-9]{1,5}$",
+          description: "The edge socket it arrived on, proto:address:port, e.g. udp:10.0.0.1:5060.",
+        }),
+      ),
+      instance: T.Optional(T.String({ maxLength: 255, pattern: NO_CONTROL, description: "+sip.instance of the Contact (RFC 5626), no control characters." })),
       call_id: T.Optional(T.String({ maxLength: 255, description: "Call-ID of the REGISTER." })),
     },
     { additionalProperties: false },

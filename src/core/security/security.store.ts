@@ -40,9 +40,15 @@ export function activeBansElsewhere(db: DbOrTx, node: string, ips: string[]): Pr
     .where(and(ne(securityBans.node, node), eq(securityBans.status, "active"), inArray(securityBans.ip, ips)));
 }
 
-/** Inserts or replaces the rows (by address and node). */
+/** Rows per statement: each row is 10 parameters, and a statement may carry at most 65,535. */
+const BANS_PER_STATEMENT = 2_000;
+
+/** Inserts or replaces the rows (by address and node), in statements of BANS_PER_STATEMENT rows. */
 export async function writeBans(db: DbOrTx, rows: SecurityBanRow[]): Promise<void> {
-  if (rows.length === 0) return;
+  for (let at = 0; at < rows.length; at += BANS_PER_STATEMENT) await writeBanChunk(db, rows.slice(at, at + BANS_PER_STATEMENT));
+}
+
+async function writeBanChunk(db: DbOrTx, rows: SecurityBanRow[]): Promise<void> {
   await db
     .insert(securityBans)
     .values(rows)

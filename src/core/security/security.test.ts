@@ -5,6 +5,9 @@ import { storeKind, testPlatform } from "../../../test/support/platform.ts";
 import { canonicalIp, canonicalRange } from "./address.ts";
 import { addToAllowlist, listAllowlist, parseReport, removeFromAllowlist, reportBans, searchBans, SILENT_NODE_SEC } from "./security.service.ts";
 import { AppError } from "../errors/app-error.ts";
+import { MAX_REPORT_BANS } from "./security.model.ts";
+import { securityBans } from "./security.schema.ts";
+import { and, count, eq } from "drizzle-orm";
 
 let platform: Platform;
 beforeAll(async () => {
@@ -37,6 +40,18 @@ describe("address canonical text", () => {
 });
 
 describe(`ban reports [${storeKind}]`, () => {
+  test("a snapshot of the most bans a report may carry is recorded whole, and the next one expires them", async () => {
+    const n = node();
+    const prefix = `2001:db8:${crypto.randomUUID().slice(0, 4)}:${crypto.randomUUID().slice(0, 4)}::`;
+    const bans = Array.from({ length: MAX_REPORT_BANS }, (_, i) => ({ ip: `${prefix}${(i + 1).toString(16)}`, reason: "pike", hits: i }));
+    const t0 = 1_900_000_000;
+    expect(await reportBans(platform.db, parseReport({ node: n, bans }), { now: t0 })).toEqual({ lift: [] });
+    const active = async () => (await platform.db.select({ n: count() }).from(securityBans).where(and(eq(securityBans.node, n), eq(securityBans.status, "active"))))[0]!.n;
+    expect(await active()).toBe(MAX_REPORT_BANS);
+    await reportBans(platform.db, parseReport({ node: n, bans: bans.slice(0, 10) }), { now: t0 + 30 });
+    expect(await active()).toBe(10);
+  });
+
   test("a snapshot records bans; the next snapshot without one expires it; a ban coming back is a repeat offender", async () => {
     const net = freshNet();
     const n = node();

@@ -11,21 +11,21 @@ const unstorable = (text: string) => text.includes("\u0000") || !text.isWellForm
  * walked (raw uploads are bytes).
  */
 export function unstorableTextPath(value: unknown, path: string): string | null {
-  if (typeof value === "string") return unstorable(value) ? path : null;
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) {
-      const found = unstorableTextPath(value[i], `${path}/${i}`);
-      if (found !== null) return found;
+  // An explicit stack, not recursion: a body nested deeper than the call stack is refused, not a 500.
+  const stack: Array<[unknown, string]> = [[value, path]];
+  while (stack.length) {
+    const [item, at] = stack.pop()!;
+    if (typeof item === "string") {
+      if (unstorable(item)) return at;
+    } else if (Array.isArray(item)) {
+      for (let i = item.length - 1; i >= 0; i--) stack.push([item[i], `${at}/${i}`]);
+    } else if (item !== null && typeof item === "object") {
+      const proto = Object.getPrototypeOf(item);
+      if (proto !== Object.prototype && proto !== null) continue; // bytes, files, dates: not text
+      const entries = Object.entries(item);
+      for (const [key] of entries) if (unstorable(key)) return at;
+      for (let i = entries.length - 1; i >= 0; i--) stack.push([entries[i]![1], `${at}/${entries[i]![0]}`]);
     }
-    return null;
-  }
-  if (value === null || typeof value !== "object") return null;
-  const proto = Object.getPrototypeOf(value);
-  if (proto !== Object.prototype && proto !== null) return null; // bytes, files, dates: not text
-  for (const [key, item] of Object.entries(value)) {
-    if (unstorable(key)) return path;
-    const found = unstorableTextPath(item, `${path}/${key}`);
-    if (found !== null) return found;
   }
   return null;
 }

@@ -147,10 +147,10 @@ export function apiAccess(platform: Platform) {
 
   return new Elysia({ name: "api-access", normalize: false })
     .macro({
-      /** The scope this route needs; `any` for any valid credential. */
-      scope: (need: string) => ({
+      /** The scope this route needs (one of them, given a list); `any` for any valid credential. */
+      scope: (need: string | readonly string[]) => ({
         // The document says it: `x-required-scope` on the operation (merged into the route's detail).
-        detail: { "x-required-scope": need } as Record<string, unknown>,
+        detail: { "x-required-scope": typeof need === "string" ? need : need.join(" or ") } as Record<string, unknown>,
         // transform runs before body validation: a caller without a valid credential learns nothing
         // about the body (401, not 400), and every attempt counts against the rate limit.
         async transform({ request, server, set }) {
@@ -189,7 +189,13 @@ export function apiAccess(platform: Platform) {
           if (!principal) throw new AppError("unauthorized", "Send an API key in x-api-key or a session token as 'Authorization: Bearer <token>'.");
           const meta = requestMeta(request);
           if (meta) meta.accountId = principal.accountId;
-          if (need !== "any" && !hasScope(principal.scopes, need)) throw forbidden(need);
+          // Checked here, before an idempotent replay could answer: a stored reply is given only to a
+          // credential that may make the request.
+          if (typeof need === "string") {
+            if (need !== "any" && !hasScope(principal.scopes, need)) throw forbidden(need);
+          } else if (!need.some((n) => hasScope(principal.scopes, n))) {
+            throw forbidden(need[0]!, `This credential lacks the scope '${need.join("' or '")}'.`);
+          }
           principals.set(request, principal);
         },
         resolve({ request }): Access {

@@ -26,7 +26,7 @@ export function eventRoutes(platform: Platform) {
     .post(
       "/v1/events/ticket",
       async ({ principal, body }) => {
-        // Scope "any" on the route: the ticket needs events OR wallboard, which one macro scope cannot say.
+        // Which of the two the ticket is (and, when asked for one, that its scope is there).
         const kind = ticketKindFor(principal.scopes, body.kind);
         const minted = await mintTicket(platform.live, {
           accountId: principal.accountId,
@@ -38,7 +38,7 @@ export function eventRoutes(platform: Platform) {
         return { ok: true as const, data: { ticket: minted.ticket, kind, expires_in: minted.expiresIn, url: streamUrl(platform, minted.ticket) } };
       },
       {
-        scope: "any",
+        scope: ["events", "wallboard"],
         idempotent: true,
         ...optionalBody(TicketModel.Mint),
         response: { 200: DataReply(TicketModel.Minted), ...errorReplies(400, 401, 403, 409, 413, 415, 422, 429) },
