@@ -181,6 +181,30 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
     expect(kamailio.log()).toMatch(/ctl \/presence\/event register rc=200/);
   });
 
+  test("REGISTER the way many desk phones write it (a display name, the lifetime as the Contact's expires) keeps its lifetime; too brief a one gets 423 with Min-Expires", async () => {
+    const u = await addSipUser(parley, tenant, "1901");
+    const args = (expires: number) => ["-s", "1901", "-au", "1901", "-ap", PASSWORD, "-key", "domain", tenant.domain, "-key", "contact_port", String(devicePort), "-key", "expires", String(expires), "-m", "1", "-timeout", "15s"];
+    const named = await runSipp("register-named.xml", edge(), args(300));
+    expect(named.code, named.stderr + named.messages.slice(-1500)).toBe(0);
+    expect(named.statuses).toEqual([401, 200]);
+    expect(kamailio.log()).toMatch(new RegExp(`ctl /presence/event register rc=200 us=\\d+ dev=${u.deviceId} expires=300 `));
+    await isRegistered("1901");
+    const brief = await runSipp("register-brief.xml", edge(), args(30));
+    expect(brief.code, brief.stderr + brief.messages.slice(-1500)).toBe(0);
+    expect(brief.messages).toContain("Min-Expires: 60\r\n");
+  });
+
+  test("a digest with an expired nonce (NONCE_EXPIRE) is challenged again with stale=true, and the phone's answer to the new nonce registers", async () => {
+    const short = await startKamailio({ controlPort: parley.controlPort, node: "edge-stale", defines: ["NONCE_EXPIRE=1"] });
+    try {
+      const r = await runSipp("register-stale.xml", `127.0.0.1:${short.port}`, ["-s", "1002", "-au", "1002", "-ap", PASSWORD, "-key", "domain", tenant.domain, "-key", "contact_port", String(devicePort), "-key", "expires", "300", "-m", "1", "-timeout", "15s"]);
+      expect(r.code, r.stderr + r.messages.slice(-2000)).toBe(0);
+      expect(r.statuses).toEqual([401, 200, 401, 200]);
+    } finally {
+      await short.stop();
+    }
+  });
+
   test("the static-route variant of the config (bench:sip's baseline, -A STATIC_ROUTE) starts and answers", async () => {
     // Kamailio checks a config's routes only when it starts: a route called outside an #!ifndef block
     // but defined inside one passes `kamailio -c` and fails here.
@@ -952,6 +976,32 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
     }, 30_000);
     const trace = await api("GET", `${parley.publicUrl}/v1/calls/${cdr.id}/trace`, undefined, { "x-api-key": tenant.key });
     expect(trace.body.data.steps.map((s: { step: string }) => s.step)).toEqual(expect.arrayContaining(["cac", "edge", "dialog"]));
+    await eventually(async () => expect((await cac()).data.cac).toEqual([]));
+  });
+
+  test("a caller that hangs up while its call is routed gets 487, and the call is recorded as cancelled, its CAC slot given back", async () => {
+    // An address of this test's own, challenged by the edge itself from here (see above), so the
+    // call's one control call is its /route with the digest.
+    const from = ["-i", "127.0.0.8"];
+    expect((await invite("1003", tenant.dnc, "invite-refused.xml", from)).code).toBe(0);
+    // Parley frozen for a second (under HTTP_TIMEOUT): the caller's CANCEL comes while /route waits.
+    process.kill(parley.proc.pid, "SIGSTOP");
+    let r: Awaited<ReturnType<typeof invite>>;
+    try {
+      const cancelled = invite("1003", tenant.trunkNumber, "invite-cancel.xml", from);
+      await Bun.sleep(1200);
+      process.kill(parley.proc.pid, "SIGCONT");
+      r = await cancelled;
+    } finally {
+      process.kill(parley.proc.pid, "SIGCONT");
+    }
+    expect(r.code, r.stderr + r.messages.slice(-2000)).toBe(0);
+    expect(r.statuses).toContain(487);
+    expect(r.statuses).not.toContain(500);
+    await eventually(async () => {
+      const c = (await calls()).find((x) => x.sip_call_id === r.callIds.at(-1));
+      expect(c).toMatchObject({ answered: 0, sip_code: 487, hangup_cause: "ORIGINATOR_CANCEL", billsec: 0 });
+    }, 15_000);
     await eventually(async () => expect((await cac()).data.cac).toEqual([]));
   });
 
