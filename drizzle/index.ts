@@ -9,6 +9,7 @@ import m5 from "./0005_webhook_due.sql" with { type: "text" };
 import m6 from "./0006_call_record_hot.sql" with { type: "text" };
 import m7 from "./0007_statistics.sql" with { type: "text" };
 import m8 from "./0008_config_notify.sql" with { type: "text" };
+import m9 from "./0009_event_commit_order.sql" with { type: "text" };
 
 /** Every migration, in order. */
 export const migrations: Migration[] = [
@@ -21,4 +22,5 @@ export const migrations: Migration[] = [
   { tag: "0006_call_record_hot", sql: m6 },
   { tag: "0007_statistics", sql: m7 },
   { tag: "0008_config_notify", sql: m8 },
+  { tag: "0009_event_commit_order", sql: m9 },
 ];

@@ -370,6 +370,38 @@ describe(`realtime stream: resume [${storeKind}]`, () => {
     second.close();
   });
 
+  // PostgreSQL: two transactions emit at once (PGlite runs one transaction at a time, so ids always
+  // commit in order there).
+  test.skipIf(!storeKind.startsWith("postgres"))("an event committed after a later one (a smaller id, a slower transaction) is replayed on resume from the later one", async () => {
+    const t = await seedTenant(platform);
+    const first = await open(t.key);
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let written!: (id: number) => void;
+    const slowId = new Promise<number>((resolve) => (written = resolve));
+    // The slow transaction takes its id first and commits last.
+    const slow = platform.events.transaction(async (_tx, emit) => {
+      written((await emit(t.accountId, "test", { message: "slow", webhook_id: null, ts: Date.now() })).id);
+      await gate;
+    });
+    const id = await slowId;
+    const fast = await testEvent(t.accountId, "fast");
+    expect(fast.id).toBeGreaterThan(id);
+    await first.until(() => first.events().length === 1);
+    expect(ids(first.messages)).toEqual([fast.id]);
+    first.close();
+    await first.closed;
+    release();
+    await slow;
+    // Resumed from the last event it saw, the client gets the one committed after it, once.
+    const second = await open(t.key, `&last_event_id=${pub(fast)}`);
+    await second.until(() => second.events().length >= 1);
+    const later = await testEvent(t.accountId, "later");
+    await second.until(() => ids(second.messages).includes(later.id));
+    expect(ids(second.messages)).toEqual([id, later.id]);
+    second.close();
+  });
+
   test("events emitted while a resume reads the store arrive exactly once (the seam)", async () => {
     const t = await seedTenant(platform);
     const beforeEvents: PlatformEvent[] = [];

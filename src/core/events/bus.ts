@@ -6,7 +6,7 @@
  * worker). Publishing is best effort; the table is the truth, so consumers that missed a publish
  * catch up from it (stream resume, delivery polling).
  */
-import { and, asc, eq, gt, inArray, sql, type SQL } from "drizzle-orm";
+import { sql, type SQL } from "drizzle-orm";
 import { resultRows, type Db, type Tx } from "../db/db.ts";
 import { rawRows } from "../db/migrate.ts";
 import { rawJson } from "../db/sql-text.ts";
@@ -120,7 +120,12 @@ export interface EventBus {
   onCommitted(listener: (events: PlatformEvent[]) => void): () => void;
   /** Live events of one account, from every instance (via the live store's pub/sub). */
   subscribe(accountId: string, handler: (event: PlatformEvent) => void): Promise<() => Promise<void>>;
-  /** Stored events of one account with id > afterId, oldest first (resume). */
+  /**
+   * Stored events of one account a client that saw event `afterId` may have missed, oldest first
+   * (resume): those with a greater id, and those with a smaller id whose transaction was still running
+   * when `afterId` was written (they commit, and are seen, after it). The latter are looked for among
+   * the account's LATE_WINDOW events before `afterId`; the client may have seen some (it dedupes by id).
+   */
   since(accountId: string, afterId: number, limit: number, names?: EventName[]): Promise<PlatformEvent[]>;
   /** The public ids of events (`evt_…`) and back. */
   ids: EventIdCodec;
@@ -157,7 +162,10 @@ export function eventChannel(accountId: string): string {
   return accountKey(accountId, "events");
 }
 
-function toEvent(row: typeof events.$inferSelect): PlatformEvent {
+/** How many of an account's events before a resume point are looked at for late commits (since()). */
+export const LATE_WINDOW = 1000;
+
+function toEvent(row: Pick<typeof events.$inferSelect, "account_id" | "id" | "name" | "data" | "ts">): PlatformEvent {
   return { id: row.id, account_id: row.account_id, event: row.name as EventName, data: row.data as Record<string, unknown>, ts: row.ts };
 }
 
@@ -338,10 +346,22 @@ export function createEventBus(deps: { db: Db; live: LiveStore; log: Logger; ids
       });
     },
     async since(accountId, afterId, limit, names) {
-      const where = [eq(events.account_id, accountId), gt(events.id, afterId)];
-      if (names?.length) where.push(inArray(events.name, names));
-      const rows = await db.select().from(events).where(and(...where)).orderBy(asc(events.id)).limit(limit);
-      return rows.map(toEvent);
+      const named = names?.length ? sql`and e.name = any(${sql.param(names)}::text[])` : sql``;
+      const rows = await rawRows<{ account_id: string; id: string | number; name: string; data: unknown; ts: string | number }>(
+        db,
+        sql`select account_id, id, name, data, ts from (
+              (select e.account_id, e.id, e.name, e.data, e.ts from event e
+                where e.account_id = ${accountId} and e.id > ${afterId} ${named}
+                order by e.id limit ${limit})
+              union all
+              (select e.account_id, e.id, e.name, e.data, e.ts from (
+                  select * from event w where w.account_id = ${accountId} and w.id < ${afterId}
+                  order by w.id desc limit ${LATE_WINDOW}) e
+                where e.txid >= (select c.txid_xmin from event c where c.account_id = ${accountId} and c.id = ${afterId}) ${named})
+            ) missed
+            order by id limit ${limit}`,
+      );
+      return rows.map((r) => toEvent({ account_id: r.account_id, id: Number(r.id), name: r.name, data: rawJson(r.data), ts: Number(r.ts) }));
     },
   };
   return bus;

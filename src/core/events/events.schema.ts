@@ -1,4 +1,5 @@
-import { bigserial, index, jsonb, pgTable, primaryKey, text } from "drizzle-orm/pg-core";
+import { sql } from "drizzle-orm";
+import { bigint, bigserial, index, jsonb, pgTable, primaryKey, text } from "drizzle-orm/pg-core";
 import { epochMillis } from "../db/columns.ts";
 
 /**
@@ -18,6 +19,14 @@ export const events = pgTable(
     data: jsonb("data").notNull(),
     /** When it happened, epoch ms (the delivery body's `ts`). */
     ts: epochMillis("ts").notNull(),
+    /**
+     * The writing transaction's id (xid8), and the oldest transaction still running when the row was
+     * written (its snapshot's xmin): ids are taken at insert but seen in commit order, so a resume from
+     * an event also replays the events of transactions that were running then (txid ≥ its txid_xmin),
+     * which may have committed after it with smaller ids. Null on rows older than these columns.
+     */
+    txid: bigint("txid", { mode: "number" }).default(sql`(pg_current_xact_id()::text::bigint)`),
+    txid_xmin: bigint("txid_xmin", { mode: "number" }).default(sql`(pg_snapshot_xmin(pg_current_snapshot())::text::bigint)`),
   },
   (t) => [primaryKey({ columns: [t.account_id, t.id] }), index("event_ts_idx").on(t.ts)],
 );

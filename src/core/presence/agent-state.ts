@@ -77,6 +77,9 @@ export interface AgentDeps {
   events: EventBus;
 }
 
+/** Thrown inside the event transaction when another change took the state first: rolled back, tried again. */
+const CHANGED_MEANWHILE = new Error("agent state changed meanwhile");
+
 /**
  * Applies `change` to the agent's state with compare-and-set (retried on a concurrent change) and
  * emits `agent.state` when the derived state changed. Returns the stored state.
@@ -105,9 +108,30 @@ async function updateAgent(
     const ts = now();
     const stored: AgentLiveState = { ...next, state, since: state === current.state ? current.since : ts };
     const ttl = stored.base === "logged_out" ? LOGGED_OUT_TTL_MS : undefined;
-    if (!(await deps.live.compareAndSet(key, raw, JSON.stringify(stored), ttl))) continue;
-    if (state !== current.state || (state === "paused" && reasonChanged)) {
-      await deps.events.emit(accountId, "agent.state", { user_id: userId, state, previous_state: current.state, reason: stored.state === "paused" ? stored.reason : null, ts }, ts);
+    const text = JSON.stringify(stored);
+    if (!(state !== current.state || (state === "paused" && reasonChanged))) {
+      if (!(await deps.live.compareAndSet(key, raw, text, ttl))) continue;
+      return stored;
+    }
+    // The state (live store) and its agent.state event (database) change together: the event is
+    // written in a transaction that commits only once the compare-and-set took, and a commit that
+    // fails puts the state back. Else a failed write left the state changed without its event, and
+    // the client's retry, finding nothing to change, never emitted it.
+    const data = { user_id: userId, state, previous_state: current.state, reason: stored.state === "paused" ? stored.reason : null, ts };
+    let swapped = false;
+    try {
+      await deps.events.transaction(async (_tx, emit) => {
+        await emit(accountId, "agent.state", data, ts);
+        swapped = await deps.live.compareAndSet(key, raw, text, ttl);
+        if (!swapped) throw CHANGED_MEANWHILE;
+      });
+    } catch (error) {
+      if (error === CHANGED_MEANWHILE) continue;
+      if (swapped) {
+        const back = raw === null ? deps.live.compareAndDelete(key, text) : deps.live.compareAndSet(key, text, raw, current.base === "logged_out" ? LOGGED_OUT_TTL_MS : undefined);
+        await back.catch(() => false);
+      }
+      throw error;
     }
     return stored;
   }

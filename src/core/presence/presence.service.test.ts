@@ -5,6 +5,8 @@ import type { Platform } from "../platform.ts";
 import { storeKind, testPlatform } from "../../../test/support/platform.ts";
 import { newId } from "../ids/ids.ts";
 import { presenceKeys } from "./presence-keys.ts";
+import { applyAgentEvent } from "./agent-state.ts";
+import type { EventBus } from "../events/bus.ts";
 import { MAX_CONTACTS_PER_DEVICE, MAX_DIALOG_MS, accountRegistrations, applyRegistration, endDialog, trackDialog, userCallCount, userCallStates, userContacts } from "./presence.service.ts";
 
 let platform: Platform;
@@ -121,5 +123,48 @@ describe(`dialog bookkeeping [${storeKind}]`, () => {
     expect(await platform.live.zscore(key, old)).toBeNull();
     // Counted at a later time, the calls first seen now are stale too.
     expect(await userCallStates(platform.live, acc, user, now + MAX_DIALOG_MS + 1)).toEqual({ early: 0, confirmed: 0 });
+  });
+});
+
+describe(`agent state and its event [${storeKind}]`, () => {
+  /** The bus, whose transactions fail as `fail` says: in the emit, or at the commit (after the body ran). */
+  function failingBus(fail: { at: "emit" | "commit" | null }): EventBus {
+    return {
+      ...platform.events,
+      transaction: (fn) =>
+        platform.events.transaction(async (tx, emit, emitMany) => {
+          const result = await fn(tx, async (...args) => {
+            if (fail.at === "emit") {
+              fail.at = null;
+              throw new Error("database unavailable");
+            }
+            return emit(...args);
+          }, emitMany);
+          if (fail.at === "commit") {
+            fail.at = null;
+            throw new Error("commit failed");
+          }
+          return result;
+        }),
+    };
+  }
+
+  test("a state change whose event cannot be written does not happen: the retry changes it and emits agent.state once", async () => {
+    const acc = newId("acc");
+    const user = newId("us");
+    for (const at of ["emit", "commit"] as const) {
+      const events = failingBus({ at });
+      const before = await platform.live.get(presenceKeys.agentState(acc, user));
+      const input = at === "emit" ? {} : { reason: "lunch" };
+      await expect(applyAgentEvent({ live: platform.live, events }, acc, user, at === "emit" ? "login" : "pause", input)).rejects.toThrow(at === "emit" ? "database unavailable" : "commit failed");
+      expect(await platform.live.get(presenceKeys.agentState(acc, user))).toBe(before);
+      const state = await applyAgentEvent({ live: platform.live, events }, acc, user, at === "emit" ? "login" : "pause", input);
+      expect(state.state).toBe(at === "emit" ? "ready" : "paused");
+    }
+    const stored = await platform.events.since(acc, 0, 10);
+    expect(stored.map((e) => [e.event, e.data.state, e.data.previous_state])).toEqual([
+      ["agent.state", "ready", "logged_out"],
+      ["agent.state", "paused", "ready"],
+    ]);
   });
 });
