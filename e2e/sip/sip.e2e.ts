@@ -904,6 +904,34 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
       }
     }));
 
+  test("flood detection (pike) spares a trunk's steady calls and its dialogs, and still bans an address flooding the edge", async () => {
+    const h = { "x-api-key": tenant.key };
+    const box = await api("POST", `${parley.publicUrl}/v1/voicemails`, { name: "pike test" }, h);
+    const did = `1630${String(Math.floor(Math.random() * 1e7)).padStart(7, "0")}`;
+    expect((await api("POST", `${parley.publicUrl}/v1/numbers`, { e164: did, dest_kind: "voicemail", dest_id: box.body.data.id }, h)).status).toBe(201);
+    // An edge that bans past 3 requests in 2 s: 8 calls from the trunk are 24 requests in about 2 s.
+    const strict = await startKamailio({ controlPort: parley.controlPort, node: "edge-pike", defines: ["PIKE_DENSITY=3"] });
+    try {
+      const r = await runSipp("invite-noauth.xml", `127.0.0.1:${strict.port}`, ["-i", TRUNK_IP, "-s", did, "-key", "from_user", "14155559878", "-key", "domain", "127.0.0.1", "-d", "200", "-m", "8", "-r", "8", "-l", "8", "-timeout", "20s"]);
+      expect(r.code, r.stderr + strict.log().slice(-2000)).toBe(0);
+      expect(Number(r.stats["SuccessfulCall(C)"]), JSON.stringify(r.stats)).toBe(8);
+      expect(strict.log()).not.toMatch(/ban 127\.0\.0\.3/);
+      // A stranger's burst of OPTIONS is still a flood.
+      const sock = await Bun.udpSocket({ hostname: STRANGER_IP, port: 0, socket: { data() {}, error() {} } });
+      try {
+        for (let i = 0; i < 30; i++) {
+          const branch = `z9hG4bK${crypto.randomUUID().slice(0, 12)}`;
+          sock.send(`OPTIONS sip:127.0.0.1:${strict.port} SIP/2.0\r\nVia: SIP/2.0/UDP ${STRANGER_IP}:${sock.port};branch=${branch}\r\nMax-Forwards: 70\r\nFrom: <sip:flood@${STRANGER_IP}>;tag=f${i}\r\nTo: <sip:127.0.0.1:${strict.port}>\r\nCall-ID: ${branch}@flood\r\nCSeq: 1 OPTIONS\r\nContent-Length: 0\r\n\r\n`, strict.port, "127.0.0.1");
+        }
+        await eventually(async () => expect(strict.log()).toMatch(new RegExp(`ban ${escapeRe(STRANGER_IP)}: flood \\(pike\\)`)));
+      } finally {
+        sock.close();
+      }
+    } finally {
+      await strict.stop();
+    }
+  });
+
   test("a call without credentials from an address no trunk knows is challenged (407)", async () => {
     const r = await runSipp("invite-noauth.xml", edge(), ["-i", STRANGER_IP, "-s", tenant.trunkNumber, "-key", "from_user", "14155559876", "-key", "domain", "127.0.0.1", "-m", "1", "-timeout", "10s"]);
     expect(r.code, r.stderr).toBe(0);
