@@ -8,7 +8,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "no
 import { chromium, type Page } from "playwright-core";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ADMIN_TOKEN, api, freePorts, freeUdpPort, nextMediaPort, HAVE_RTPENGINE, HAVE_SIP_TOOLS, IN_CI, runSipp, SCENARIOS, startKamailio, startParley, startRtpengine, startSipp, type Kamailio, type Parley, type Proc } from "./harness.ts";
+import { ADMIN_TOKEN, api, freePorts, freeUdpPort, nextMediaPort, HAVE_RTPENGINE, HAVE_SIP_TOOLS, IN_CI, runSipp, SCENARIOS, sipOptionsPing, startKamailio, startParley, startRtpengine, startSipp, type Kamailio, type Parley, type Proc } from "./harness.ts";
 import { addSipUser, applyTenantConfig, createSipTenant, PASSWORD, type SipTenant } from "./tenant.ts";
 import { countryDatabase } from "./mmdb.ts";
 import { digestAnswer, sipMessage } from "./sip-message.ts";
@@ -1005,6 +1005,25 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
     const trace = await api("GET", `${parley.publicUrl}/v1/calls/${cdr.id}/trace`, undefined, { "x-api-key": tenant.key });
     expect(trace.body.data.steps.map((s: { step: string }) => s.step)).toEqual(expect.arrayContaining(["cac", "edge", "dialog"]));
     await eventually(async () => expect((await cac()).data.cac).toEqual([]));
+  });
+
+  test("while the control plane is slow, a request's retransmissions do not hold the edge's receivers: other requests are answered at once", async () => {
+    // One UDP receiver. The control calls are made outside the request's transaction: before, they
+    // ran under its reply lock, and each retransmission waited for that lock in a receiver.
+    const single = await startKamailio({ controlPort: parley.controlPort, node: "edge-one-receiver", children: 1 });
+    process.kill(parley.proc.pid, "SIGSTOP");
+    try {
+      // A REGISTER waiting on /auth, retransmitted every 500 ms by the phone.
+      const registering = runSipp("register.xml", `127.0.0.1:${single.port}`, ["-s", "1002", "-au", "1002", "-ap", PASSWORD, "-key", "domain", tenant.domain, "-key", "contact_port", String(devicePort), "-key", "expires", "300", "-m", "1", "-timeout", "10s"]);
+      await Bun.sleep(1100);
+      // Answered within the ping's 500 ms while /auth still waits (HTTP_TIMEOUT, 2 s), not after it.
+      expect(await sipOptionsPing(single.port)).toBe(true);
+      process.kill(parley.proc.pid, "SIGCONT");
+      await registering;
+    } finally {
+      process.kill(parley.proc.pid, "SIGCONT");
+      await single.stop();
+    }
   });
 
   test("a caller that hangs up while its call is routed gets 487, and the call is recorded as cancelled, its CAC slot given back", async () => {
