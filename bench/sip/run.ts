@@ -260,7 +260,7 @@ await runBench(async () => {
   const uas: Proc = startSipp("uas.xml", ["-p", String(uasPort), "-mp", String(nextMediaPort()), "-buff_size", String(8 * 1024 * 1024)]);
   children.add({ name: "sipp-uas", proc: uas.proc, stdout: uas.stdout, stderr: uas.stderr });
   const edge = await startEdge("edge-bench", parley.controlPort, [
-    ...(process.env.BENCH_SIP_WORKERS ? [`SIP_WORKERS="name=sip;workers=${process.env.BENCH_SIP_WORKERS}"`] : []),
+    ...(process.env.BENCH_SIP_WORKERS ? [`SIP_WORKERS=${process.env.BENCH_SIP_WORKERS}`] : []),
     ...(process.env.BENCH_SIP_DEFINES ?? "").split(/\s+/).filter(Boolean),
   ]);
   const baseline = await startEdge("edge-static", parley.controlPort, ["STATIC_ROUTE", `STATIC_PASSWORD="${PASSWORD}"`, `STATIC_ROUTE_URI="sip:127.0.0.1:${uasPort}"`]);
@@ -275,7 +275,7 @@ await runBench(async () => {
     }
     cpuGroups.stub = stubControl.proc.pid;
     stubEdge = await startEdge("edge-stub", stubPort, [
-      ...(process.env.BENCH_SIP_WORKERS ? [`SIP_WORKERS="name=sip;workers=${process.env.BENCH_SIP_WORKERS}"`] : []),
+      ...(process.env.BENCH_SIP_WORKERS ? [`SIP_WORKERS=${process.env.BENCH_SIP_WORKERS}`] : []),
       ...(process.env.BENCH_SIP_DEFINES ?? "").split(/\s+/).filter(Boolean),
     ]);
   }

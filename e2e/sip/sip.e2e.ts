@@ -1010,7 +1010,7 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
   test("while the control plane is slow, a request's retransmissions do not hold the edge's receivers: other requests are answered at once", async () => {
     // One UDP receiver. The control calls are made outside the request's transaction: before, they
     // ran under its reply lock, and each retransmission waited for that lock in a receiver.
-    const single = await startKamailio({ controlPort: parley.controlPort, node: "edge-one-receiver", children: 1 });
+    const single = await startKamailio({ controlPort: parley.controlPort, node: "edge-one-receiver", children: 1, defines: ["SIP_QUEUE_MAX=3"] });
     process.kill(parley.proc.pid, "SIGSTOP");
     try {
       // A REGISTER waiting on /auth, retransmitted every 500 ms by the phone.
@@ -1018,8 +1018,15 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
       await Bun.sleep(1100);
       // Answered within the ping's 500 ms while /auth still waits (HTTP_TIMEOUT, 2 s), not after it.
       expect(await sipOptionsPing(single.port)).toBe(true);
+      // Five more REGISTERs wait on the control plane side by side, each in a worker of its own: none
+      // waits for a worker (the overload guard, SIP_QUEUE_MAX 3 here, would log it). Kamailio sends
+      // async_task_data to its default worker group, which must be the SIP workers, not one worker.
+      const five = runSipp("register.xml", `127.0.0.1:${single.port}`, ["-s", "1002", "-au", "1002", "-ap", PASSWORD, "-key", "domain", tenant.domain, "-key", "contact_port", String(devicePort), "-key", "expires", "300", "-m", "5", "-r", "50", "-l", "5", "-timeout", "10s"]);
+      await Bun.sleep(400);
       process.kill(parley.proc.pid, "SIGCONT");
       await registering;
+      expect((await five).code, single.log().slice(-2000)).toBe(0);
+      expect(single.log()).not.toMatch(/overload: /);
     } finally {
       process.kill(parley.proc.pid, "SIGCONT");
       await single.stop();
@@ -1202,7 +1209,7 @@ describe.skipIf(!RUN)("overload at the edge", () => {
         return new Response(JSON.stringify({ error: { code: "unavailable", message: "slow on purpose" } }), { status: 500 });
       },
     });
-    edge = await startKamailio({ controlPort: slow.port!, node: "edge-overload", defines: ['SIP_WORKERS="name=sip;workers=1"', "SIP_QUEUE_MAX=2"] });
+    edge = await startKamailio({ controlPort: slow.port!, node: "edge-overload", defines: ["SIP_WORKERS=1", "SIP_QUEUE_MAX=2"] });
   }, 60_000);
 
   afterAll(async () => {
