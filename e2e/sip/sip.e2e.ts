@@ -381,6 +381,49 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
     }
   });
 
+  test("a callee's redirect (302) reaches the caller, even when the user has voicemail", async () => {
+    const h = { "x-api-key": tenant.key };
+    const u = await addSipUser(parley, tenant, "1802");
+    const box = await api("POST", `${parley.publicUrl}/v1/voicemails`, { name: "1802's box" }, h);
+    expect((await api("PATCH", `${parley.publicUrl}/v1/users/${u.userId}`, { voicemail_id: box.body.data.id }, h)).status).toBe(200);
+    const [port] = freePorts(1) as [number];
+    const scenario = join(mkdtempSync(join(tmpdir(), "sipp-reply-")), "uas-302.xml");
+    writeFileSync(scenario, readFileSync(join(import.meta.dir, "scenarios", "uas-reply.template.xml"), "utf8").replaceAll("{{code}}", "302").replaceAll("{{reason}}", "Moved Temporarily"));
+    const uas = startSipp(scenario, ["-p", String(port), "-mp", String(nextMediaPort())]);
+    await Bun.sleep(200);
+    try {
+      expect((await register("1802", port)).code).toBe(0);
+      const r = await invite("1001", "1802", "invite-refused.xml");
+      expect(r.code, r.stderr + r.messages.slice(-1500)).toBe(0);
+      expect(r.statuses.at(-1)).toBe(302);
+      expect(kamailio.log()).not.toMatch(new RegExp(`failover: 302 [^\n]*call=${escapeRe(r.callIds.at(-1)!)}`));
+    } finally {
+      await uas.stop();
+    }
+  });
+
+  test("a request that claims to be in a dialog the edge does not know is refused (404), never relayed", async () => {
+    // A to-tag and a Route naming the edge, towards the carrier: loose routing alone would relay it.
+    const sock = await Bun.udpSocket({ hostname: "127.0.0.1", port: 0, socket: { data(_s, data) { replies.push(data.toString()); }, error() {} } });
+    const replies: string[] = [];
+    try {
+      const branch = `z9hG4bK${crypto.randomUUID().slice(0, 12)}`;
+      sock.send(
+        `INVITE sip:19005551234@127.0.0.1:${carrierPort} SIP/2.0\r\nVia: SIP/2.0/UDP 127.0.0.1:${sock.port};branch=${branch}\r\nRoute: <sip:127.0.0.1:${kamailio.port};lr>\r\n` +
+          `Max-Forwards: 70\r\nFrom: <sip:fraud@127.0.0.1>;tag=f1\r\nTo: <sip:19005551234@127.0.0.1>;tag=t1\r\nCall-ID: ${branch}@forged\r\nCSeq: 1 INVITE\r\n` +
+          `Contact: <sip:fraud@127.0.0.1:${sock.port}>\r\nContent-Length: 0\r\n\r\n`,
+        kamailio.port,
+        "127.0.0.1",
+      );
+      await eventually(async () => expect(replies.length).toBeGreaterThan(0));
+      await Bun.sleep(500);
+      expect(replies.map((m) => m.split("\r\n")[0])).toEqual(["SIP/2.0 404 Not here"]);
+      expect(kamailio.log()).toMatch(/in-dialog INVITE from 127\.0\.0\.1 matches no call: refused/);
+    } finally {
+      sock.close();
+    }
+  });
+
   test("a second INVITE without credentials from the same address is challenged at once, without asking /route", async () => {
     const r = await invite("1001", "1002");
     expect(r.code, r.stderr).toBe(0);
