@@ -451,7 +451,10 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
   });
 
   test("an outbound call fails over from a trunk that answers 503 to the next route's trunk, which gets its own caller ID and /route's headers", async () => {
-    const [primaryPort, backupPort] = freePorts(2) as [number, number];
+    // UDP ports (sipp listens on UDP), taken one after the other.
+    const primaryPort = await freeUdpPort();
+    let backupPort = await freeUdpPort();
+    while (backupPort === primaryPort) backupPort = await freeUdpPort();
     const dir = mkdtempSync(join(tmpdir(), "sipp-trunks-"));
     const refusing = join(dir, "uas-503.xml");
     writeFileSync(refusing, readFileSync(join(import.meta.dir, "scenarios", "uas-reply.template.xml"), "utf8").replaceAll("{{code}}", "503").replaceAll("{{reason}}", "Service Unavailable"));
@@ -478,10 +481,10 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
         { name: "nyc-2", match_prefix: "1212", via: "trunk", trunk: "nyc-backup", priority: 20 },
       ],
     });
-    await Bun.sleep(200);
+    await Bun.sleep(500);
     try {
       const r = await invite("1001", "12125550199");
-      expect(r.code, r.stderr + r.stdout.slice(-1500) + kamailio.log().slice(-2000)).toBe(0);
+      expect(r.code, `${r.stderr}${r.messages.slice(-2500)}\nprimary: ${primary.stderr()}${primary.stdout().slice(-800)}\nbackup: ${backup.stderr()}${backup.stdout().slice(-800)}\n${kamailio.log().slice(-2000)}`).toBe(0);
       expect(r.statuses).toContain(200);
       expect(r.statuses).not.toContain(503);
       const exited = (p: Proc) => Promise.race([p.proc.exited, Bun.sleep(10_000).then(() => "still running")]);
