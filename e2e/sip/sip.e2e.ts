@@ -147,6 +147,24 @@ async function cac(): Promise<any> {
 /** Waits until `check` passes (events reach Parley asynchronously). */
 const eventually = <T>(check: () => Promise<T>, timeoutMs = 5000) => eventuallyPasses(check, timeoutMs, 200);
 
+/**
+ * Runs `during` with Parley frozen (SIGSTOP): its control calls hang as on a stalled host. `thaw` lets
+ * it go on before `during` ends; it goes on afterwards in any case.
+ */
+async function whileParleyFrozen<T>(during: (thaw: () => void) => Promise<T>): Promise<T> {
+  const thaw = () => process.kill(parley.proc.pid, "SIGCONT");
+  process.kill(parley.proc.pid, "SIGSTOP");
+  try {
+    return await during(thaw);
+  } finally {
+    thaw();
+  }
+}
+
+/** `count` REGISTERs of 1002 (its device's port as the Contact) through the edge on `port`, by sipp. */
+const register1002 = (port: number, count: number) =>
+  runSipp("register.xml", `127.0.0.1:${port}`, ["-s", "1002", "-au", "1002", "-ap", PASSWORD, "-key", "domain", tenant.domain, "-key", "contact_port", String(devicePort), "-key", "expires", "300", "-m", String(count), "-r", "50", "-l", String(count), "-timeout", "10s"]);
+
 /** Waits until Parley's presence shows the user of `extension` registered. */
 async function isRegistered(extension: string): Promise<void> {
   await eventually(async () => {
@@ -462,7 +480,7 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
     // ID (not the primary's, whose branch came first) and carries X-Account-Id.
     const checking = join(dir, "uas-backup.xml");
     const checks = `<recv request="INVITE" crlf="true"><action>
-      <ereg regexp="From: [^\\r\\n]*sip:12125550100@" search_in="msg" check_it="true" assign_to="from"/>
+      <ereg regexp="From: [^\\r\\n]*sip:13125557722@" search_in="msg" check_it="true" assign_to="from"/>
       <ereg regexp="X-Account-Id: ${tenant.accountId}" search_in="msg" check_it="true" assign_to="acc"/>
     </action></recv>`;
     writeFileSync(checking, readFileSync(join(import.meta.dir, "scenarios", "uas.xml"), "utf8").replace('<recv request="INVITE" crlf="true"/>', checks).replace("</scenario>", '<Reference variables="from,acc"/>\n</scenario>'));
@@ -472,18 +490,18 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
     await applyTenantConfig(parley, tenant, {
       trunks: [
         ...(before.trunks as unknown[]),
-        { name: "nyc-primary", role: "carrier", direction: "outbound", proxy: `127.0.0.1:${primaryPort}`, transport: "udp", cid_number: "12125550111" },
-        { name: "nyc-backup", role: "carrier", direction: "outbound", proxy: `127.0.0.1:${backupPort}`, transport: "udp", cid_number: "12125550100" },
+        { name: "chi-primary", role: "carrier", direction: "outbound", proxy: `127.0.0.1:${primaryPort}`, transport: "udp", cid_number: "13125557711" },
+        { name: "chi-backup", role: "carrier", direction: "outbound", proxy: `127.0.0.1:${backupPort}`, transport: "udp", cid_number: "13125557722" },
       ],
       outbound_routes: [
         ...(before.outbound_routes as unknown[]),
-        { name: "nyc-1", match_prefix: "1212", via: "trunk", trunk: "nyc-primary", priority: 10 },
-        { name: "nyc-2", match_prefix: "1212", via: "trunk", trunk: "nyc-backup", priority: 20 },
+        { name: "chi-1", match_prefix: "1312", via: "trunk", trunk: "chi-primary", priority: 10 },
+        { name: "chi-2", match_prefix: "1312", via: "trunk", trunk: "chi-backup", priority: 20 },
       ],
     });
     await Bun.sleep(500);
     try {
-      const r = await invite("1001", "12125550199");
+      const r = await invite("1001", "13125557799");
       expect(r.code, `${r.stderr}${r.messages.slice(-2500)}\nprimary: ${primary.stderr()}${primary.stdout().slice(-800)}\nbackup: ${backup.stderr()}${backup.stdout().slice(-800)}\n${kamailio.log().slice(-2000)}`).toBe(0);
       expect(r.statuses).toContain(200);
       expect(r.statuses).not.toContain(503);
@@ -1032,13 +1050,7 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
     // Parley frozen: the edge's /route times out (HTTP_TIMEOUT, 2 s), it answers the caller 503 and closes
     // the connection. Thawed, Parley reads the request, admits the call (its user's slot), and finds
     // the edge gone.
-    process.kill(parley.proc.pid, "SIGSTOP");
-    let r: Awaited<ReturnType<typeof invite>>;
-    try {
-      r = await invite("1003", tenant.trunkNumber, "invite-refused.xml", from);
-    } finally {
-      process.kill(parley.proc.pid, "SIGCONT");
-    }
+    const r = await whileParleyFrozen(() => invite("1003", tenant.trunkNumber, "invite-refused.xml", from));
     expect(r.code, r.stderr).toBe(0);
     expect(r.statuses.at(-1)).toBe(503);
     expect(kamailio.log()).toMatch(new RegExp(`ctl /route rc=28 [^\n]*call=${escapeRe(r.callIds.at(-1)!)}`));
@@ -1057,24 +1069,24 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
     // One UDP receiver. The control calls are made outside the request's transaction: before, they
     // ran under its reply lock, and each retransmission waited for that lock in a receiver.
     const single = await startKamailio({ controlPort: parley.controlPort, node: "edge-one-receiver", children: 1, defines: ["SIP_QUEUE_MAX=3"] });
-    process.kill(parley.proc.pid, "SIGSTOP");
     try {
-      // A REGISTER waiting on /auth, retransmitted every 500 ms by the phone.
-      const registering = runSipp("register.xml", `127.0.0.1:${single.port}`, ["-s", "1002", "-au", "1002", "-ap", PASSWORD, "-key", "domain", tenant.domain, "-key", "contact_port", String(devicePort), "-key", "expires", "300", "-m", "1", "-timeout", "10s"]);
-      await Bun.sleep(1100);
-      // Answered within the ping's 500 ms while /auth still waits (HTTP_TIMEOUT, 2 s), not after it.
-      expect(await sipOptionsPing(single.port)).toBe(true);
-      // Five more REGISTERs wait on the control plane side by side, each in a worker of its own: none
-      // waits for a worker (the overload guard, SIP_QUEUE_MAX 3 here, would log it). Kamailio sends
-      // async_task_data to its default worker group, which must be the SIP workers, not one worker.
-      const five = runSipp("register.xml", `127.0.0.1:${single.port}`, ["-s", "1002", "-au", "1002", "-ap", PASSWORD, "-key", "domain", tenant.domain, "-key", "contact_port", String(devicePort), "-key", "expires", "300", "-m", "5", "-r", "50", "-l", "5", "-timeout", "10s"]);
-      await Bun.sleep(400);
-      process.kill(parley.proc.pid, "SIGCONT");
-      await registering;
-      expect((await five).code, single.log().slice(-2000)).toBe(0);
+      await whileParleyFrozen(async (thaw) => {
+        // A REGISTER waiting on /auth, retransmitted every 500 ms by the phone.
+        const registering = register1002(single.port, 1);
+        await Bun.sleep(1100);
+        // Answered within the ping's 500 ms while /auth still waits (HTTP_TIMEOUT, 2 s), not after it.
+        expect(await sipOptionsPing(single.port)).toBe(true);
+        // Five more REGISTERs wait on the control plane side by side, each in a worker of its own: none
+        // waits for a worker (the overload guard, SIP_QUEUE_MAX 3 here, would log it). Kamailio sends
+        // async_task_data to its default worker group, which must be the SIP workers, not one worker.
+        const five = register1002(single.port, 5);
+        await Bun.sleep(400);
+        thaw();
+        await registering;
+        expect((await five).code, single.log().slice(-2000)).toBe(0);
+      });
       expect(single.log()).not.toMatch(/overload: /);
     } finally {
-      process.kill(parley.proc.pid, "SIGCONT");
       await single.stop();
     }
   });
@@ -1085,16 +1097,12 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
     const from = ["-i", "127.0.0.8"];
     expect((await invite("1003", tenant.dnc, "invite-refused.xml", from)).code).toBe(0);
     // Parley frozen for a second (under HTTP_TIMEOUT): the caller's CANCEL comes while /route waits.
-    process.kill(parley.proc.pid, "SIGSTOP");
-    let r: Awaited<ReturnType<typeof invite>>;
-    try {
+    const r = await whileParleyFrozen(async (thaw) => {
       const cancelled = invite("1003", tenant.trunkNumber, "invite-cancel.xml", from);
       await Bun.sleep(1200);
-      process.kill(parley.proc.pid, "SIGCONT");
-      r = await cancelled;
-    } finally {
-      process.kill(parley.proc.pid, "SIGCONT");
-    }
+      thaw();
+      return cancelled;
+    });
     expect(r.code, r.stderr + r.messages.slice(-2000)).toBe(0);
     expect(r.statuses).toContain(487);
     expect(r.statuses).not.toContain(500);

@@ -354,10 +354,13 @@ export function createEventBus(deps: { db: Db; live: LiveStore; log: Logger; ids
                 where e.account_id = ${accountId} and e.id > ${afterId} ${named}
                 order by e.id limit ${limit})
               union all
-              (select e.account_id, e.id, e.name, e.data, e.ts from (
-                  select * from event w where w.account_id = ${accountId} and w.id < ${afterId}
-                  order by w.id desc limit ${LATE_WINDOW}) e
-                where e.txid >= (select c.txid_xmin from event c where c.account_id = ${accountId} and c.id = ${afterId}) ${named})
+              (select e.account_id, e.id, e.name, e.data, e.ts from event e
+                where e.account_id = ${accountId} and e.id in (
+                    select w.id from (
+                      select w.id, w.txid from event w where w.account_id = ${accountId} and w.id < ${afterId}
+                      order by w.id desc limit ${LATE_WINDOW}) w
+                    where w.txid >= (select c.txid_xmin from event c where c.account_id = ${accountId} and c.id = ${afterId}))
+                  ${named})
             ) missed
             order by id limit ${limit}`,
       );
