@@ -1,10 +1,13 @@
 /**
  * Webhook delivery throughput: deliveries per second from the delivery worker (claim with SKIP
  * LOCKED, sign twice, POST over HTTPS, record) to a local HTTPS receiver, against a bare client loop
- * POSTing the same bodies to the same receiver, in the same process. Like with like: the same
- * concurrency, the same kind of keep-alive TLS session (the CA bundle plus SNI, connecting to the
- * checked address with the URL's Host), the same headers and bodies the worker sent, the same
- * redirect and timeout options. A first, unmeasured batch gives the bare loop requests the worker
+ * POSTing the same bodies to the same receiver, in the same process: Bun's fetch (the runtime's HTTP
+ * client, what a bare loop is written with), with the same concurrency, the same kind of keep-alive
+ * TLS session (the CA bundle plus SNI, connecting to the checked address with the URL's Host), the
+ * same headers and bodies the worker sent, the same redirect and timeout options. The worker posts
+ * with its own HTTPS client (src/core/webhooks/https-pool.ts), so each round also runs a bare loop on
+ * that client, once, and prints the worker against it: what claiming, signing and recording cost
+ * over the same POSTs (informational; the target is against the fetch loop). A first, unmeasured batch gives the bare loop requests the worker
  * really sent; each round plans fresh deliveries, then runs bare (replaying the last batch's
  * requests), worker, bare (replaying this round's): the machine is noisy, so the worker is compared
  * with the mean of the two bare runs around it;
@@ -31,6 +34,7 @@ import { createAccount } from "../src/core/accounts/accounts.service.ts";
 import { createWebhook } from "../src/core/webhooks/webhooks.service.ts";
 import { startDeliveryWorker } from "../src/core/webhooks/delivery-worker.ts";
 import { startTestReceiver } from "../src/core/webhooks/delivery-test-receiver.ts";
+import { HttpsPool } from "../src/core/webhooks/https-pool.ts";
 import { BenchError, cpuPercent, cpuSeconds, cpuSnapshot, createScratchDatabase, databaseUrl, postgresReachable, randomHex, redact, runBench } from "./lib.ts";
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 5000);
@@ -103,6 +107,28 @@ await runBench(async () => {
       return (performance.now() - begin) / 1000;
     }
 
+    /** The same bare loop on the worker's HTTPS client (its headers as one block of lines). */
+    const pool = new HttpsPool({ ca: [...rootCertificates, await Bun.file(receiver.caFile).text()] });
+    async function barePoolLoop(): Promise<number> {
+      const lines = requests.map((r) => Object.entries(r.headers).map(([k, v]) => `${k}: ${v}\r\n`).join(""));
+      let next = 0;
+      const begin = performance.now();
+      await Promise.all(
+        Array.from({ length: CONCURRENCY }, async () => {
+          while (next < deliveries) {
+            const i = next++;
+            const k = i % requests.length;
+            const status = await pool.post({
+              address: "127.0.0.1", port: receiver.port, serverName: "localhost", hostHeader: `localhost:${receiver.port}`,
+              path: `/hook-${i % SUBSCRIPTIONS}`, headers: lines[k]!, body: requests[k]!.body, timeoutMs: 5000,
+            });
+            if (status !== 200) throw new BenchError(`baseline POST got ${status}`);
+          }
+        }),
+      );
+      return (performance.now() - begin) / 1000;
+    }
+
     /**
      * CPU seconds so far of this process, and of each PostgreSQL process when the server runs on this
      * machine (Linux): the whole server, so keep other database work off it while measuring.
@@ -165,6 +191,7 @@ await runBench(async () => {
     requests = replayed();
 
     const ratios: number[] = [];
+    const poolRatios: number[] = [];
     for (let round = 1; round <= ROUNDS; round++) {
       // Plan every delivery of the round first (outbox rows), so the worker's rate is measured alone.
       const planStart = performance.now();
@@ -184,9 +211,14 @@ await runBench(async () => {
       requests = replayed();
       const bareAfter = await bareLoop();
       const bareSec = (bareBefore + bareAfter) / 2;
+      const poolCpu = cpuNow();
+      const poolSec = await barePoolLoop();
+      const poolCost = cpuPer(poolCpu, deliveries);
       const ours = deliveries / oursSec;
       const bare = deliveries / bareSec;
+      const barePool = deliveries / poolSec;
       ratios.push(ours / bare);
+      poolRatios.push(ours / barePool);
       console.log("");
       console.log(`round ${round} (planned in ${planned} s)`);
       console.log(`  delivery worker     ${ours.toFixed(0).padStart(7)} deliveries/s   (${oursSec.toFixed(2)} s, claimed, signed, POSTed, recorded)`);
@@ -194,12 +226,15 @@ await runBench(async () => {
       console.log(`  ratio               ${(ours / bare).toFixed(2)}`);
       console.log(`  CPU, worker         ${workerCost}`);
       console.log(`  CPU, bare (before)  ${bareCost}`);
+      console.log(`  bare loop, worker's client ${barePool.toFixed(0).padStart(7)} POSTs/s (${poolSec.toFixed(2)} s; worker/it ${(ours / barePool).toFixed(2)}); CPU ${poolCost}`);
     }
     session.close();
+    pool.close();
     const sorted = [...ratios].sort((x, y) => x - y);
     const median = sorted.length % 2 ? sorted[(sorted.length - 1) / 2]! : (sorted[sorted.length / 2 - 1]! + sorted[sorted.length / 2]!) / 2;
     console.log("");
     console.log(`ratio per round: ${ratios.map((r) => r.toFixed(2)).join(", ")}; median ${median.toFixed(2)}   (target ≥ 0.70)`);
+    console.log(`against a bare loop on the worker's own client: ${poolRatios.map((r) => r.toFixed(2)).join(", ")} (informational)`);
   } finally {
     await platform.close();
     await receiver.stop();

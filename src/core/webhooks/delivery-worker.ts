@@ -21,7 +21,7 @@
  * when little is buffered, gathering outcomes for up to `gatherMs` under a backlog (fewer, larger
  * exchanges);
  * claimed jobs wait per subscription (dispatch is O(subscriptions)); TLS connections are kept
- * alive per host name (one FetchSession per host, a pool per checked address).
+ * alive per (host name, checked address, port) by the worker's own HTTPS client (https-pool.ts).
  */
 import { randomUUID } from "node:crypto";
 import { newId } from "../ids/ids.ts";
@@ -31,6 +31,7 @@ import { isIP } from "node:net";
 import type { Platform } from "../platform.ts";
 import { describeError } from "../../http/describe-error.ts";
 import { blockedReason, resolveHost } from "./url-safety.ts";
+import { HttpsPool } from "./https-pool.ts";
 import { serviceSignature, standardWebhookKey, standardWebhookSignature } from "./delivery-signing.ts";
 import { hasPlannedDeliveries } from "./delivery.service.ts";
 import { deleteFinishedBefore, exchangeDeliveries, releaseClaims, subscriptionForDelivery, type AttemptRecord, type ClaimedDelivery } from "./delivery.store.ts";
@@ -96,8 +97,6 @@ export interface DeliveryWorker {
   stats(): DeliveryWorkerStats;
 }
 
-/** Most bytes of a receiver's reply we read (the rest is discarded). */
-const MAX_REPLY_BYTES = 64 * 1024;
 /** Sizes the default lease: a claim outlives HOLD + 2 attempt timeouts. */
 const HOLD = 4;
 /**
@@ -148,8 +147,8 @@ const SUBSCRIPTION_FRESH_MS = 1000;
 const MAX_DNS_ENTRIES = 4096;
 /** Most rows one claim takes. */
 const MAX_CLAIM = 1000;
-/** Most host names with a pooled TLS session at once. */
-const MAX_SESSIONS = 256;
+/** Most subscription URLs kept taken apart. */
+const MAX_ENDPOINTS = 1024;
 const USER_AGENT = "Parley-Webhooks/1";
 
 type Outcome =
@@ -158,13 +157,14 @@ type Outcome =
   /** `unsent`: given up before any request left (an address that is not public): no attempt is counted. */
   | { kind: "fail"; status: number | null; error: string; unsent?: boolean };
 
-/** A short, secret-free reason for a failed fetch (Bun's messages carry the URL; we keep codes only). */
+/** A short, secret-free reason for a failed POST (codes only, never the URL). */
 function networkReason(error: unknown, timeoutMs: number): string {
   const e = error as { name?: string; code?: string };
   if (e?.name === "TimeoutError" || e?.name === "AbortError") return `timeout after ${timeoutMs} ms`;
   const code = typeof e?.code === "string" ? e.code : "";
-  if (code === "ECONNREFUSED" || code === "ConnectionRefused") return "connection refused";
-  if (code === "ECONNRESET" || code === "ConnectionClosed") return "connection reset";
+  if (code === "ECONNREFUSED") return "connection refused";
+  if (code === "ECONNRESET") return "connection reset";
+  if (code === "EBADREPLY") return "invalid HTTP reply";
   if (code.startsWith("ERR_TLS") || code === "EPROTO" || /CERT|SELF_SIGNED|UNABLE_TO/.test(code)) return `TLS error (${code})`;
   return code ? `network error (${code})` : "network error";
 }
@@ -175,52 +175,24 @@ export interface Endpoint {
   host: string;
   /** The Host header: the URL's host and port. */
   hostHeader: string;
-  /** The same URL pointed at one checked address (a string: fetch takes one several times faster than a URL object). */
-  at(address: string): string;
+  /** The URL's port (443 when it names none). */
+  port: number;
+  /** Path and query, as in the URL. */
+  path: string;
 }
 
 /**
  * Takes a subscription URL apart (validated https, no user info or fragment).
- * @example webhookEndpoint("https://hooks.example.com:8443/in?x=1").at("2001:db8::1") // "https://[2001:db8::1]:8443/in?x=1"
+ * @example webhookEndpoint("https://hooks.example.com:8443/in?x=1") // { host: "hooks.example.com", hostHeader: "hooks.example.com:8443", port: 8443, path: "/in?x=1" }
  */
 export function webhookEndpoint(urlText: string): Endpoint {
   const url = new URL(urlText);
-  const rest = `${url.port ? `:${url.port}` : ""}${url.pathname}${url.search}`;
   return {
     host: url.hostname.replace(/^\[|\]$/g, ""),
     hostHeader: url.host,
-    at: (address) => `${url.protocol}//${address.includes(":") ? `[${address}]` : address}${rest}`,
+    port: url.port ? Number(url.port) : 443,
+    path: `${url.pathname}${url.search}`,
   };
-}
-
-/** Reads and discards up to MAX_REPLY_BYTES of a reply so its connection can be reused. */
-async function drain(response: Response): Promise<void> {
-  // A reply that says it is small is read whole (much cheaper than a stream reader); else streamed.
-  const length = response.headers.get("content-length");
-  if (length !== null && Number(length) <= MAX_REPLY_BYTES) {
-    try {
-      await response.arrayBuffer();
-    } catch {
-      // The reply body broke off after its status arrived; the status is what counts.
-    }
-    return;
-  }
-  const reader = response.body?.getReader();
-  if (!reader) return;
-  let read = 0;
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) return;
-      read += value.byteLength;
-      if (read > MAX_REPLY_BYTES) {
-        await reader.cancel();
-        return;
-      }
-    }
-  } catch {
-    // The reply body broke off after its status arrived; the status is what counts.
-  }
 }
 
 /**
@@ -263,29 +235,9 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
   let kickQueued = false;
   const timers = new Set<ReturnType<typeof setTimeout>>();
 
-  // ── TLS sessions: one per host name, so SNI and the certificate check use the name while the
-  // connection goes to the address we checked; each keeps its own keep-alive pool (per address).
-  const sessions = new Map<string, Bun.FetchSession>();
-  function sessionFor(host: string): Bun.FetchSession {
-    let session = sessions.get(host);
-    if (session) {
-      if (sessions.size > 1) {
-        sessions.delete(host);
-        sessions.set(host, session); // most recently used last
-      }
-      return session;
-    }
-    const tls = { ...(ca ? { ca } : {}), ...(isIP(host) ? {} : { serverName: host }) };
-    session = new Bun.FetchSession({ tls });
-    sessions.set(host, session);
-    if (sessions.size > MAX_SESSIONS) {
-      const [oldest, old] = sessions.entries().next().value as [string, Bun.FetchSession];
-      sessions.delete(oldest);
-      old.close();
-    }
-    return session;
-  }
-
+  // ── TLS connections kept alive per (host name, address, port): SNI and the certificate check use
+  // the URL's name while the connection goes to the address we checked.
+  const pool = new HttpsPool(ca ? { ca } : {});
   // ── DNS answers, reused for dnsCacheMs; one lookup per host at a time. The SSRF check still runs
   // on every attempt (on the cached answer), and the attempt connects to the address it checked.
   const dnsCache = new Map<string, { addresses: string[]; until: number }>();
@@ -338,7 +290,7 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
     let endpoint = endpoints.get(urlText);
     if (endpoint) return endpoint;
     endpoint = webhookEndpoint(urlText);
-    if (endpoints.size >= MAX_SESSIONS * 4) endpoints.delete(endpoints.keys().next().value as string);
+    if (endpoints.size >= MAX_ENDPOINTS) endpoints.delete(endpoints.keys().next().value as string);
     endpoints.set(urlText, endpoint);
     return endpoint;
   }
@@ -426,29 +378,19 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
     if (!allowed.length) {
       return { kind: "fail", status: null, error: `refused: the host resolves to an address that is not public: ${blockedReason(resolved[0]!)}`, unsent: true };
     }
-    const session = sessionFor(host);
+    const serverName = isIP(host) ? null : host;
     const event = job.event!.name;
     let lastError: unknown = null;
     for (const address of allowed) {
       const left = deadline - Date.now();
       if (left <= 0) break;
       const timestamp = Math.floor(Date.now() / 1000);
-      const headers: Record<string, string> = {
-        host: endpoint.hostHeader,
-        "content-type": "application/json",
-        "user-agent": USER_AGENT,
-        "x-service-event": event,
-        "webhook-id": job.id,
-        "webhook-timestamp": String(timestamp),
-      };
+      let headers = `content-type: application/json\r\nuser-agent: ${USER_AGENT}\r\nx-service-event: ${event}\r\nwebhook-id: ${job.id}\r\nwebhook-timestamp: ${timestamp}\r\n`;
       if (secret !== null) {
-        headers["x-service-signature"] = serviceSignature(secret.text, body);
-        headers["webhook-signature"] = standardWebhookSignature(secret.key, job.id, timestamp, body);
+        headers += `x-service-signature: ${serviceSignature(secret.text, body)}\r\nwebhook-signature: ${standardWebhookSignature(secret.key, job.id, timestamp, body)}\r\n`;
       }
       try {
-        const response = await session.fetch(endpoint.at(address), { method: "POST", headers, body, redirect: "manual", signal: AbortSignal.timeout(left) });
-        await drain(response);
-        const status = response.status;
+        const status = await pool.post({ address, port: endpoint.port, serverName, hostHeader: endpoint.hostHeader, path: endpoint.path, headers, body, timeoutMs: left });
         if (status >= 200 && status < 300) return { kind: "delivered", status };
         if (status === 429 || status >= 500) return { kind: "retry", status, error: `HTTP ${status}` };
         if (status >= 300 && status < 400) return { kind: "fail", status, error: `HTTP ${status} (redirects are not followed)` };
@@ -457,7 +399,7 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
         lastError = error;
         const code = (error as { code?: string }).code;
         // Only a refused connection moves on to the host's next address; anything else may have reached the receiver.
-        if (code !== "ECONNREFUSED" && code !== "ConnectionRefused") break;
+        if (code !== "ECONNREFUSED") break;
       }
     }
     return { kind: "retry", status: null, error: lastError === null ? `timeout after ${timeoutMs} ms` : networkReason(lastError, timeoutMs) };
@@ -870,8 +812,7 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
         kick();
         await syncing;
       }
-      for (const session of sessions.values()) session.close();
-      sessions.clear();
+      pool.close();
     },
   };
 }

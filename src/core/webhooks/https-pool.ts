@@ -1,0 +1,502 @@
+/**
+ * The webhook worker's HTTPS client: HTTP/1.1 POSTs over TLS connections kept alive per
+ * (certificate name, address, port), on Bun's sockets.
+ *
+ * Why not fetch: a webhook attempt needs only the status of a POST, and Bun's fetch hands every
+ * request to its HTTP thread and back and builds Request, Headers and Response objects around it.
+ * On the benchmark machine that cost ~40 µs of CPU per POST (the receiver's share aside) against
+ * ~13 µs here, with the HTTP thread competing with PostgreSQL for the second core (docs/decisions.md).
+ *
+ * What it does, and no more: connects to the address the caller checked, verifies the certificate
+ * against `serverName` (or the address when the URL named one) with the given CAs, writes one
+ * request, reads the reply's head (1xx skipped), answers with its status, and drains a body of at
+ * most `maxDrainBytes` (Content-Length, chunked, or up to the close) before the connection goes
+ * back to the pool. No redirects, no compression, no pipelining, no HTTP/2. A connection is reused
+ * only when the reply allows it and for at most `idleMs` (or the server's Keep-Alive timeout, less
+ * a second). A POST on a reused connection that closes before any byte of its reply is sent once
+ * more on a new connection (the server closed an idle connection as we wrote: it never saw the
+ * request, or, rarely, saw it and answered nothing; receivers dedupe on `webhook-id`).
+ */
+
+/** One POST. Header names and values must be free of CR and LF (the caller builds them). */
+export interface HttpsPost {
+  /** The checked IP address to connect to. */
+  address: string;
+  port: number;
+  /** The URL's host name: SNI and the certificate's name; null when the URL's host is an address. */
+  serverName: string | null;
+  /** The Host header (the URL's host and port). */
+  hostHeader: string;
+  /** Path and query, as in the URL. */
+  path: string;
+  /** Further request headers, each `name: value\r\n`. */
+  headers: string;
+  body: string;
+  /** Time limit of the whole POST (connecting, TLS, reply head), ms. */
+  timeoutMs: number;
+}
+
+/** Why a POST got no status. `code` is short and secret-free. */
+export class HttpsPostError extends Error {
+  constructor(
+    /** ECONNREFUSED, ECONNRESET, ETIMEDOUT, EBADREPLY, EBADREQUEST, or the TLS verification's code. */
+    readonly code: string,
+    message: string,
+    /** The connection closed before any byte of the reply (a stale keep-alive, when it was reused). */
+    readonly beforeReply = false,
+  ) {
+    super(message);
+    this.name = code === "ETIMEDOUT" ? "TimeoutError" : "HttpsPostError";
+  }
+}
+
+export interface HttpsPoolOptions {
+  /** Trusted CAs (PEM); Bun's bundled roots when absent. */
+  ca?: string[];
+  /** How long an idle connection is kept, ms (default 4000: under the 5 s of common servers). */
+  idleMs?: number;
+  /** Most idle connections kept in all (default 512; the least recently used go first). */
+  maxIdle?: number;
+  /** Largest reply body read to keep its connection; a longer one closes it (default 64 KiB). */
+  maxDrainBytes?: number;
+  /** Largest reply head (default 16 KiB); a longer one is a bad reply. */
+  maxHeadBytes?: number;
+}
+
+type TlsSocket = Bun.Socket<Connection>;
+
+const CRLFCRLF = Buffer.from("\r\n\r\n");
+const STATUS_LINE = /^HTTP\/1\.([01]) (\d{3})(?: |$)/;
+
+/** The reply being read on a connection. */
+interface Exchange {
+  resolve(status: number): void;
+  reject(error: HttpsPostError): void;
+  timer: ReturnType<typeof setTimeout>;
+  /** Some byte of the reply arrived. */
+  answered: boolean;
+  /** Its status was given to the caller (the body is being drained). */
+  settled: boolean;
+}
+
+/** One TLS connection and the state of its HTTP/1.1 reply parser. */
+class Connection {
+  socket: TlsSocket | null = null;
+  ready = false;
+  closed = false;
+  /** Served at least one request (a failure before any reply byte may be a stale keep-alive). */
+  reused = false;
+  exchange: Exchange | null = null;
+  /** Bytes received and not yet parsed. */
+  buffer: Buffer | null = null;
+  /** Unwritten request bytes (the socket took part of them). */
+  unwritten: Buffer | null = null;
+  phase: "idle" | "head" | "length" | "chunk-size" | "chunk-data" | "chunk-crlf" | "trailers" | "close" = "idle";
+  /** Body bytes still expected (length and chunk-data phases). */
+  left = 0;
+  drained = 0;
+  keepAlive = true;
+  /** When the connection stops being reusable (ms epoch), from the server's Keep-Alive timeout. */
+  reuseUntil = Infinity;
+  idleTimer: ReturnType<typeof setTimeout> | null = null;
+  constructor(
+    readonly key: string,
+    readonly pool: HttpsPool,
+  ) {}
+}
+
+/**
+ * A pool of keep-alive HTTPS connections.
+ * @example const pool = new HttpsPool({ ca }); const status = await pool.post({ address: "203.0.113.7", port: 443, serverName: "hooks.example.com", hostHeader: "hooks.example.com", path: "/in", headers: "content-type: application/json\r\n", body: "{}", timeoutMs: 5000 });
+ */
+export class HttpsPool {
+  private readonly idle = new Map<string, Connection[]>();
+  /** Every idle connection, least recently parked first (eviction order). */
+  private readonly idleOrder = new Set<Connection>();
+  private readonly open = new Set<Connection>();
+  private readonly idleMs: number;
+  private readonly maxIdle: number;
+  readonly maxDrainBytes: number;
+  readonly maxHeadBytes: number;
+  private closing = false;
+
+  constructor(private readonly options: HttpsPoolOptions = {}) {
+    this.idleMs = options.idleMs ?? 4000;
+    this.maxIdle = options.maxIdle ?? 512;
+    this.maxDrainBytes = options.maxDrainBytes ?? 64 * 1024;
+    this.maxHeadBytes = options.maxHeadBytes ?? 16 * 1024;
+  }
+
+  /** Connections open now (idle or busy). */
+  get size(): number {
+    return this.open.size;
+  }
+
+  /** POSTs and resolves with the reply's status; rejects with an HttpsPostError. */
+  async post(request: HttpsPost): Promise<number> {
+    if (this.closing) throw new HttpsPostError("ECONNRESET", "the pool is closed");
+    const deadline = Date.now() + request.timeoutMs;
+    const head = requestHead(request);
+    const key = `${request.serverName ?? ""}|${request.address}|${request.port}`;
+    for (;;) {
+      const reused = this.takeIdle(key);
+      const connection = reused ?? (await this.connect(key, request, deadline));
+      try {
+        return await this.exchange(connection, head, deadline);
+      } catch (error) {
+        const e = error as HttpsPostError;
+        // A stale keep-alive connection: closed before any byte of the reply came back.
+        if (reused && e.beforeReply && Date.now() < deadline) continue;
+        throw error;
+      }
+    }
+  }
+
+  /** Closes every connection (requests in flight fail with ECONNRESET). */
+  close(): void {
+    this.closing = true;
+    for (const connection of this.open) connection.socket?.terminate();
+    this.open.clear();
+    this.idle.clear();
+    this.idleOrder.clear();
+  }
+
+  private takeIdle(key: string): Connection | null {
+    const list = this.idle.get(key);
+    while (list?.length) {
+      const connection = list.pop()!;
+      if (!list.length) this.idle.delete(key);
+      this.idleOrder.delete(connection);
+      if (connection.idleTimer) clearTimeout(connection.idleTimer);
+      connection.idleTimer = null;
+      if (!connection.closed && Date.now() < connection.reuseUntil) return connection;
+      this.destroy(connection);
+    }
+    return null;
+  }
+
+  private park(connection: Connection): void {
+    if (this.closing || connection.closed || !connection.keepAlive || Date.now() >= connection.reuseUntil) {
+      this.destroy(connection);
+      return;
+    }
+    connection.reused = true;
+    connection.phase = "idle";
+    connection.buffer = null;
+    const list = this.idle.get(connection.key);
+    if (list) list.push(connection);
+    else this.idle.set(connection.key, [connection]);
+    this.idleOrder.add(connection);
+    const wait = Math.max(0, Math.min(this.idleMs, connection.reuseUntil - Date.now()));
+    connection.idleTimer = setTimeout(() => this.destroy(connection), wait);
+    if (this.idleOrder.size > this.maxIdle) this.destroy(this.idleOrder.values().next().value as Connection);
+  }
+
+  private forget(connection: Connection): void {
+    this.open.delete(connection);
+    if (this.idleOrder.delete(connection)) {
+      const list = this.idle.get(connection.key);
+      const at = list?.indexOf(connection) ?? -1;
+      if (list && at >= 0) list.splice(at, 1);
+      if (list && !list.length) this.idle.delete(connection.key);
+    }
+    if (connection.idleTimer) clearTimeout(connection.idleTimer);
+    connection.idleTimer = null;
+  }
+
+  private destroy(connection: Connection): void {
+    connection.closed = true;
+    this.forget(connection);
+    connection.socket?.terminate();
+  }
+
+  /** Opens a connection and waits for its verified TLS handshake. */
+  private connect(key: string, request: HttpsPost, deadline: number): Promise<Connection> {
+    const connection = new Connection(key, this);
+    const pool = this;
+    return new Promise<Connection>((resolve, reject) => {
+      let done = false;
+      const fail = (error: HttpsPostError) => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        pool.destroy(connection);
+        reject(error);
+      };
+      const timer = setTimeout(() => fail(new HttpsPostError("ETIMEDOUT", "timed out connecting")), Math.max(0, deadline - Date.now()));
+      const tls = {
+        ...(this.options.ca ? { ca: this.options.ca } : {}),
+        ...(request.serverName ? { serverName: request.serverName } : {}),
+        rejectUnauthorized: true,
+      };
+      Bun.connect<Connection>({
+        hostname: request.address,
+        port: request.port,
+        tls,
+        data: connection,
+        socket: {
+          open(socket) {
+            connection.socket = socket;
+            pool.open.add(connection);
+          },
+          handshake(_socket, ok, error) {
+            if (!ok) {
+              const code = (error as { code?: string } | null)?.code ?? "TLS_HANDSHAKE_FAILED";
+              fail(new HttpsPostError(code, `TLS certificate not accepted (${code})`));
+              return;
+            }
+            if (done) return;
+            if (pool.closing) {
+              fail(new HttpsPostError("ECONNRESET", "the pool is closed"));
+              return;
+            }
+            done = true;
+            clearTimeout(timer);
+            connection.ready = true;
+            resolve(connection);
+          },
+          data(_socket, bytes) {
+            pool.received(connection, bytes);
+          },
+          drain(socket) {
+            const rest = connection.unwritten;
+            if (!rest) return;
+            const written = socket.write(rest);
+            connection.unwritten = written < rest.length ? rest.subarray(Math.max(0, written)) : null;
+          },
+          close() {
+            connection.closed = true;
+            pool.forget(connection);
+            if (!connection.ready) fail(new HttpsPostError("ECONNRESET", "connection closed during the TLS handshake"));
+            else pool.ended(connection);
+          },
+          error(_socket, error) {
+            const code = (error as { code?: string }).code;
+            if (!connection.ready) fail(new HttpsPostError(code === "ECONNREFUSED" ? "ECONNREFUSED" : "ECONNRESET", "connection failed"));
+          },
+          connectError(_socket, error) {
+            const code = (error as { code?: string }).code;
+            fail(new HttpsPostError(code === "ECONNREFUSED" ? "ECONNREFUSED" : "ECONNRESET", code === "ECONNREFUSED" ? "connection refused" : "connection failed"));
+          },
+        },
+      }).catch((error: unknown) => {
+        const code = (error as { code?: string }).code;
+        fail(new HttpsPostError(code === "ECONNREFUSED" ? "ECONNREFUSED" : "ECONNRESET", code === "ECONNREFUSED" ? "connection refused" : "connection failed"));
+      });
+    });
+  }
+
+  /** Writes one request on a ready connection and resolves with the reply's status. */
+  private exchange(connection: Connection, head: Buffer, deadline: number): Promise<number> {
+    return new Promise<number>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        connection.exchange = null;
+        this.destroy(connection);
+        reject(new HttpsPostError("ETIMEDOUT", "timed out waiting for the reply"));
+      }, Math.max(0, deadline - Date.now()));
+      connection.exchange = { resolve, reject, timer, answered: false, settled: false };
+      connection.phase = "head";
+      connection.buffer = null;
+      connection.drained = 0;
+      connection.keepAlive = true;
+      const socket = connection.socket!;
+      const written = socket.write(head);
+      if (written < head.length) connection.unwritten = head.subarray(Math.max(0, written));
+    });
+  }
+
+  /** The connection closed: ends the reply being read, if any. */
+  private ended(connection: Connection): void {
+    const exchange = connection.exchange;
+    if (!exchange) return;
+    connection.exchange = null;
+    clearTimeout(exchange.timer);
+    if (exchange.settled) return;
+    exchange.reject(new HttpsPostError("ECONNRESET", exchange.answered ? "connection closed in the middle of the reply" : "connection closed before the reply", !exchange.answered));
+  }
+
+  /** Gives the status to the caller (once); the body may still be drained. */
+  private settle(connection: Connection, status: number): void {
+    const exchange = connection.exchange!;
+    if (exchange.settled) return;
+    exchange.settled = true;
+    exchange.resolve(status);
+  }
+
+  /** The reply was read whole: the connection goes back to the pool. */
+  private finish(connection: Connection): void {
+    const exchange = connection.exchange;
+    connection.exchange = null;
+    if (exchange) clearTimeout(exchange.timer);
+    if (connection.buffer?.length) {
+      // Bytes after the reply (nothing was asked for): the connection cannot be trusted.
+      this.destroy(connection);
+      return;
+    }
+    this.park(connection);
+  }
+
+  /** Stops reading a reply whose status was given (a body too long to drain): the connection closes. */
+  private abandon(connection: Connection): void {
+    const exchange = connection.exchange;
+    connection.exchange = null;
+    if (exchange) clearTimeout(exchange.timer);
+    this.destroy(connection);
+  }
+
+  private bad(connection: Connection, why: string): void {
+    const exchange = connection.exchange;
+    connection.exchange = null;
+    if (exchange) {
+      clearTimeout(exchange.timer);
+      if (!exchange.settled) exchange.reject(new HttpsPostError("EBADREPLY", why));
+    }
+    this.destroy(connection);
+  }
+
+  /** Parses what arrived. */
+  private received(connection: Connection, bytes: Buffer): void {
+    const exchange = connection.exchange;
+    if (!exchange) {
+      // Nothing was asked (an idle connection spoke): it cannot be reused.
+      this.destroy(connection);
+      return;
+    }
+    exchange.answered = true;
+    let buffer = connection.buffer?.length ? Buffer.concat([connection.buffer, bytes]) : bytes;
+    let at = 0;
+    while (connection.exchange) {
+      if (connection.phase === "head") {
+        const end = buffer.indexOf(CRLFCRLF, at);
+        if (end < 0) {
+          if (buffer.length - at > this.maxHeadBytes) return this.bad(connection, "reply head too large");
+          break;
+        }
+        if (end - at > this.maxHeadBytes) return this.bad(connection, "reply head too large");
+        const head = buffer.toString("latin1", at, end);
+        at = end + 4;
+        const problem = this.readHead(connection, head);
+        if (problem) return this.bad(connection, problem);
+        continue;
+      }
+      if (connection.phase === "length" || connection.phase === "chunk-data") {
+        const take = Math.min(connection.left, buffer.length - at);
+        at += take;
+        connection.left -= take;
+        if ((connection.drained += take) > this.maxDrainBytes) return this.abandon(connection);
+        if (connection.left > 0) break;
+        if (connection.phase === "length") {
+          connection.buffer = buffer.subarray(at);
+          return this.finish(connection);
+        }
+        connection.phase = "chunk-crlf";
+        continue;
+      }
+      if (connection.phase === "chunk-crlf") {
+        if (buffer.length - at < 2) break;
+        if (buffer[at] !== 13 || buffer[at + 1] !== 10) return this.bad(connection, "bad chunked body");
+        at += 2;
+        connection.phase = "chunk-size";
+        continue;
+      }
+      if (connection.phase === "chunk-size") {
+        const end = buffer.indexOf("\r\n", at, "latin1");
+        if (end < 0) {
+          if (buffer.length - at > 1024) return this.bad(connection, "bad chunked body");
+          break;
+        }
+        const size = /^([0-9a-fA-F]{1,8})[ \t]*(?:;.*)?$/.exec(buffer.toString("latin1", at, end));
+        if (!size) return this.bad(connection, "bad chunked body");
+        at = end + 2;
+        connection.left = parseInt(size[1]!, 16);
+        connection.phase = connection.left === 0 ? "trailers" : "chunk-data";
+        continue;
+      }
+      if (connection.phase === "trailers") {
+        const end = buffer.indexOf("\r\n", at, "latin1");
+        if (end < 0) {
+          if (buffer.length - at > this.maxHeadBytes) return this.bad(connection, "reply trailers too large");
+          break;
+        }
+        const empty = end === at;
+        at = end + 2;
+        if (empty) {
+          connection.buffer = buffer.subarray(at);
+          return this.finish(connection);
+        }
+        continue;
+      }
+      // "close": the body runs to the end of the connection.
+      if ((connection.drained += buffer.length - at) > this.maxDrainBytes) return this.abandon(connection);
+      at = buffer.length;
+      break;
+    }
+    if (!connection.exchange) return;
+    connection.buffer = at < buffer.length ? Buffer.from(buffer.subarray(at)) : null;
+  }
+
+  /** Reads a reply head; returns what is wrong with it, or null. */
+  private readHead(connection: Connection, head: string): string | null {
+    const lines = head.split("\r\n");
+    const status = STATUS_LINE.exec(lines[0]!);
+    if (!status) return "not an HTTP/1.x reply";
+    const code = Number(status[2]);
+    if (code >= 100 && code < 200) {
+      // Informational (100 Continue, 103 Early Hints): the final reply follows; 101 would switch protocols.
+      return code === 101 ? "unexpected protocol switch" : null;
+    }
+    let length: number | null = null;
+    let chunked = false;
+    let keepAlive = status[1] === "1";
+    let keepAliveSeconds: number | null = null;
+    for (let i = 1; i < lines.length; i++) {
+      const line = lines[i]!;
+      const colon = line.indexOf(":");
+      if (colon <= 0) return "bad reply header";
+      const name = line.slice(0, colon).trim().toLowerCase();
+      const value = line.slice(colon + 1).trim();
+      if (name === "content-length") {
+        if (!/^\d{1,15}$/.test(value) || (length !== null && length !== Number(value))) return "bad Content-Length";
+        length = Number(value);
+      } else if (name === "transfer-encoding") {
+        chunked = value.toLowerCase().split(",").map((v) => v.trim()).includes("chunked");
+        if (!chunked) keepAlive = false; // some other coding runs to the close
+      } else if (name === "connection") {
+        const tokens = value.toLowerCase().split(",").map((v) => v.trim());
+        if (tokens.includes("close")) keepAlive = false;
+        else if (tokens.includes("keep-alive")) keepAlive = true;
+      } else if (name === "keep-alive") {
+        const timeout = /(?:^|,)\s*timeout=(\d+)/i.exec(value);
+        if (timeout) keepAliveSeconds = Number(timeout[1]);
+      }
+    }
+    connection.keepAlive = keepAlive;
+    if (keepAliveSeconds !== null) connection.reuseUntil = Date.now() + Math.max(0, keepAliveSeconds - 1) * 1000;
+    this.settle(connection, code);
+    if (code === 204 || code === 304) {
+      connection.phase = "length";
+      connection.left = 0;
+    } else if (chunked) {
+      connection.phase = "chunk-size";
+    } else if (length !== null) {
+      connection.phase = "length";
+      connection.left = length;
+      if (length > this.maxDrainBytes) this.abandon(connection);
+    } else {
+      connection.phase = "close";
+      connection.keepAlive = false;
+    }
+    return null;
+  }
+}
+
+/** The request's bytes: request line, Host, the caller's headers, Content-Length, body. */
+function requestHead(request: HttpsPost): Buffer {
+  const body = Buffer.from(request.body);
+  const lines = request.headers;
+  if (/[\r\n]/.test(request.path + request.hostHeader) || /[\r\n]/.test(lines.replaceAll("\r\n", "")) || (lines !== "" && !lines.endsWith("\r\n"))) {
+    throw new HttpsPostError("EBADREQUEST", "a request header holds a line break");
+  }
+  const head = `POST ${request.path} HTTP/1.1\r\nhost: ${request.hostHeader}\r\n${lines}content-length: ${body.length}\r\n\r\n`;
+  return Buffer.concat([Buffer.from(head, "latin1"), body]);
+}
