@@ -996,6 +996,37 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
     }
   });
 
+  test("a call whose BYE never comes is ended by the edge after MAX_CALL_SEC: a BYE to each side, recorded answered and ended by the timer, its slots given back", async () => {
+    const callee = "1891";
+    const { userId } = await addSipUser(parley, tenant, callee);
+    // An edge whose calls last at most 3 s without a request in their dialog (4 h by default).
+    const brief = await startKamailio({ controlPort: parley.controlPort, node: "edge-maxcall", defines: ["MAX_CALL_SEC=3"] });
+    const [port] = freePorts(1) as [number];
+    // The callee answers and waits for a BYE; so does the caller (invite-held.xml never hangs up).
+    const uas = startSipp("uas.xml", ["-p", String(port), "-mp", String(nextMediaPort()), "-m", "1"]);
+    await Bun.sleep(200);
+    try {
+      const via = `127.0.0.1:${brief.port}`;
+      const reg = await runSipp("register.xml", via, ["-s", callee, "-au", callee, "-ap", PASSWORD, "-key", "domain", tenant.domain, "-key", "contact_port", String(port), "-key", "expires", "300", "-m", "1", "-timeout", "15s"]);
+      expect(reg.code, reg.stderr).toBe(0);
+      const r = await invite("1001", callee, "invite-held.xml", [], via);
+      expect(r.code, r.stderr + r.messages.slice(-1500) + brief.log().slice(-2000)).toBe(0);
+      // The callee got its BYE too: its scenario (one call, ending with the BYE's 200) finished.
+      expect(await Promise.race([uas.proc.exited, Bun.sleep(5000).then(() => "still waiting")]), uas.stderr()).toBe(0);
+      const callId = r.callIds.at(-1)!;
+      const cdr = await eventually(async () => {
+        const c = (await calls()).find((x) => x.sip_call_id === callId);
+        expect(c, JSON.stringify(c)).toMatchObject({ answered: 1, hangup_cause: "RECOVERY_ON_TIMER_EXPIRE" });
+        return c;
+      }, 10_000);
+      expect(cdr.billsec).toBeGreaterThanOrEqual(2);
+      await eventually(async () => expect((await cac()).data.cac.filter((c: any) => c.id === userId)).toEqual([]));
+    } finally {
+      await uas.stop();
+      await brief.stop();
+    }
+  });
+
   test("a call without credentials from an address no trunk knows is challenged (407)", async () => {
     const r = await runSipp("invite-noauth.xml", edge(), ["-i", STRANGER_IP, "-s", tenant.trunkNumber, "-key", "from_user", "14155559876", "-key", "domain", "127.0.0.1", "-m", "1", "-timeout", "10s"]);
     expect(r.code, r.stderr).toBe(0);
