@@ -165,7 +165,7 @@ function networkReason(error: unknown, timeoutMs: number): string {
   if (code === "ECONNREFUSED") return "connection refused";
   if (code === "ECONNRESET") return "connection reset";
   if (code === "EBADREPLY") return "invalid HTTP reply";
-  if (code.startsWith("ERR_TLS") || code === "EPROTO" || /CERT|SELF_SIGNED|UNABLE_TO/.test(code)) return `TLS error (${code})`;
+  if (code.startsWith("ERR_TLS") || code === "EPROTO" || code === "TLS_HANDSHAKE_FAILED" || /CERT|SELF_SIGNED|UNABLE_TO/.test(code)) return `TLS error (${code})`;
   return code ? `network error (${code})` : "network error";
 }
 
@@ -397,9 +397,9 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
         return { kind: "fail", status, error: `HTTP ${status}` };
       } catch (error) {
         lastError = error;
-        const code = (error as { code?: string }).code;
-        // Only a refused connection moves on to the host's next address; anything else may have reached the receiver.
-        if (code !== "ECONNREFUSED") break;
+        // Only a connection that failed before the request went out (refused, unreachable, its
+        // certificate refused) moves on to the host's next address; anything else may have reached the receiver.
+        if ((error as { sent?: boolean }).sent !== false) break;
       }
     }
     return { kind: "retry", status: null, error: lastError === null ? `timeout after ${timeoutMs} ms` : networkReason(lastError, timeoutMs) };

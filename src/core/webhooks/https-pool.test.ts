@@ -175,9 +175,20 @@ describe("HttpsPool with a real HTTPS server", () => {
     }
   });
 
-  test("a header value with a line break is refused before connecting", async () => {
+  test("a header value with a line break, or anything but visible ASCII, is refused before connecting", async () => {
     const pool = new HttpsPool({ ca: [cert.cert] });
-    for (const bad of [{ headers: "x-a: 1\r\nx-b: 2\nx-c: 3\r\n" }, { headers: "x-a: 1" }, { hostHeader: "a\r\nx: y" }, { path: "/in\r\nx: y" }]) {
+    const bads: Array<Partial<HttpsPost>> = [
+      { headers: "x-a: 1\r\nx-b: 2\nx-c: 3\r\n" },
+      { headers: "x-a: 1" },
+      { hostHeader: "a\r\nx: y" },
+      { path: "/in\r\nx: y" },
+      // Characters that become CR and LF when written as latin1.
+      { headers: "x-a: \u010d\u010aPOST /smuggled HTTP/1.1\r\n" },
+      { hostHeader: "localhost\u010d\u010ax: y" },
+      { path: "/in x" },
+      { headers: "bad name: 1\r\n" },
+    ];
+    for (const bad of bads) {
       expect((await failure(pool.post(request(1, bad)))).code).toBe("EBADREQUEST");
     }
     pool.close();
@@ -282,18 +293,22 @@ describe("HttpsPool reading replies", () => {
     }
   });
 
-  test("not HTTP, a bad Content-Length, a head over maxHeadBytes or a protocol switch is EBADREPLY and closes the connection", async () => {
+  test("not HTTP, a bad Content-Length or status or header name, heads over maxHeadBytes (1xx counted) or a protocol switch is EBADREPLY and closes the connection", async () => {
     const replies = [
       "hello there\r\n\r\n",
       "HTTP/1.1 200 OK\r\ncontent-length: 1\r\ncontent-length: 2\r\n\r\nab",
       `HTTP/1.1 200 OK\r\nx-big: ${"y".repeat(3000)}\r\n\r\n`,
       "HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\n\r\n",
+      "HTTP/1.1 099 Odd\r\ncontent-length: 0\r\n\r\n",
+      "HTTP/1.1 200 OK\r\ncontent-length : 0\r\n\r\n",
+      "HTTP/1.1 200 OK\ncontent-length: 0\n\n",
+      `${"HTTP/1.1 100 Continue\r\n\r\n".repeat(200)}HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n`,
     ];
     const raw = await rawServer((r, n) => r.socket.write(replies[n - 1]!));
     const pool = new HttpsPool({ ca: [cert.cert], maxHeadBytes: 2048 });
     try {
-      for (let i = 0; i < replies.length; i++) expect((await failure(pool.post(request(raw.port)))).code).toBe("EBADREPLY");
-      expect(raw.seen.map((r) => r.connection)).toEqual([1, 2, 3, 4]);
+      for (let i = 0; i < replies.length; i++) expect((await failure(pool.post(request(raw.port)))).code, replies[i]!.slice(0, 40)).toBe("EBADREPLY");
+      expect(raw.seen.map((r) => r.connection)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
       expect(pool.size).toBe(0);
     } finally {
       pool.close();
@@ -375,4 +390,119 @@ describe("HttpsPool reading replies", () => {
       await raw.close();
     }
   });
+
+  test("Transfer-Encoding: chunked wins over Content-Length, a coding after chunked runs to the close; neither connection is reused", async () => {
+    const replies = [
+      "HTTP/1.1 200 OK\r\ncontent-length: 100\r\ntransfer-encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n",
+      "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked, gzip\r\n\r\nxyz",
+      "HTTP/1.1 200 OK\r\ntransfer-encoding: gzip\r\ntransfer-encoding: chunked\r\n\r\n0\r\n\r\n",
+      "HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n",
+    ];
+    const raw = await rawServer((r, n) => {
+      r.socket.write(replies[n - 1]!);
+      if (n === 2) r.socket.end();
+    });
+    const pool = new HttpsPool({ ca: [cert.cert] });
+    try {
+      for (let i = 0; i < replies.length; i++) expect(await pool.post(request(raw.port))).toBe(200);
+      // The last coding chunked (given over two headers) keeps its connection.
+      expect(raw.seen.map((r) => r.connection)).toEqual([1, 2, 3, 3]);
+    } finally {
+      pool.close();
+      await raw.close();
+    }
+  });
+
+  test("endless trailers after the status are cut at maxDrainBytes: the status stands, the connection is closed", async () => {
+    const raw = await rawServer((r) => {
+      r.socket.write("HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n0\r\n");
+      r.socket.write(`x-trailer: ${"t".repeat(100)}\r\n`.repeat(2000));
+    });
+    const pool = new HttpsPool({ ca: [cert.cert], maxDrainBytes: 4096 });
+    try {
+      expect(await pool.post(request(raw.port))).toBe(200);
+      await Bun.sleep(50);
+      expect(pool.size).toBe(0);
+    } finally {
+      pool.close();
+      await raw.close();
+    }
+  });
+
+  test("a reply that comes before the whole request was written closes the connection: the next request does not land in the old body", async () => {
+    const server = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      tls: { cert: cert.cert, key: cert.key },
+      // Refuses at once, without reading the body.
+      fetch: (req) => (new URL(req.url).pathname === "/big" ? new Response("no", { status: 401 }) : new Response("ok")),
+    });
+    const pool = new HttpsPool({ ca: [cert.cert] });
+    try {
+      expect(await pool.post(request(server.port!, { path: "/big", body: "x".repeat(8_000_000), timeoutMs: 10_000 }))).toBe(401);
+      expect(await pool.post(request(server.port!, { path: "/small" }))).toBe(200);
+    } finally {
+      pool.close();
+      await server.stop(true);
+    }
+  });
+
+  test("the stale-connection retry happens once, on a new connection, however many idle connections there are", async () => {
+    let drop = false;
+    const raw = await rawServer((r) => {
+      if (drop) r.socket.destroy();
+      else r.socket.write("HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n");
+    });
+    const pool = new HttpsPool({ ca: [cert.cert] });
+    try {
+      // Four connections parked.
+      expect(await Promise.all([1, 2, 3, 4].map(() => pool.post(request(raw.port))))).toEqual([200, 200, 200, 200]);
+      expect(raw.connections).toBe(4);
+      drop = true;
+      const dropped = await failure(pool.post(request(raw.port, { headers: "webhook-id: evt_once\r\n" })));
+      expect(dropped.code).toBe("ECONNRESET");
+      const copies = raw.seen.filter((r) => r.head.includes("evt_once"));
+      expect(copies).toHaveLength(2);
+      expect(copies[1]!.connection).toBe(5);
+    } finally {
+      pool.close();
+      await raw.close();
+    }
+  });
+
+  test("a connection that opens after its attempt timed out is closed, not kept", async () => {
+    // A listener whose accept queue is full (listen(0) and connections it does not accept): our SYN is
+    // dropped and resent by the kernel a second later, after the attempt's 300 ms ran out; the queue
+    // is drained meanwhile, so that connection then opens. (Python: JavaScript runtimes accept at once.)
+    const script = [
+      "import socket, time",
+      "ls = socket.socket(); ls.bind(('127.0.0.1', 0)); ls.listen(0)",
+      "held = [socket.socket() for _ in range(3)]",
+      "for h in held:",
+      "  h.setblocking(False)",
+      "  try: h.connect(ls.getsockname())",
+      "  except BlockingIOError: pass",
+      "time.sleep(0.2)",
+      "print(ls.getsockname()[1], flush=True)",
+      "time.sleep(0.5)",
+      "ls.settimeout(0.2); kept = []; end = time.time() + 8",
+      "while time.time() < end:",
+      "  try: kept.append(ls.accept()[0])",
+      "  except socket.timeout: pass",
+    ].join("\n");
+    const listener = Bun.spawn(["python3", "-c", script], { stdout: "pipe", stderr: "inherit" });
+    const pool = new HttpsPool({ ca: [cert.cert] });
+    try {
+      const reader = listener.stdout.getReader();
+      let text = "";
+      while (!text.includes("\n")) text += new TextDecoder().decode((await reader.read()).value);
+      const port = Number(text.trim());
+      expect((await failure(pool.post(request(port, { timeoutMs: 300 })))).code).toBe("ETIMEDOUT");
+      await Bun.sleep(1800);
+      expect(pool.size).toBe(0);
+    } finally {
+      pool.close();
+      listener.kill();
+    }
+  }, 15_000);
 });

@@ -14,11 +14,13 @@
  * back to the pool. No redirects, no compression, no pipelining, no HTTP/2. A connection is reused
  * only when the reply allows it and for at most `idleMs` (or the server's Keep-Alive timeout, less
  * a second). A POST on a reused connection that closes before any byte of its reply is sent once
- * more on a new connection (the server closed an idle connection as we wrote: it never saw the
- * request, or, rarely, saw it and answered nothing; receivers dedupe on `webhook-id`).
+ * more, on a new connection (the server closed an idle connection as we wrote: it never saw the
+ * request, or, rarely, saw it and answered nothing; receivers dedupe on `webhook-id`). What a reply
+ * may cost is bounded: its heads (1xx included) together by `maxHeadBytes`, everything after the
+ * final head (chunk framing and trailers included) by `maxDrainBytes`, and the whole by the timeout.
  */
 
-/** One POST. Header names and values must be free of CR and LF (the caller builds them). */
+/** One POST. Path, Host and header lines are printable ASCII (tab allowed); anything else is EBADREQUEST. */
 export interface HttpsPost {
   /** The checked IP address to connect to. */
   address: string;
@@ -44,6 +46,8 @@ export class HttpsPostError extends Error {
     message: string,
     /** The connection closed before any byte of the reply (a stale keep-alive, when it was reused). */
     readonly beforeReply = false,
+    /** Some of the request may have reached the server (false: it failed while connecting). */
+    readonly sent = true,
   ) {
     super(message);
     this.name = code === "ETIMEDOUT" ? "TimeoutError" : "HttpsPostError";
@@ -67,6 +71,12 @@ type TlsSocket = Bun.Socket<Connection>;
 
 const CRLFCRLF = Buffer.from("\r\n\r\n");
 const STATUS_LINE = /^HTTP\/1\.([01]) (\d{3})(?: |$)/;
+/** A header name. */
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+/** A request target or Host value: visible ASCII, no spaces. */
+const TARGET = /^[\x21-\x7e]+$/;
+/** Header lines: a token, a colon, visible ASCII, spaces and tabs, CRLF; each of them. */
+const HEADER_LINES = /^(?:[!#$%&'*+\-.^_`|~0-9A-Za-z]+:[\t\x20-\x7e]*\r\n)*$/;
 
 /** The reply being read on a connection. */
 interface Exchange {
@@ -94,7 +104,10 @@ class Connection {
   phase: "idle" | "head" | "length" | "chunk-size" | "chunk-data" | "chunk-crlf" | "trailers" | "close" = "idle";
   /** Body bytes still expected (length and chunk-data phases). */
   left = 0;
-  drained = 0;
+  /** Bytes of the reply's heads so far (1xx included). */
+  headBytes = 0;
+  /** Bytes received after the final head (body, chunk framing, trailers). */
+  afterHead = 0;
   keepAlive = true;
   /** When the connection stops being reusable (ms epoch), from the server's Keep-Alive timeout. */
   reuseUntil = Infinity;
@@ -138,15 +151,20 @@ export class HttpsPool {
     const deadline = Date.now() + request.timeoutMs;
     const head = requestHead(request);
     const key = `${request.serverName ?? ""}|${request.address}|${request.port}`;
+    let retried = false;
     for (;;) {
-      const reused = this.takeIdle(key);
+      const reused = retried ? null : this.takeIdle(key);
       const connection = reused ?? (await this.connect(key, request, deadline));
       try {
         return await this.exchange(connection, head, deadline);
       } catch (error) {
         const e = error as HttpsPostError;
-        // A stale keep-alive connection: closed before any byte of the reply came back.
-        if (reused && e.beforeReply && Date.now() < deadline) continue;
+        // A stale keep-alive connection: closed before any byte of the reply came back. Once, on a
+        // new connection (never from one idle connection to the next).
+        if (reused && e.beforeReply && Date.now() < deadline) {
+          retried = true;
+          continue;
+        }
         throw error;
       }
     }
@@ -223,66 +241,79 @@ export class HttpsPool {
         pool.destroy(connection);
         reject(error);
       };
-      const timer = setTimeout(() => fail(new HttpsPostError("ETIMEDOUT", "timed out connecting")), Math.max(0, deadline - Date.now()));
+      const timer = setTimeout(() => fail(new HttpsPostError("ETIMEDOUT", "timed out connecting", false, false)), Math.max(0, deadline - Date.now()));
       const tls = {
         ...(this.options.ca ? { ca: this.options.ca } : {}),
         ...(request.serverName ? { serverName: request.serverName } : {}),
         rejectUnauthorized: true,
       };
-      Bun.connect<Connection>({
-        hostname: request.address,
-        port: request.port,
-        tls,
-        data: connection,
-        socket: {
-          open(socket) {
-            connection.socket = socket;
-            pool.open.add(connection);
+      const connectFailed = (error: unknown) => {
+        const code = (error as { code?: string } | null)?.code;
+        fail(new HttpsPostError(code || "ECONNRESET", code === "ECONNREFUSED" ? "connection refused" : "connection failed", false, false));
+      };
+      try {
+        Bun.connect<Connection>({
+          hostname: request.address,
+          port: request.port,
+          tls,
+          data: connection,
+          socket: {
+            open(socket) {
+              // Opened after the attempt gave up (its time ran out): not ours to keep.
+              if (done) {
+                socket.terminate();
+                return;
+              }
+              connection.socket = socket;
+              pool.open.add(connection);
+            },
+            handshake(socket, ok, error) {
+              if (done) {
+                socket.terminate();
+                return;
+              }
+              if (!ok) {
+                const code = (error as { code?: string } | null)?.code || "TLS_HANDSHAKE_FAILED";
+                const closed = code === "ECONNRESET" || code === "EPIPE";
+                fail(new HttpsPostError(code, closed ? "connection closed during the TLS handshake" : `TLS certificate not accepted (${code})`, false, false));
+                return;
+              }
+              if (pool.closing) {
+                fail(new HttpsPostError("ECONNRESET", "the pool is closed", false, false));
+                return;
+              }
+              done = true;
+              clearTimeout(timer);
+              connection.ready = true;
+              resolve(connection);
+            },
+            data(_socket, bytes) {
+              pool.received(connection, bytes);
+            },
+            drain(socket) {
+              const rest = connection.unwritten;
+              if (!rest) return;
+              const written = socket.write(rest);
+              connection.unwritten = written < rest.length ? rest.subarray(Math.max(0, written)) : null;
+            },
+            close() {
+              connection.closed = true;
+              pool.forget(connection);
+              if (!connection.ready) fail(new HttpsPostError("ECONNRESET", "connection closed during the TLS handshake", false, false));
+              else pool.ended(connection);
+            },
+            error(_socket, error) {
+              if (!connection.ready) connectFailed(error);
+            },
+            connectError(_socket, error) {
+              connectFailed(error);
+            },
           },
-          handshake(_socket, ok, error) {
-            if (!ok) {
-              const code = (error as { code?: string } | null)?.code ?? "TLS_HANDSHAKE_FAILED";
-              fail(new HttpsPostError(code, `TLS certificate not accepted (${code})`));
-              return;
-            }
-            if (done) return;
-            if (pool.closing) {
-              fail(new HttpsPostError("ECONNRESET", "the pool is closed"));
-              return;
-            }
-            done = true;
-            clearTimeout(timer);
-            connection.ready = true;
-            resolve(connection);
-          },
-          data(_socket, bytes) {
-            pool.received(connection, bytes);
-          },
-          drain(socket) {
-            const rest = connection.unwritten;
-            if (!rest) return;
-            const written = socket.write(rest);
-            connection.unwritten = written < rest.length ? rest.subarray(Math.max(0, written)) : null;
-          },
-          close() {
-            connection.closed = true;
-            pool.forget(connection);
-            if (!connection.ready) fail(new HttpsPostError("ECONNRESET", "connection closed during the TLS handshake"));
-            else pool.ended(connection);
-          },
-          error(_socket, error) {
-            const code = (error as { code?: string }).code;
-            if (!connection.ready) fail(new HttpsPostError(code === "ECONNREFUSED" ? "ECONNREFUSED" : "ECONNRESET", "connection failed"));
-          },
-          connectError(_socket, error) {
-            const code = (error as { code?: string }).code;
-            fail(new HttpsPostError(code === "ECONNREFUSED" ? "ECONNREFUSED" : "ECONNRESET", code === "ECONNREFUSED" ? "connection refused" : "connection failed"));
-          },
-        },
-      }).catch((error: unknown) => {
-        const code = (error as { code?: string }).code;
-        fail(new HttpsPostError(code === "ECONNREFUSED" ? "ECONNREFUSED" : "ECONNRESET", code === "ECONNREFUSED" ? "connection refused" : "connection failed"));
-      });
+        }).catch(connectFailed);
+      } catch (error) {
+        // Bun refuses some arguments at once (a port out of range).
+        connectFailed(error);
+      }
     });
   }
 
@@ -297,7 +328,9 @@ export class HttpsPool {
       connection.exchange = { resolve, reject, timer, answered: false, settled: false };
       connection.phase = "head";
       connection.buffer = null;
-      connection.drained = 0;
+      connection.unwritten = null;
+      connection.headBytes = 0;
+      connection.afterHead = 0;
       connection.keepAlive = true;
       const socket = connection.socket!;
       const written = socket.write(head);
@@ -328,8 +361,9 @@ export class HttpsPool {
     const exchange = connection.exchange;
     connection.exchange = null;
     if (exchange) clearTimeout(exchange.timer);
-    if (connection.buffer?.length) {
-      // Bytes after the reply (nothing was asked for): the connection cannot be trusted.
+    if (connection.buffer?.length || connection.unwritten) {
+      // Bytes after the reply (nothing was asked for), or a reply that came before the whole request
+      // was written (the next request would land inside this one's body): not reusable.
       this.destroy(connection);
       return;
     }
@@ -363,27 +397,30 @@ export class HttpsPool {
       return;
     }
     exchange.answered = true;
-    let buffer = connection.buffer?.length ? Buffer.concat([connection.buffer, bytes]) : bytes;
+    if (exchange.settled) connection.afterHead += bytes.length;
+    const buffer = connection.buffer?.length ? Buffer.concat([connection.buffer, bytes]) : bytes;
     let at = 0;
     while (connection.exchange) {
       if (connection.phase === "head") {
         const end = buffer.indexOf(CRLFCRLF, at);
         if (end < 0) {
-          if (buffer.length - at > this.maxHeadBytes) return this.bad(connection, "reply head too large");
+          if (connection.headBytes + buffer.length - at > this.maxHeadBytes) return this.bad(connection, "reply head too large");
+          if (buffer.indexOf("\n\n", at, "latin1") >= 0) return this.bad(connection, "reply head lines do not end with CRLF");
           break;
         }
-        if (end - at > this.maxHeadBytes) return this.bad(connection, "reply head too large");
+        // Every head counts (a server may send 1xx heads without end).
+        if ((connection.headBytes += end + 4 - at) > this.maxHeadBytes) return this.bad(connection, "reply head too large");
         const head = buffer.toString("latin1", at, end);
         at = end + 4;
         const problem = this.readHead(connection, head);
         if (problem) return this.bad(connection, problem);
+        if (exchange.settled) connection.afterHead = buffer.length - at;
         continue;
       }
       if (connection.phase === "length" || connection.phase === "chunk-data") {
         const take = Math.min(connection.left, buffer.length - at);
         at += take;
         connection.left -= take;
-        if ((connection.drained += take) > this.maxDrainBytes) return this.abandon(connection);
         if (connection.left > 0) break;
         if (connection.phase === "length") {
           connection.buffer = buffer.subarray(at);
@@ -427,11 +464,12 @@ export class HttpsPool {
         continue;
       }
       // "close": the body runs to the end of the connection.
-      if ((connection.drained += buffer.length - at) > this.maxDrainBytes) return this.abandon(connection);
       at = buffer.length;
       break;
     }
     if (!connection.exchange) return;
+    // Body, chunk framing and trailers together: more than we read to keep a connection.
+    if (connection.afterHead > this.maxDrainBytes) return this.abandon(connection);
     connection.buffer = at < buffer.length ? Buffer.from(buffer.subarray(at)) : null;
   }
 
@@ -441,26 +479,28 @@ export class HttpsPool {
     const status = STATUS_LINE.exec(lines[0]!);
     if (!status) return "not an HTTP/1.x reply";
     const code = Number(status[2]);
-    if (code >= 100 && code < 200) {
+    if (code < 100) return "not an HTTP status";
+    if (code < 200) {
       // Informational (100 Continue, 103 Early Hints): the final reply follows; 101 would switch protocols.
       return code === 101 ? "unexpected protocol switch" : null;
     }
     let length: number | null = null;
-    let chunked = false;
+    let codings: string[] | null = null;
     let keepAlive = status[1] === "1";
     let keepAliveSeconds: number | null = null;
     for (let i = 1; i < lines.length; i++) {
       const line = lines[i]!;
       const colon = line.indexOf(":");
       if (colon <= 0) return "bad reply header";
-      const name = line.slice(0, colon).trim().toLowerCase();
+      // No whitespace before the colon (RFC 9112 5.1: a reply with it is refused, not guessed at).
+      if (!TOKEN.test(line.slice(0, colon))) return "bad reply header";
+      const name = line.slice(0, colon).toLowerCase();
       const value = line.slice(colon + 1).trim();
       if (name === "content-length") {
         if (!/^\d{1,15}$/.test(value) || (length !== null && length !== Number(value))) return "bad Content-Length";
         length = Number(value);
       } else if (name === "transfer-encoding") {
-        chunked = value.toLowerCase().split(",").map((v) => v.trim()).includes("chunked");
-        if (!chunked) keepAlive = false; // some other coding runs to the close
+        codings = [...(codings ?? []), ...value.toLowerCase().split(",").map((v) => v.trim()).filter(Boolean)];
       } else if (name === "connection") {
         const tokens = value.toLowerCase().split(",").map((v) => v.trim());
         if (tokens.includes("close")) keepAlive = false;
@@ -470,6 +510,11 @@ export class HttpsPool {
         if (timeout) keepAliveSeconds = Number(timeout[1]);
       }
     }
+    // RFC 9112 6.3: chunked must be the last coding, else the body runs to the close; with both
+    // Transfer-Encoding and Content-Length the former wins and the connection is not reused.
+    const chunked = codings !== null && codings.at(-1) === "chunked";
+    if (codings !== null && (!chunked || length !== null)) keepAlive = false;
+    if (codings !== null) length = null;
     connection.keepAlive = keepAlive;
     if (keepAliveSeconds !== null) connection.reuseUntil = Date.now() + Math.max(0, keepAliveSeconds - 1) * 1000;
     this.settle(connection, code);
@@ -494,8 +539,8 @@ export class HttpsPool {
 function requestHead(request: HttpsPost): Buffer {
   const body = Buffer.from(request.body);
   const lines = request.headers;
-  if (/[\r\n]/.test(request.path + request.hostHeader) || /[\r\n]/.test(lines.replaceAll("\r\n", "")) || (lines !== "" && !lines.endsWith("\r\n"))) {
-    throw new HttpsPostError("EBADREQUEST", "a request header holds a line break");
+  if (!TARGET.test(request.path) || !TARGET.test(request.hostHeader) || !HEADER_LINES.test(lines)) {
+    throw new HttpsPostError("EBADREQUEST", "a request line or header holds a character HTTP does not allow", false, false);
   }
   const head = `POST ${request.path} HTTP/1.1\r\nhost: ${request.hostHeader}\r\n${lines}content-length: ${body.length}\r\n\r\n`;
   return Buffer.concat([Buffer.from(head, "latin1"), body]);
