@@ -150,14 +150,31 @@ async function admitNew(platform: Platform, decision: RouteDecision, accountId: 
   const steps: TraceStep[] = [...decision.trace];
   let reply = decision.reply;
   let slots: CacSlot[] = [];
+  let trunkId = decision.trunkId;
   const routed = reply.rtjson.action !== "reject";
 
   if (routed && decision.slots.length) {
-    const got = await acquireSlots(platform.live, accountId, id, decision.slots, cacTtlMs(platform));
-    if (got.ok) {
-      slots = decision.slots;
-      steps.push({ at: Date.now(), step: "cac", result: `admitted (${slots.map((s) => `${s.level} ${s.id} ≤ ${s.limit}`).join(", ")})` });
-    } else {
+    let wanted = decision.slots;
+    let legs = decision.legs ?? null;
+    for (;;) {
+      const got = await acquireSlots(platform.live, accountId, id, wanted, cacTtlMs(platform));
+      if (got.ok) {
+        slots = wanted;
+        steps.push({ at: Date.now(), step: "cac", result: `admitted (${slots.map((s) => `${s.level} ${s.id} ≤ ${s.limit}`).join(", ")})` });
+        break;
+      }
+      // A full trunk fails over: the call goes on from its next leg through another trunk (or the carrier).
+      const next = got.refused.level === "trunk" && legs ? pastFullTrunk(reply, legs, wanted, got.refused) : null;
+      if (next) {
+        steps.push({
+          at: Date.now(),
+          step: "cac",
+          result: `trunk ${got.refused.id} full (${got.active} of ${got.refused.limit}): its routes skipped, ${next.legs.length} left`,
+          data: { level: got.refused.level, id: got.refused.id, limit: got.refused.limit, active: got.active },
+        });
+        ({ reply, legs, slots: wanted, trunkId } = next);
+        continue;
+      }
       reply = cacRejectReply(decision, got.refused);
       steps.push({
         at: Date.now(),
@@ -165,6 +182,7 @@ async function admitNew(platform: Platform, decision: RouteDecision, accountId: 
         result: `refused: ${got.refused.level} ${got.refused.id} at its limit of ${got.refused.limit}`,
         data: { level: got.refused.level, id: got.refused.id, limit: got.refused.limit, active: got.active },
       });
+      break;
     }
   }
   const admitted = reply.rtjson.action !== "reject";
@@ -184,7 +202,7 @@ async function admitNew(platform: Platform, decision: RouteDecision, accountId: 
     user_id: decision.userId,
     device_id: decision.deviceId,
     number_id: decision.numberId,
-    trunk_id: decision.trunkId,
+    trunk_id: trunkId,
     queue_id: decision.queueId,
     flow_id: reply.rtjson.flow_id,
     status: admitted ? ("routed" as const) : ("rejected" as const),
@@ -210,9 +228,11 @@ async function admitNew(platform: Platform, decision: RouteDecision, accountId: 
     inserted = await writerOf(platform).write({ call, steps: traceRows(accountId, id, steps), started });
   } catch (error) {
     // Nothing was recorded: give the slots back so a failed write cannot leak them.
-    await releaseSlots(platform.live, accountId, id, slots);
+    await Promise.all([releaseSlots(platform.live, accountId, id, slots), giveBackLimitWindows(platform, decision, sipCallId)]);
     throw error;
   }
+  // A refused call counts against no call limit (it was counted by the windows it passed first).
+  if (inserted && !admitted) await giveBackLimitWindows(platform, decision, sipCallId);
   if (inserted) {
     // A line in the account log is worth less than the call: its failure fails nothing.
     await noteDecision(platform, call, steps, reply).catch((error: unknown) => {
@@ -227,6 +247,43 @@ async function admitNew(platform: Platform, decision: RouteDecision, accountId: 
     throw new Error("the call's Call-ID is recorded but its record was not found");
   }
   return withCallId;
+}
+
+/** Takes the call out of the per-period call-limit windows it was counted in (a refused call). */
+async function giveBackLimitWindows(platform: Platform, decision: RouteDecision, sipCallId: string): Promise<void> {
+  if (!decision.limitWindows?.length) return;
+  await Promise.all(decision.limitWindows.map((key) => platform.live.zrem(key, sipCallId))).catch((error: unknown) => {
+    // The call stays counted until its window passes (period_sec): a limit reached early, nothing lost.
+    platform.log.warn("call-limit windows not given back", { account_id: decision.accountId, error: String(error) });
+  });
+}
+
+/**
+ * The call's reply, slots and legs without the legs through `full` (a trunk at its max_channels): the
+ * next trunk's slot instead, or none when the carrier comes next. Null when no leg is left, or when
+ * no leg goes through it (the slot of the trunk the call came in from).
+ */
+function pastFullTrunk(
+  reply: RouteReply,
+  legs: NonNullable<RouteDecision["legs"]>,
+  slots: readonly CacSlot[],
+  full: CacSlot,
+): { reply: RouteReply; legs: NonNullable<RouteDecision["legs"]>; slots: CacSlot[]; trunkId: string | null } | null {
+  const routes = reply.rtjson.routes ?? [];
+  if (routes.length !== legs.length || !legs.some((l) => l.trunk?.id === full.id)) return null;
+  const keep = legs.flatMap((leg, i) => (leg.trunk?.id === full.id ? [] : [i]));
+  if (!keep.length) return null;
+  const left = keep.map((i) => legs[i]!);
+  const next = left.find((l) => l.trunk)?.trunk ?? null;
+  const nextSlots = slots.filter((s) => !(s.level === "trunk" && s.id === full.id));
+  if (next && next.max !== null) nextSlots.push({ level: "trunk", id: next.id, limit: next.max });
+  const trunkId = next?.id ?? null;
+  return {
+    reply: { rtjson: { ...reply.rtjson, routes: keep.map((i) => routes[i]!), vars: { ...reply.rtjson.vars, trunk_id: trunkId } } },
+    legs: left,
+    slots: nextSlots,
+    trunkId,
+  };
 }
 
 /** What settleUndeliveredReply found. */

@@ -56,6 +56,8 @@ function finish(draft: DecisionDraft, reply: RouteReply, slots: CacSlot[]): Rout
     queueId: draft.queueId,
     slots,
     trace: draft.trace,
+    ...(draft.limitWindows?.length ? { limitWindows: draft.limitWindows } : {}),
+    ...(draft.legs && slots.length ? { legs: draft.legs } : {}),
   };
 }
 

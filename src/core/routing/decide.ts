@@ -259,7 +259,7 @@ async function inbound(deps: RouteDeps, draft: DecisionDraft, candidates: Array<
     step(draft, "forward", `number forwards always to ${always.number} (${always.id})`);
     return forwardCall(deps, draft, account, always);
   }
-  setFailovers(draft, ctx.forwards, null, deps.settings.mediaEngines[0] ?? null);
+  await setFailovers(deps, draft, account.id, ctx.forwards, null, deps.settings.mediaEngines[0] ?? null);
   draft.didForwards = ctx.forwards;
   const target = scheduledTarget(draft, number, ctx.schedule, account.timezone) ?? didDefault(draft, account);
   if (!target) return reject(draft, 480, "Temporarily Unavailable", "closed, and no closed destination");
@@ -400,9 +400,21 @@ async function feature(deps: RouteDeps, draft: DecisionDraft, code: string): Pro
  * `failover_<trigger>_number`: the edge's failure route hands the call to a media engine with that
  * X-Dest after a 486 (busy), a ring timeout (no_answer) or when no contact answers at all (unreachable).
  */
-function setFailovers(draft: DecisionDraft, forwards: readonly RouteForward[], voicemailId: string | null, engine: string | null): void {
-  for (const trigger of ["busy", "no_answer", "unreachable"] as const) {
-    const f = forwards.find((x) => x.trigger === trigger);
+async function setFailovers(deps: RouteDeps, draft: DecisionDraft, accountId: string, forwards: readonly RouteForward[], voicemailId: string | null, engine: string | null): Promise<void> {
+  const nowSec = Math.floor(draft.now.getTime() / 1000);
+  const triggers = ["busy", "no_answer", "unreachable"] as const;
+  // A forward's number passes the destination's policies as a dialled one would; a refused one is no failover.
+  const refused = await Promise.all(
+    triggers.map(async (trigger) => {
+      const f = forwards.find((x) => x.trigger === trigger);
+      if (!f) return false;
+      const problem = destinationProblem(draft, await loadOutbound(deps.db, accountId, draft.userId ?? "", f.number, nowSec), f.number);
+      if (problem) step(draft, "forward", `${trigger} → ${f.number} (${f.id}) refused: ${problem.why}`);
+      return problem !== null;
+    }),
+  );
+  for (const [i, trigger] of triggers.entries()) {
+    const f = refused[i] ? undefined : forwards.find((x) => x.trigger === trigger);
     if (f) {
       draft.vars[`failover_${trigger}`] = `forward:${f.id}`;
       draft.vars[`failover_${trigger}_number`] = f.number;
@@ -440,6 +452,9 @@ async function toUser(deps: RouteDeps, draft: DecisionDraft, account: RouteAccou
    * caller gets 486 or 480). A busy phone's own 486 goes the same way through the edge's failover vars.
    */
   const failover = (trigger: "busy" | "unreachable"): Promise<RouteDecision> | RouteDecision | null => {
+    // The call goes elsewhere, not to the user: its slot (a concurrent limit's lowered ceiling) is not
+    // the failover's to take (a busy user's own forward was refused by that very ceiling).
+    draft.slots = draft.slots.filter((s) => !(s.level === "user" && s.id === user.id));
     const own = user.forwards.find((f) => f.trigger === trigger);
     if (own) return forwardCall(deps, draft, account, own);
     // A mailbox is answered by a media engine: without one, the next way on (not a 503).
@@ -469,7 +484,7 @@ async function toUser(deps: RouteDeps, draft: DecisionDraft, account: RouteAccou
     step(draft, "user", "no registered contacts");
     return failover("unreachable") ?? reject(draft, 480, "Temporarily Unavailable", "user not registered");
   }
-  setFailovers(draft, user.forwards, user.voicemail_id, deps.settings.mediaEngines[0] ?? null);
+  await setFailovers(deps, draft, account.id, user.forwards, user.voicemail_id, deps.settings.mediaEngines[0] ?? null);
   const noAnswer = byTrigger("no_answer");
   const ringSec = noAnswer?.timeout_sec ? Math.min(noAnswer.timeout_sec, user.ring_timeout_sec) : user.ring_timeout_sec;
   addSlot(draft, "user", user.id, user.max_simultaneous);
@@ -493,18 +508,26 @@ async function toUser(deps: RouteDeps, draft: DecisionDraft, account: RouteAccou
  * device, or a forward's (else a forward would be a way around them).
  */
 function destinationVerdict(draft: DecisionDraft, ctx: Awaited<ReturnType<typeof loadOutbound>>, e164: string): RouteDecision | null {
+  const problem = destinationProblem(draft, ctx, e164);
+  if (!problem) return null;
+  if (problem.dnc) return dncReject(draft, problem.why, e164);
+  return reject(draft, 403, "Forbidden", problem.why);
+}
+
+/** What the destination's policies refuse `e164` for (with the trace steps saying so), or null. */
+function destinationProblem(draft: DecisionDraft, ctx: Awaited<ReturnType<typeof loadOutbound>>, e164: string): { dnc: boolean; why: string } | null {
   if (ctx.lists.includes("allow")) {
     step(draft, "dnc", `${e164} is on an allow list: do-not-call and geo policies skipped`);
     return null;
   }
-  if (ctx.lists.includes("dnc_out")) return dncReject(draft, "on a do-not-call phone list");
-  if (ctx.dnc) return dncReject(draft, "on the account's do-not-call list");
+  if (ctx.lists.includes("dnc_out")) return { dnc: true, why: "on a do-not-call phone list" };
+  if (ctx.dnc) return { dnc: true, why: "on the account's do-not-call list" };
   const country = countryOfE164(e164);
   for (const g of ctx.geo) {
     const listed = country !== null && g.countries.includes(country);
     if ((g.mode === "allowlist" && !listed) || (g.mode === "denylist" && listed)) {
       step(draft, "geo", `${g.name} (${g.scope_kind} ${g.mode}) refuses ${country ?? "unknown country"}`);
-      return reject(draft, 403, "Forbidden", `destination country ${country ?? "unknown"} not allowed`);
+      return { dnc: false, why: `destination country ${country ?? "unknown"} not allowed` };
     }
   }
   if (ctx.geo.length) step(draft, "geo", `${country ?? "unknown country"} allowed by ${ctx.geo.map((g) => g.name).join(", ")}`);
@@ -513,17 +536,22 @@ function destinationVerdict(draft: DecisionDraft, ctx: Awaited<ReturnType<typeof
 
 async function forwardCall(deps: RouteDeps, draft: DecisionDraft, account: RouteAccount, fwd: RouteForward): Promise<RouteDecision> {
   draft.vars.forward_id = fwd.id;
-  if (fwd.confirm === 1) {
-    // Press-1 screening needs a media engine on the forwarded leg.
-    return toMediaEngine(draft, deps.settings.mediaEngines, { kind: "forward", id: fwd.id, flowId: null });
-  }
   const cid = fwd.cid_mode === "custom" && fwd.cid_number ? fwd.cid_number : fwd.cid_mode === "did" && draft.vars.did ? String(draft.vars.did) : draft.from;
   const [ctx, transforms] = await Promise.all([
     loadOutbound(deps.db, account.id, draft.userId ?? "", fwd.number, Math.floor(draft.now.getTime() / 1000)),
     loadOutboundTransforms(deps.db, account.id),
   ]);
+  // A forward goes out like a dialled number: the destination's policies and the outbound call
+  // limits hold for it (else a forward to a premium number would be a way around them).
   const refused = destinationVerdict(draft, ctx, fwd.number);
   if (refused) return refused;
+  const userId = draft.userId;
+  const limited = await callLimits(deps, draft, ctx.limits, "out", (l) => (l.scope_kind === "user" && userId ? ["user", userId] : ["account_out", account.id]));
+  if (limited) return limited;
+  if (fwd.confirm === 1) {
+    // Press-1 screening needs a media engine on the forwarded leg.
+    return toMediaEngine(draft, deps.settings.mediaEngines, { kind: "forward", id: fwd.id, flowId: null });
+  }
   addSlot(draft, "account_out", account.id, account.max_out);
   setOverflow(draft, fwd, deps.settings.mediaEngines[0] ?? null);
   // The number is E.164 already (account-scope rules are for what devices dial); the legs take their
@@ -575,6 +603,8 @@ function pickRoutes(
     else groups.push([r]);
   }
   const out: RtjsonRoute[] = [];
+  /** Each leg of `out`: its trunk (null: the carrier), for admission's failover past a full trunk. */
+  const legs: NonNullable<DecisionDraft["legs"]> = [];
   let firstTrunk: { id: string; max: number | null } | null = null;
   const carrier = deps.settings.carrierUri;
   const leg = (routeId: string | null, trunkId: string | null, dst: string, cidNumber: string) => {
@@ -597,6 +627,7 @@ function pickRoutes(
         }
         const { dst, cid: c } = leg(r.id, t.id, e164, cid.number || fallbackCid(t.cid_number || draft.req.from));
         out.push({ uri: trunkUri(t.proxy, t.transport, dst), headers: { from: from(c, t.from_domain ?? hostOf(t.proxy)), extra } });
+        legs.push({ trunk: { id: t.id, max: t.max_channels } });
         firstTrunk ??= { id: t.id, max: t.max_channels };
         step(draft, "outbound_route", `${r.name} (prefix ${r.match_prefix ?? "any"}, country ${r.match_country ?? "any"}, priority ${r.priority}) → trunk ${t.name}`);
       } else {
@@ -606,6 +637,7 @@ function pickRoutes(
         }
         const { dst, cid: c } = leg(r.id, null, e164, cid.number || fallbackCid(draft.req.from));
         out.push({ uri: withUser(carrier, dst), headers: { from: from(c, hostOf(carrier)), extra } });
+        legs.push({ trunk: null });
         step(draft, "outbound_route", `${r.name} (prefix ${r.match_prefix ?? "any"}, country ${r.match_country ?? "any"}, priority ${r.priority}) → carrier`);
       }
     }
@@ -618,6 +650,7 @@ function pickRoutes(
   if (firstTrunk) {
     draft.trunkId = firstTrunk.id;
     addSlot(draft, "trunk", firstTrunk.id, firstTrunk.max);
+    if (firstTrunk.max !== null && legs.length > 1) draft.legs = legs;
   }
   draft.to = e164;
   draft.vars.country = country;
@@ -727,8 +760,8 @@ async function outboundCall(
   return pickRoutes(deps, draft, account, ctx.routes, transforms, e164, { number: cidNumber, name: cid.name }, accountCid);
 }
 
-function dncReject(draft: DecisionDraft, why: string): RouteDecision {
-  step(draft, "dnc", `${draft.to} is ${why}`);
+function dncReject(draft: DecisionDraft, why: string, e164 = draft.to): RouteDecision {
+  step(draft, "dnc", `${e164} is ${why}`);
   return reject(draft, 603, "Decline", `do not call: ${why}`);
 }
 
@@ -813,10 +846,11 @@ function aclVerdict(draft: DecisionDraft, rules: readonly RouteAclRule[]): Route
  * member of the policy's set in the live store (its Call-ID) for period_sec after it started, and a
  * call is admitted while fewer than max_count are live (one atomic step: `zaddExpiringWithin`). A
  * retransmitted /route (same Call-ID, whatever instance it reaches) is the same member: counted once.
- * A hard one over its count refuses (403; the refused call is not counted, by any policy: the hard
- * ones are taken first), a soft one lets the call through with a warning in the trace. A call over a
+ * A hard one over its count refuses (403), a soft one lets the call through with a warning in the trace. A call over a
  * limit is not added to its set, so a set holds at most max_count calls (a soft limit's warnings last
- * while max_count calls of the last period_sec are counted). Concurrent limits (no period) become CAC slot ceilings.
+ * while max_count calls of the last period_sec are counted). A call refused after it was counted (by a
+ * later hard limit, the router, or CAC) is taken out of the windows again at admission (`limitWindows`),
+ * so a refused call counts against none. Concurrent limits (no period) become CAC slot ceilings.
  */
 async function callLimits(
   deps: RouteDeps,
@@ -843,7 +877,10 @@ async function callLimits(
     const key = accountKey(draft.accountId!, "call_limit_log", l.id);
     const periodMs = l.period_sec * 1000;
     const counted = await deps.live.zaddExpiringWithin([{ key, limit: l.max_count }], draft.req.callId, periodMs);
-    if (counted.ok) continue;
+    if (counted.ok) {
+      (draft.limitWindows ??= []).push(key);
+      continue;
+    }
     if (l.hard === 1) {
       step(draft, "call_limit", `${l.name}: ${counted.count} calls in the last ${l.period_sec}s, limit ${l.max_count}`);
       return reject(draft, 403, "Forbidden", `call limit ${l.name} reached`);

@@ -102,6 +102,17 @@ export interface RouteDecision {
   /** Counters to take before the call proceeds (rejects take none). */
   slots: CacSlot[];
   trace: TraceStep[];
+  /**
+   * Live-store keys of the per-period call-limit windows the call was counted in: given back when the
+   * call ends up refused (by the router after them, or by CAC), so a refused call counts against none.
+   */
+  limitWindows?: string[];
+  /**
+   * An outbound reply's legs in order, each with the trunk it goes through (null: the carrier). When CAC
+   * finds the trunk of the call's slot full, admission drops that trunk's legs and goes on from the
+   * next leg (a full trunk fails over, as a disabled one does).
+   */
+  legs?: Array<{ trunk: { id: string; max: number | null } | null }>;
 }
 
 /** POST /presence/event with type dialog: one SIP dialog's lifecycle, as the edge reports it. */

@@ -1,0 +1,127 @@
+/**
+ * decideRoute and admitCall together, where what the router decides and what CAC admits meet:
+ * call-limit windows given back for refused calls, a busy user's failover without the user's slot,
+ * a full trunk failing over to the next, and forwards held to the outbound policies and limits.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import type { Platform } from "../platform.ts";
+import { storeKind, testPlatform } from "../../../test/support/platform.ts";
+import { decideRoute } from "./decide.ts";
+import { admitCall } from "../calls/admission.ts";
+import { handleDialogEvent } from "../calls/dialog.ts";
+import { contact, routeFixture, testDeps } from "./decide.fixture.ts";
+import type { RouteRequest } from "./route-types.ts";
+
+let platform: Platform;
+beforeAll(async () => {
+  platform = await testPlatform();
+});
+afterAll(() => platform.close());
+
+let n = 0;
+const callId = () => `adm${++n}-${Date.now()}`;
+
+/** Decides and admits one call; the reply CAC gave. */
+async function route(req: RouteRequest, deps = testDeps(platform)) {
+  const decision = await decideRoute(deps, req);
+  return { decision, reply: await admitCall(platform, decision, req) };
+}
+
+describe(`routing meets admission [${storeKind}]`, () => {
+  test("a call refused after a per-period limit counted it (by a later hard limit, or by CAC) is not counted by it", async () => {
+    const f = await routeFixture(platform, { max_out: 1 });
+    const a = await f.user({ username: "1001" });
+    const da = await f.device(a);
+    const b = await f.user({ username: "1002" });
+    const db = await f.device(b);
+    await f.callLimit({ name: "account-2-per-hour", direction: "out", period_sec: 3600, max_count: 2, hard: 1 });
+    await f.callLimit({ name: "a-1-per-hour", scope_kind: "user", scope_id: a, direction: "out", period_sec: 3600, max_count: 1, hard: 1 });
+    const dial = (user: string, device: string): RouteRequest => ({ callId: callId(), from: "1001", fromDomain: "r.example", to: "+447700900100", account_id: f.accountId, user_id: user, device_id: device, source_ip: "198.51.100.1" });
+    // a's first call goes out and stays up; a's second is refused by a's own limit (after the account's counted it).
+    const first = dial(a, da);
+    expect((await route(first)).reply.rtjson.action).toBe("outbound");
+    expect((await route(dial(a, da))).reply.rtjson).toMatchObject({ action: "reject", code: 403 });
+    // b's call is refused by CAC (max_out 1, a's call is up) after the account's window counted it.
+    expect((await route(dial(b, db))).reply.rtjson).toMatchObject({ action: "reject", code: 503 });
+    await handleDialogEvent(platform, { type: "dialog", callId: first.callId, account_id: f.accountId, state: "terminated", sip_code: 200, hangup_cause: "NORMAL_CLEARING" });
+    // One call went out this hour: b may place the second the account allows.
+    const { reply, decision } = await route(dial(b, db));
+    expect(reply.rtjson.action, decision.trace.map((s) => `${s.step}: ${s.result}`).join("\n")).toBe("outbound");
+  });
+
+  test("a user busy at its own concurrent in-limit goes to its busy forward; the forward does not take the user's slot", async () => {
+    const f = await routeFixture(platform);
+    const u = await f.user({ username: "1001", max_simultaneous: 5 });
+    const dv = await f.device(u);
+    await f.forward({ user_id: u, number: "447700900555", trigger: "busy" });
+    await f.callLimit({ name: "one-at-a-time", scope_kind: "user", scope_id: u, direction: "in", period_sec: null, max_count: 1, hard: 1 });
+    const did = await f.number({ dest_kind: "user", dest_id: u });
+    const inbound = (): RouteRequest => ({ callId: callId(), from: "14155550000", fromDomain: "carrier", to: did.e164, source_ip: "192.0.2.1" });
+    const contacts = { [u]: [contact(u, dv, "sip:1001@10.1.1.1")] };
+    expect((await route(inbound(), testDeps(platform, { contacts }))).reply.rtjson.action).toBe("proxy");
+    const second = await route(inbound(), testDeps(platform, { contacts, calls: { [u]: 1 } }));
+    expect(second.decision.slots.some((s) => s.level === "user" && s.id === u)).toBe(false);
+    expect(second.reply.rtjson.action).toBe("outbound");
+    expect(second.reply.rtjson.routes?.[0]?.uri).toContain("447700900555");
+  });
+
+  test("a trunk at its max_channels fails over to the next tied route's trunk; with no leg left, 503", async () => {
+    const f = await routeFixture(platform);
+    const u = await f.user({ username: "1001", max_simultaneous: 10 });
+    const dv = await f.device(u);
+    const t1 = await f.trunk({ name: "T1", proxy: "t1.example.net", max_channels: 1, direction: "both" });
+    const t2 = await f.trunk({ name: "T2", proxy: "t2.example.net", max_channels: 1, direction: "both" });
+    await f.route({ via: "trunk", trunk_id: t1, match_prefix: "44", priority: 10 });
+    await f.route({ via: "trunk", trunk_id: t2, match_prefix: "44", priority: 20 });
+    const dial = (): RouteRequest => ({ callId: callId(), from: "1001", fromDomain: "r.example", to: "+447700900100", account_id: f.accountId, user_id: u, device_id: dv, source_ip: "198.51.100.1" });
+    const deps = testDeps(platform, { settings: { carrierUri: null } });
+    const first = await route(dial(), deps);
+    expect(first.reply.rtjson.routes?.map((r) => r.uri)).toEqual(["sip:447700900100@t1.example.net", "sip:447700900100@t2.example.net"]);
+    expect(first.reply.rtjson.vars.trunk_id).toBe(t1);
+    // T1 is full: the call goes out through T2 alone, counted on T2, recorded with T2.
+    const second = await route(dial(), deps);
+    expect(second.reply.rtjson.action).toBe("outbound");
+    expect(second.reply.rtjson.routes?.map((r) => r.uri)).toEqual(["sip:447700900100@t2.example.net"]);
+    expect(second.reply.rtjson.vars.trunk_id).toBe(t2);
+    // Both full (the second call holds T2's one channel): refused, as before, on T2.
+    expect((await route(dial(), deps)).reply.rtjson).toMatchObject({ action: "reject", code: 503, vars: { cac_level: "trunk", cac_id: t2 } });
+  });
+
+  test("forwards pass the destination's do-not-call and geo policies: an always forward with confirm=1, and failover forwards", async () => {
+    const f = await routeFixture(platform);
+    const bad = "447700900999";
+    await f.phoneList("dnc_out", [bad]);
+    const inbound = (to: string): RouteRequest => ({ callId: callId(), from: "14155550000", fromDomain: "carrier", to, source_ip: "192.0.2.1" });
+    const screened = await f.user({ username: "3002" });
+    await f.forward({ user_id: screened, number: bad, trigger: "always", confirm: 1 });
+    const n1 = await f.number({ dest_kind: "user", dest_id: screened });
+    expect((await decideRoute(testDeps(platform), inbound(n1.e164))).reply.rtjson).toMatchObject({ action: "reject", code: 603 });
+    const ringing = await f.user({ username: "3003" });
+    const dv = await f.device(ringing);
+    await f.forward({ user_id: ringing, number: bad, trigger: "no_answer", timeout_sec: 10 });
+    await f.forward({ user_id: ringing, number: "447700900123", trigger: "busy" });
+    const n2 = await f.number({ dest_kind: "user", dest_id: ringing });
+    const d = await decideRoute(testDeps(platform, { contacts: { [ringing]: [contact(ringing, dv, "sip:3003@10.0.0.9")] } }), inbound(n2.e164));
+    expect(d.reply.rtjson.action).toBe("proxy");
+    // The refused number is no failover; the allowed one is.
+    expect(d.reply.rtjson.vars.failover_no_answer).toBeUndefined();
+    expect(d.reply.rtjson.vars.failover_busy_number).toBe("447700900123");
+    expect(d.trace.map((s) => s.result).join("\n")).toContain(`no_answer → ${bad}`);
+  });
+
+  test("a forward out counts against the account's outbound call limits", async () => {
+    const f = await routeFixture(platform);
+    const u = await f.user({ username: "1001" });
+    const dv = await f.device(u);
+    await f.callLimit({ name: "out-1-per-hour", direction: "out", period_sec: 3600, max_count: 1, hard: 1 });
+    const forwarded = await f.user({ username: "4001" });
+    await f.forward({ user_id: forwarded, number: "882345678901", trigger: "always" });
+    const did = await f.number({ dest_kind: "user", dest_id: forwarded });
+    const inbound = (): RouteRequest => ({ callId: callId(), from: "14155550000", fromDomain: "carrier", to: did.e164, source_ip: "192.0.2.1" });
+    expect((await route(inbound())).reply.rtjson.action).toBe("outbound");
+    expect((await route(inbound())).reply.rtjson).toMatchObject({ action: "reject", code: 403 });
+    // The limit is the account's, whoever's call it is: a dialled call is refused too.
+    const dial: RouteRequest = { callId: callId(), from: "1001", fromDomain: "r.example", to: "+447700900100", account_id: f.accountId, user_id: u, device_id: dv, source_ip: "198.51.100.1" };
+    expect((await route(dial)).reply.rtjson).toMatchObject({ action: "reject", code: 403 });
+  });
+});
