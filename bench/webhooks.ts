@@ -84,49 +84,43 @@ await runBench(async () => {
     /** What the bare loop POSTs: requests the worker sent (bodies and headers), taken from the receiver. */
     let requests: Array<{ body: string; headers: Record<string, string> }> = [];
     const replayed = () => sample.map(({ body, headers }) => ({ body, headers: Object.fromEntries(Object.entries(headers).filter(([k]) => !HOP.has(k))) }));
-    async function bareLoop(): Promise<number> {
+    /** Seconds for `post` to run once per delivery, CONCURRENCY at a time. */
+    async function timedLoop(post: (i: number) => Promise<void>): Promise<number> {
       let next = 0;
       const begin = performance.now();
       await Promise.all(
         Array.from({ length: CONCURRENCY }, async () => {
-          while (next < deliveries) {
-            const i = next++;
-            const request = requests[i % requests.length]!;
-            const response = await session.fetch(target(i), {
-              method: "POST",
-              headers: { ...request.headers, host: `localhost:${receiver.port}` },
-              body: request.body,
-              redirect: "manual",
-              signal: AbortSignal.timeout(5000),
-            });
-            await response.arrayBuffer();
-            if (!response.ok) throw new BenchError(`baseline POST got ${response.status}`);
-          }
+          while (next < deliveries) await post(next++);
         }),
       );
       return (performance.now() - begin) / 1000;
     }
+    const bareLoop = () =>
+      timedLoop(async (i) => {
+        const request = requests[i % requests.length]!;
+        const response = await session.fetch(target(i), {
+          method: "POST",
+          headers: { ...request.headers, host: `localhost:${receiver.port}` },
+          body: request.body,
+          redirect: "manual",
+          signal: AbortSignal.timeout(5000),
+        });
+        await response.arrayBuffer();
+        if (!response.ok) throw new BenchError(`baseline POST got ${response.status}`);
+      });
 
     /** The same bare loop on the worker's HTTPS client (its headers as one block of lines). */
     const pool = new HttpsPool({ ca: [...rootCertificates, await Bun.file(receiver.caFile).text()] });
-    async function barePoolLoop(): Promise<number> {
+    function barePoolLoop(): Promise<number> {
       const lines = requests.map((r) => Object.entries(r.headers).map(([k, v]) => `${k}: ${v}\r\n`).join(""));
-      let next = 0;
-      const begin = performance.now();
-      await Promise.all(
-        Array.from({ length: CONCURRENCY }, async () => {
-          while (next < deliveries) {
-            const i = next++;
-            const k = i % requests.length;
-            const status = await pool.post({
-              address: "127.0.0.1", port: receiver.port, serverName: "localhost", hostHeader: `localhost:${receiver.port}`,
-              path: `/hook-${i % SUBSCRIPTIONS}`, headers: lines[k]!, body: requests[k]!.body, timeoutMs: 5000,
-            });
-            if (status !== 200) throw new BenchError(`baseline POST got ${status}`);
-          }
-        }),
-      );
-      return (performance.now() - begin) / 1000;
+      return timedLoop(async (i) => {
+        const k = i % requests.length;
+        const status = await pool.post({
+          address: "127.0.0.1", port: receiver.port, serverName: "localhost", hostHeader: `localhost:${receiver.port}`,
+          path: `/hook-${i % SUBSCRIPTIONS}`, headers: lines[k]!, body: requests[k]!.body, timeoutMs: 5000,
+        });
+        if (status !== 200) throw new BenchError(`baseline POST got ${status}`);
+      });
     }
 
     /**

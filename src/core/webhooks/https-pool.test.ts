@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { rmSync } from "node:fs";
 import { createServer, type TLSSocket } from "node:tls";
 import { makeSelfSignedCert } from "./delivery-test-receiver.ts";
-import { HttpsPool, HttpsPostError, type HttpsPost } from "./https-pool.ts";
+import { HttpsPool, HttpsPostError, type HttpsPoolOptions, type HttpsPost } from "./https-pool.ts";
 
 let cert: Awaited<ReturnType<typeof makeSelfSignedCert>>;
 beforeAll(async () => {
@@ -82,6 +82,18 @@ async function rawServer(reply: (request: RawRequest, n: number) => void) {
     },
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
+}
+
+/** Runs `body` with a raw server answering as `reply` and a pool trusting the test certificate; closes both. */
+async function withRaw(reply: (request: RawRequest, n: number) => void, options: Omit<HttpsPoolOptions, "ca">, body: (raw: Awaited<ReturnType<typeof rawServer>>, pool: HttpsPool) => Promise<void>): Promise<void> {
+  const raw = await rawServer(reply);
+  const pool = new HttpsPool({ ca: [cert.cert], ...options });
+  try {
+    await body(raw, pool);
+  } finally {
+    pool.close();
+    await raw.close();
+  }
 }
 
 describe("HttpsPool with a real HTTPS server", () => {
@@ -197,18 +209,12 @@ describe("HttpsPool with a real HTTPS server", () => {
 
 describe("HttpsPool reading replies", () => {
   test("a chunked body with extensions and trailers is read whole and the connection is reused", async () => {
-    const raw = await rawServer((r) =>
-      r.socket.write("HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nx-trailer: yes\r\n\r\n"),
-    );
-    const pool = new HttpsPool({ ca: [cert.cert] });
-    try {
+    const reply = "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nx-trailer: yes\r\n\r\n";
+    await withRaw((r) => r.socket.write(reply), {}, async (raw, pool) => {
       expect(await pool.post(request(raw.port))).toBe(200);
       expect(await pool.post(request(raw.port))).toBe(200);
       expect(raw.seen.map((r) => r.connection)).toEqual([1, 1]);
-    } finally {
-      pool.close();
-      await raw.close();
-    }
+    });
   });
 
   test("replies dribbled one byte at a time parse the same (head, chunked body, then a Content-Length reply)", async () => {
@@ -217,26 +223,21 @@ describe("HttpsPool reading replies", () => {
       "HTTP/1.1 200 OK\r\ncontent-length: 4\r\n\r\nokay",
     ];
     let written = Promise.resolve();
-    const raw = await rawServer((r, n) => {
+    await withRaw((r, n) => {
       written = (async () => {
         for (const byte of Buffer.from(replies[n - 1]!)) {
           r.socket.write(Buffer.from([byte]));
           await Bun.sleep(1);
         }
       })();
-    });
-    const pool = new HttpsPool({ ca: [cert.cert] });
-    try {
+    }, {}, async (raw, pool) => {
       // The status is given once the head is read; the body is drained after it.
       expect(await pool.post(request(raw.port))).toBe(201);
       await written;
       await Bun.sleep(50);
       expect(await pool.post(request(raw.port))).toBe(200);
       expect(raw.connections).toBe(1);
-    } finally {
-      pool.close();
-      await raw.close();
-    }
+    });
   });
 
   test("1xx replies are skipped; 204 has no body; a reply without a length runs to the close and its connection is not reused", async () => {
@@ -245,20 +246,15 @@ describe("HttpsPool reading replies", () => {
       "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\n\r\nall of it",
       "HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n",
     ];
-    const raw = await rawServer((r, n) => {
+    await withRaw((r, n) => {
       r.socket.write(replies[n - 1]!);
       if (n === 2) r.socket.end();
-    });
-    const pool = new HttpsPool({ ca: [cert.cert] });
-    try {
+    }, {}, async (raw, pool) => {
       expect(await pool.post(request(raw.port))).toBe(204);
       expect(await pool.post(request(raw.port))).toBe(200);
       expect(await pool.post(request(raw.port))).toBe(200);
       expect(raw.seen.map((r) => r.connection)).toEqual([1, 1, 2]);
-    } finally {
-      pool.close();
-      await raw.close();
-    }
+    });
   });
 
   test("Connection: close, HTTP/1.0 without keep-alive and a Keep-Alive timeout under a second are not reused", async () => {
@@ -269,28 +265,18 @@ describe("HttpsPool reading replies", () => {
       "HTTP/1.0 200 OK\r\nconnection: keep-alive\r\ncontent-length: 0\r\n\r\n",
       "HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n",
     ];
-    const raw = await rawServer((r, n) => r.socket.write(replies[n - 1]!));
-    const pool = new HttpsPool({ ca: [cert.cert] });
-    try {
+    await withRaw((r, n) => r.socket.write(replies[n - 1]!), {}, async (raw, pool) => {
       for (let i = 0; i < replies.length; i++) expect(await pool.post(request(raw.port))).toBe(200);
       expect(raw.seen.map((r) => r.connection)).toEqual([1, 2, 3, 4, 4]);
-    } finally {
-      pool.close();
-      await raw.close();
-    }
+    });
   });
 
   test("a body longer than maxDrainBytes gives its status, then the connection is closed rather than read", async () => {
-    const raw = await rawServer((r) => r.socket.write(`HTTP/1.1 200 OK\r\ncontent-length: 5000\r\n\r\n${"x".repeat(5000)}`));
-    const pool = new HttpsPool({ ca: [cert.cert], maxDrainBytes: 1000 });
-    try {
+    await withRaw((r) => r.socket.write(`HTTP/1.1 200 OK\r\ncontent-length: 5000\r\n\r\n${"x".repeat(5000)}`), { maxDrainBytes: 1000 }, async (raw, pool) => {
       expect(await pool.post(request(raw.port))).toBe(200);
       expect(await pool.post(request(raw.port))).toBe(200);
       expect(raw.seen.map((r) => r.connection)).toEqual([1, 2]);
-    } finally {
-      pool.close();
-      await raw.close();
-    }
+    });
   });
 
   test("not HTTP, a bad Content-Length or status or header name, heads over maxHeadBytes (1xx counted) or a protocol switch is EBADREPLY and closes the connection", async () => {
@@ -304,54 +290,37 @@ describe("HttpsPool reading replies", () => {
       "HTTP/1.1 200 OK\ncontent-length: 0\n\n",
       `${"HTTP/1.1 100 Continue\r\n\r\n".repeat(200)}HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n`,
     ];
-    const raw = await rawServer((r, n) => r.socket.write(replies[n - 1]!));
-    const pool = new HttpsPool({ ca: [cert.cert], maxHeadBytes: 2048 });
-    try {
+    await withRaw((r, n) => r.socket.write(replies[n - 1]!), { maxHeadBytes: 2048 }, async (raw, pool) => {
       for (let i = 0; i < replies.length; i++) expect((await failure(pool.post(request(raw.port)))).code, replies[i]!.slice(0, 40)).toBe("EBADREPLY");
       expect(raw.seen.map((r) => r.connection)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
       expect(pool.size).toBe(0);
-    } finally {
-      pool.close();
-      await raw.close();
-    }
+    });
   });
 
   test("a bad chunked body after a good head keeps the status but closes the connection", async () => {
-    const raw = await rawServer((r) => r.socket.write("HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n"));
-    const pool = new HttpsPool({ ca: [cert.cert] });
-    try {
+    await withRaw((r) => r.socket.write("HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n"), {}, async (raw, pool) => {
       expect(await pool.post(request(raw.port))).toBe(200);
       expect(await pool.post(request(raw.port))).toBe(200);
       expect(raw.seen.map((r) => r.connection)).toEqual([1, 2]);
       expect(pool.size).toBe(0);
-    } finally {
-      pool.close();
-      await raw.close();
-    }
+    });
   });
 
   test("a reply cut off after its first bytes is ECONNRESET and not sent again", async () => {
-    const raw = await rawServer((r) => r.socket.end("HTTP/1.1 20"));
-    const pool = new HttpsPool({ ca: [cert.cert] });
-    try {
+    await withRaw((r) => r.socket.end("HTTP/1.1 20"), {}, async (raw, pool) => {
       const cut = await failure(pool.post(request(raw.port)));
       expect(cut.code).toBe("ECONNRESET");
       expect(cut.beforeReply).toBe(false);
       expect(raw.seen).toHaveLength(1);
-    } finally {
-      pool.close();
-      await raw.close();
-    }
+    });
   });
 
   test("a kept-alive connection the server closed is replaced: the POST goes out once more on a new connection", async () => {
-    const raw = await rawServer((r, n) => {
+    await withRaw((r, n) => {
       // The second request arrives on the first connection, which the server then drops unanswered.
       if (n === 2) r.socket.destroy();
       else r.socket.write("HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n");
-    });
-    const pool = new HttpsPool({ ca: [cert.cert] });
-    try {
+    }, {}, async (raw, pool) => {
       expect(await pool.post(request(raw.port))).toBe(200);
       expect(await pool.post(request(raw.port))).toBe(200);
       expect(raw.seen.map((r) => r.connection)).toEqual([1, 1, 2]);
@@ -363,19 +332,14 @@ describe("HttpsPool reading replies", () => {
       expect(dropping.seen).toHaveLength(1);
       fresh.close();
       await dropping.close();
-    } finally {
-      pool.close();
-      await raw.close();
-    }
+    });
   });
 
   test("an idle connection is closed after idleMs, and one the server closes leaves the pool", async () => {
-    const raw = await rawServer((r, n) => {
+    await withRaw((r, n) => {
       r.socket.write("HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n");
       if (n === 2) setTimeout(() => r.socket.end(), 20);
-    });
-    const pool = new HttpsPool({ ca: [cert.cert], idleMs: 100 });
-    try {
+    }, { idleMs: 100 }, async (raw, pool) => {
       expect(await pool.post(request(raw.port))).toBe(200);
       expect(pool.size).toBe(1);
       await Bun.sleep(250);
@@ -385,10 +349,7 @@ describe("HttpsPool reading replies", () => {
       expect(pool.size).toBe(0);
       expect(await pool.post(request(raw.port))).toBe(200);
       expect(raw.seen.map((r) => r.connection)).toEqual([1, 2, 3]);
-    } finally {
-      pool.close();
-      await raw.close();
-    }
+    });
   });
 
   test("Transfer-Encoding: chunked wins over Content-Length, a coding after chunked runs to the close; neither connection is reused", async () => {
@@ -398,35 +359,25 @@ describe("HttpsPool reading replies", () => {
       "HTTP/1.1 200 OK\r\ntransfer-encoding: gzip\r\ntransfer-encoding: chunked\r\n\r\n0\r\n\r\n",
       "HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n",
     ];
-    const raw = await rawServer((r, n) => {
+    await withRaw((r, n) => {
       r.socket.write(replies[n - 1]!);
       if (n === 2) r.socket.end();
-    });
-    const pool = new HttpsPool({ ca: [cert.cert] });
-    try {
+    }, {}, async (raw, pool) => {
       for (let i = 0; i < replies.length; i++) expect(await pool.post(request(raw.port))).toBe(200);
       // The last coding chunked (given over two headers) keeps its connection.
       expect(raw.seen.map((r) => r.connection)).toEqual([1, 2, 3, 3]);
-    } finally {
-      pool.close();
-      await raw.close();
-    }
+    });
   });
 
   test("endless trailers after the status are cut at maxDrainBytes: the status stands, the connection is closed", async () => {
-    const raw = await rawServer((r) => {
+    await withRaw((r) => {
       r.socket.write("HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n0\r\n");
       r.socket.write(`x-trailer: ${"t".repeat(100)}\r\n`.repeat(2000));
-    });
-    const pool = new HttpsPool({ ca: [cert.cert], maxDrainBytes: 4096 });
-    try {
+    }, { maxDrainBytes: 4096 }, async (raw, pool) => {
       expect(await pool.post(request(raw.port))).toBe(200);
       await Bun.sleep(50);
       expect(pool.size).toBe(0);
-    } finally {
-      pool.close();
-      await raw.close();
-    }
+    });
   });
 
   test("a reply that comes before the whole request was written closes the connection: the next request does not land in the old body", async () => {
@@ -449,12 +400,10 @@ describe("HttpsPool reading replies", () => {
 
   test("the stale-connection retry happens once, on a new connection, however many idle connections there are", async () => {
     let drop = false;
-    const raw = await rawServer((r) => {
+    await withRaw((r) => {
       if (drop) r.socket.destroy();
       else r.socket.write("HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n");
-    });
-    const pool = new HttpsPool({ ca: [cert.cert] });
-    try {
+    }, {}, async (raw, pool) => {
       // Four connections parked.
       expect(await Promise.all([1, 2, 3, 4].map(() => pool.post(request(raw.port))))).toEqual([200, 200, 200, 200]);
       expect(raw.connections).toBe(4);
@@ -464,10 +413,7 @@ describe("HttpsPool reading replies", () => {
       const copies = raw.seen.filter((r) => r.head.includes("evt_once"));
       expect(copies).toHaveLength(2);
       expect(copies[1]!.connection).toBe(5);
-    } finally {
-      pool.close();
-      await raw.close();
-    }
+    });
   });
 
   test("a connection that opens after its attempt timed out is closed, not kept", async () => {

@@ -1,7 +1,7 @@
 /** Use cases on webhook subscriptions: check the target, keep the signing secret in the secret store. */
 import { randomBytes } from "node:crypto";
 import type { DbOrTx } from "../db/db.ts";
-import { notFound, validationFailed } from "../errors/app-error.ts";
+import { conflict, notFound, validationFailed } from "../errors/app-error.ts";
 import { newId } from "../ids/ids.ts";
 import { nowSeconds } from "../db/columns.ts";
 import { decodeCursor, toPage } from "../pagination/pagination.ts";
@@ -9,8 +9,14 @@ import type { SecretStore } from "../secrets/secrets.service.ts";
 import { EVENT_NAMES, isEventName } from "./event-catalog.ts";
 import type { WebhookModel } from "./webhooks.model.ts";
 import type { WebhookSubscriptionRow } from "./webhooks.schema.ts";
-import { deleteWebhookRow, insertWebhook, listWebhookRows } from "./webhooks.store.ts";
+import { deleteWebhookRow, insertWebhook, listWebhookRows, lockAccountForWebhooks, countWebhooks } from "./webhooks.store.ts";
 import { checkWebhookUrl } from "./url-safety.ts";
+import { standardWebhookKey } from "./delivery-signing.ts";
+
+/** Most subscriptions one account may have (docs/resources/webhooks.md). */
+export const MAX_WEBHOOKS_PER_ACCOUNT = 50;
+/** Fewest bytes of key a secret must give the signatures (Standard Webhooks suggests 24 to 64). */
+const MIN_SECRET_KEY_BYTES = 16;
 
 /** Maps a row to the API shape; the secret ref never leaves. */
 function toWebhook(row: WebhookSubscriptionRow): WebhookModel.Webhook {
@@ -73,11 +79,20 @@ export async function createWebhook(
   options: { allowPrivate?: boolean } = {},
 ): Promise<WebhookModel.Created> {
   const events = normalizeEvents(input.events);
+  if (input.secret !== undefined) checkSecret(input.secret);
   const url = await checkWebhookUrl(input.url, { path: "/url", allowPrivate: options.allowPrivate });
   const generated = input.secret === undefined ? generateWebhookSecret() : null;
   const now = nowSeconds();
-  const row = await db.transaction(async (tx) =>
-    insertWebhook(tx, {
+  const row = await db.transaction(async (tx) => {
+    await lockAccountForWebhooks(tx, accountId);
+    const existing = await countWebhooks(tx, accountId);
+    // Each subscription is a queue of its own for the workers: a cap keeps one account from holding
+    // up the deliveries of the others. Copies (same URL and events) are allowed: a secret is rotated
+    // by subscribing again with the new one and deleting the old subscription once receivers take it.
+    if (existing >= MAX_WEBHOOKS_PER_ACCOUNT) {
+      throw conflict(`An account has at most ${MAX_WEBHOOKS_PER_ACCOUNT} webhook subscriptions; delete one first.`, { limit: MAX_WEBHOOKS_PER_ACCOUNT });
+    }
+    return insertWebhook(tx, {
       account_id: accountId,
       id: newId("wh"),
       url,
@@ -87,8 +102,8 @@ export async function createWebhook(
       status: "active",
       created_at: now,
       updated_at: now,
-    }),
-  );
+    });
+  });
   return generated ? { ...toWebhook(row), secret: generated } : toWebhook(row);
 }
 
@@ -113,4 +128,17 @@ export async function deleteWebhook(db: DbOrTx, secrets: SecretStore, accountId:
     if (!row) throw notFound("webhook");
     if (row.secret_ref) await secrets.remove(tx, accountId, row.secret_ref);
   });
+}
+
+/**
+ * A secret the caller chose must be a key worth signing with: no control characters, not blank, and (a `whsec_`
+ * one, which receivers decode) at least MIN_SECRET_KEY_BYTES bytes once decoded.
+ */
+function checkSecret(secret: string): void {
+  if (/[\u0000-\u001f\u007f-\u009f]/.test(secret) || secret.trim() === "") {
+    throw validationFailed([{ path: "/secret", message: "no control characters, not blank" }], "secret must have no control characters and not be blank.");
+  }
+  if (standardWebhookKey(secret).length < MIN_SECRET_KEY_BYTES) {
+    throw validationFailed([{ path: "/secret", message: `at least ${MIN_SECRET_KEY_BYTES} bytes of key` }], `secret gives a key under ${MIN_SECRET_KEY_BYTES} bytes (a whsec_ secret is base64 after its prefix).`);
+  }
 }

@@ -1,7 +1,22 @@
 /** Queries on webhook subscriptions. The only file of this capability that touches drizzle. */
-import { and, asc, eq, gt, or, arrayContains, type SQL } from "drizzle-orm";
+import { and, asc, count, eq, gt, or, arrayContains, type SQL } from "drizzle-orm";
 import type { DbOrTx } from "../db/db.ts";
+import { accounts } from "../accounts/accounts.schema.ts";
 import { webhookSubscriptions, type WebhookSubscriptionRow } from "./webhooks.schema.ts";
+
+/**
+ * Locks the account's row for the rest of the transaction, so two creations of the same account are
+ * counted against the cap one after the other.
+ */
+export async function lockAccountForWebhooks(tx: DbOrTx, accountId: string): Promise<void> {
+  await tx.select({ id: accounts.id }).from(accounts).where(eq(accounts.id, accountId)).for("update");
+}
+
+/** How many subscriptions the account has (the cap). */
+export async function countWebhooks(db: DbOrTx, accountId: string): Promise<number> {
+  const [row] = await db.select({ n: count() }).from(webhookSubscriptions).where(eq(webhookSubscriptions.account_id, accountId));
+  return Number(row?.n ?? 0);
+}
 
 export type NewWebhookRow = typeof webhookSubscriptions.$inferInsert;
 

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Platform } from "../../core/platform.ts";
 import { createPublicApp } from "../app.ts";
 import { identityRoutes } from "./identity.ts";
-import { eventRoutes } from "./events.ts";
+import { eventRoutes, streamUrl } from "./events.ts";
 import { installEventLogs, recordLog, sweepLogs } from "../../core/logs/logs.service.ts";
 import { keyWithScopes, seedTenant, storeKind, testPlatform, type Tenant } from "../../../test/support/platform.ts";
 import { call, type Json } from "../../../test/support/http.ts";
@@ -186,5 +186,15 @@ describe(`account log retention [${storeKind}]`, () => {
     await sweepLogs(platform.db, { now, maxRowsPerAccount: 4 });
     expect((await logs(busy)).map((l) => l.id)).toEqual(busyIds.slice(2).reverse());
     expect((await logs(quiet)).length).toBe(3);
+  });
+});
+
+describe("the ticket's stream URL", () => {
+  test("is REALTIME_URL's scheme as ws(s), its host, and its path (a proxy's prefix) in front of the stream's", () => {
+    const at = (realtime: string) => streamUrl({ config: { urls: { realtime } } } as unknown as Pick<Platform, "config">, "tkt_1");
+    expect(at("https://example.com/realtime/")).toBe("wss://example.com/realtime/v1/events/stream?ticket=tkt_1");
+    expect(at("https://example.com/realtime")).toBe("wss://example.com/realtime/v1/events/stream?ticket=tkt_1");
+    expect(at("http://127.0.0.1:8082")).toBe("ws://127.0.0.1:8082/v1/events/stream?ticket=tkt_1");
+    expect(at("https://rt.example.com/?x=1#y")).toBe("wss://rt.example.com/v1/events/stream?ticket=tkt_1");
   });
 });

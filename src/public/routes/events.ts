@@ -11,9 +11,15 @@ import { STREAM_PATH } from "../../realtime/stream-protocol.ts";
 import { apiAccess } from "../plugins/api-access.ts";
 import { optionalBody } from "../../http/optional-body.ts";
 
-/** The WebSocket URL of the stream on the realtime host (REALTIME_URL, or HOST:PORT_REALTIME). */
-function streamUrl(platform: Platform, ticket: string): string {
-  const url = new URL(STREAM_PATH, platform.config.urls.realtime);
+/**
+ * The WebSocket URL of the stream on the realtime host (REALTIME_URL, or HOST:PORT_REALTIME); a path
+ * in REALTIME_URL (a proxy's prefix) is kept in front of the stream's.
+ */
+export function streamUrl(platform: Pick<Platform, "config">, ticket: string): string {
+  const url = new URL(platform.config.urls.realtime);
+  url.pathname = `${url.pathname.replace(/\/+$/, "")}${STREAM_PATH}`;
+  url.search = "";
+  url.hash = "";
   url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
   url.searchParams.set("ticket", ticket);
   return url.toString();

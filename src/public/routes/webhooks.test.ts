@@ -207,6 +207,33 @@ describe(`/v1/webhooks errors [${storeKind}]`, () => {
     expect(await list(t)).toEqual([]);
   });
 
+  test("409 past 50 subscriptions of an account, and nothing is written; a copy (a secret being rotated) counts as one", async () => {
+    const t = await seedTenant(platform);
+    await create(t, { url: HOOK, events: "call.ended,call.started" });
+    await create(t, { url: HOOK, events: ["call.started", "call.ended"] });
+    for (let i = 2; i < 50; i++) await create(t, { url: `${HOOK}/${i}` });
+    const over = await call(app, "POST", "/v1/webhooks", { key: t.key, body: { url: `${HOOK}/50` } });
+    expect(over.status).toBe(409);
+    expect(over.body).toMatchObject({ ok: false, error: "conflict", limit: 50 });
+    expect(await storedRows(t.accountId)).toHaveLength(50);
+    // Another account has its own 50.
+    await create(await seedTenant(platform), { url: HOOK });
+  });
+
+  test("400 for a secret that is blank, holds a control character, or gives a key under 16 bytes", async () => {
+    const t = await seedTenant(platform);
+    for (const secret of [" ".repeat(16), "tab\tinside-secret-1", "line\nbreak-in-secret", "whsec_AAAAAAAAAA=="]) {
+      const r = await call(app, "POST", "/v1/webhooks", { key: t.key, body: { url: HOOK, secret } });
+      expect(r.status, secret).toBe(400);
+      expect(detailPaths(r)).toEqual(["/secret"]);
+    }
+    expect(await storedRows(t.accountId)).toHaveLength(0);
+    // 16 characters of plain text (any script), and a whsec_ secret of 24 bytes, are fine.
+    await create(t, { url: HOOK, secret: "plain-secret-123" });
+    await create(t, { url: `${HOOK}/3`, secret: "zoë-secret-zoë-secret" });
+    await create(t, { url: `${HOOK}/2`, secret: `whsec_${Buffer.alloc(24, 7).toString("base64")}` });
+  });
+
   test("400 for a bad list filter or cursor and a bad delete body; 404 for an unknown id", async () => {
     const t = await seedTenant(platform);
     expect(detailPaths(await call(app, "GET", "/v1/webhooks?event=call.exploded", { key: t.key }))).toEqual(["/query/event"]);

@@ -55,7 +55,8 @@ export function webhookRoutes(platform: Platform) {
           description:
             "url must be https://, carry no user:password, and its host must resolve only to public addresses (loopback, private, link-local, " +
             "CGNAT, multicast and unspecified addresses are refused with 400 /url). events: comma-separated names or a JSON array, default *; " +
-            "unknown names are a 400 /events. Without secret, one is generated (whsec_…) and returned in this reply only; a secret you send is never echoed.",
+            "unknown names are a 400 /events. Without secret, one is generated (whsec_…) and returned in this reply only; a secret you send is never echoed " +
+            "(not blank, no control characters, at least 16 bytes of key, else 400 /secret). An account has at most 50 subscriptions (409 beyond).",
         },
       },
     )
