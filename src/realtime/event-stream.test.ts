@@ -179,7 +179,8 @@ describe(`realtime stream: tickets [${storeKind}]`, () => {
       const refused = new StreamConnection(`${host.base}/v1/events/stream?ticket=${minted.ticket}&events=${events}`);
       expect(await refused.closed, events).toEqual({ code: CLOSE.badRequest, reason: expect.stringContaining(says) });
     }
-    const good = new StreamConnection(`${host.base}/v1/events/stream?ticket=${minted.ticket}`);
+    // *,* is every event, as POST /v1/webhooks reads it.
+    const good = new StreamConnection(`${host.base}/v1/events/stream?ticket=${minted.ticket}&events=*,*`);
     expect((await good.next("ready")).account_id).toBe(t.accountId);
     good.close();
   });

@@ -65,7 +65,7 @@ export function parseEventFilter(input: string | string[] | undefined | null): S
   if (names.every((n) => n === "")) throw new Error("no event named; leave events out (or send *) for every event");
   if (names.includes("")) throw new Error("an empty event name (a stray comma?)");
   if (names.includes("*")) {
-    if (names.length > 1) throw new Error("* means every event; send it alone");
+    if (names.some((n) => n !== "*")) throw new Error("* means every event; send it alone");
     return null;
   }
   const unknown = names.filter((n) => !KNOWN_EVENTS.has(n));
