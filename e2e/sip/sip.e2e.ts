@@ -1016,10 +1016,14 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
       const callId = r.callIds.at(-1)!;
       const cdr = await eventually(async () => {
         const c = (await calls()).find((x) => x.sip_call_id === callId);
-        expect(c, JSON.stringify(c)).toMatchObject({ answered: 1, hangup_cause: "RECOVERY_ON_TIMER_EXPIRE" });
+        expect(c, `${JSON.stringify(c)}\n${brief.log().slice(-4000)}`).toMatchObject({ answered: 1, hangup_cause: "RECOVERY_ON_TIMER_EXPIRE" });
         return c;
       }, 10_000);
       expect(cdr.billsec).toBeGreaterThanOrEqual(2);
+      // Reported once, by the edge's timeout route (not again by the end of the dialog).
+      const trace = await api("GET", `${parley.publicUrl}/v1/calls/${cdr.id}/trace`, undefined, { "x-api-key": tenant.key });
+      expect(trace.body.data.steps.filter((x: any) => x.step === "dialog" && x.result.startsWith("terminated"))).toHaveLength(1);
+      expect(brief.log()).not.toMatch(/ERROR/);
       await eventually(async () => expect((await cac()).data.cac.filter((c: any) => c.id === userId)).toEqual([]));
     } finally {
       await uas.stop();
