@@ -103,12 +103,20 @@ async function handle(platform: Platform, event: AnyEvent): Promise<void> {
  * batch (5xx), and the edge sends it again: dialog and register events are idempotent, so the ones
  * already handled change nothing.
  */
+const EVENT_TYPES = new Set<unknown>(["register", "dialog", "agent"]);
+
 async function handleBatch(platform: Platform, events: AnyEvent[], late: (events: readonly AnyEvent[]) => void): Promise<PresenceModel.BatchReply["refused"]> {
   const refused: PresenceModel.BatchReply["refused"] = [];
   const refuse = (index: number, error: AppError) => refused.push({ index, error: error.code, message: error.message });
   const dialogs: number[] = [];
   const others = new Map<string, number[]>();
   events.forEach((event, index) => {
+    if (typeof event !== "object" || event === null || Array.isArray(event)) {
+      return void refuse(index, validationFailed([{ path: `/events/${index}`, message: "Expected an object" }], `Not an event: /events/${index} is not an object`));
+    }
+    if (!EVENT_TYPES.has((event as { type?: unknown }).type)) {
+      return void refuse(index, validationFailed([{ path: `/events/${index}/type`, message: "Expected register, dialog or agent" }], `Not an event: /events/${index}/type must be register, dialog or agent`));
+    }
     // Unstorable text is checked here, event by event: the host skips its whole-body check for batches.
     const unstorable = unstorableTextPath(event, `/events/${index}`);
     const details = unstorable !== null ? [{ path: unstorable, message: NUL_MESSAGE }] : problems(event.type, event, `/events/${index}`);

@@ -6,7 +6,7 @@ import { nowSeconds } from "../db/columns.ts";
 import { decodeCursor, toPage } from "../pagination/pagination.ts";
 import type { AccountRow } from "./accounts.schema.ts";
 import type { AccountModel } from "./accounts.model.ts";
-import { findAccount, insertAccount, listChildAccounts, updateAccount } from "./accounts.store.ts";
+import { findAccount, insertAccount, isKnownTimeZone, listChildAccounts, updateAccount } from "./accounts.store.ts";
 import { normalizeE164 } from "../validation/fields.ts";
 import { checkRouteTargets } from "../routing/route-target.ts";
 
@@ -43,6 +43,7 @@ export function toAccount(row: AccountRow): AccountModel.Account {
  * @example await createAccount(db, { name: "Acme" })
  */
 export async function createAccount(db: DbOrTx, input: AccountModel.AdminCreate): Promise<AccountModel.Account> {
+  await checkTimeZone(db, input.timezone);
   if (input.parent_id) {
     const parent = await findAccount(db, input.parent_id);
     if (!parent) throw validationFailed([{ path: "/parent_id", message: "No such account." }]);
@@ -76,6 +77,7 @@ export async function getAccount(db: DbOrTx, accountId: string): Promise<Account
 
 /** Applies the self-service fields that were sent; nothing else can change through here. */
 export async function patchAccount(db: DbOrTx, accountId: string, patch: AccountModel.Patch): Promise<AccountModel.Account> {
+  await checkTimeZone(db, patch.timezone);
   const row = await updateAccount(db, accountId, { ...patch, updated_at: nowSeconds() });
   if (!row) throw notFound("account");
   return toAccount(row);
@@ -126,4 +128,10 @@ export async function listSubaccounts(
   }
   const rows = await listChildAccounts(db, accountId, decodeCursor(page.cursor, "acc"), page.limit);
   return toPage(rows, page.limit, toAccount);
+}
+
+/** A zone the runtime knows (the model's format) must be one the database knows too (400 /timezone). */
+async function checkTimeZone(db: DbOrTx, timezone: string | undefined): Promise<void> {
+  if (timezone === undefined || (await isKnownTimeZone(db, timezone))) return;
+  throw validationFailed([{ path: "/timezone", message: "Not a time zone the database knows (an old alias?); use a current IANA name such as America/Los_Angeles." }]);
 }

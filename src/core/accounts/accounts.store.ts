@@ -1,6 +1,7 @@
 /** Queries on accounts. The only file of this capability that touches drizzle. */
-import { and, asc, eq, gt } from "drizzle-orm";
+import { and, asc, eq, gt, sql } from "drizzle-orm";
 import type { DbOrTx } from "../db/db.ts";
+import { rawRows } from "../db/migrate.ts";
 import { accounts, type AccountRow } from "./accounts.schema.ts";
 
 export type NewAccountRow = typeof accounts.$inferInsert;
@@ -30,4 +31,14 @@ export async function listChildAccounts(db: DbOrTx, parentId: string, afterId: s
 export async function countAccounts(db: DbOrTx): Promise<number> {
   const rows = await db.select({ id: accounts.id }).from(accounts).limit(1);
   return rows.length;
+}
+
+/**
+ * Whether the database's time zone data knows `name`: the account's zone goes into SQL (`at time
+ * zone`, usage days and month starts), and the runtime's zone list can hold names the database's
+ * tzdata dropped (US/Pacific-New).
+ */
+export async function isKnownTimeZone(db: DbOrTx, name: string): Promise<boolean> {
+  const [row] = await rawRows<{ ok: boolean }>(db, sql`select exists (select 1 from pg_timezone_names where name = ${name}) as ok`);
+  return row?.ok === true;
 }

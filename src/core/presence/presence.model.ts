@@ -84,7 +84,15 @@ export namespace PresenceModel {
 
   /** POST /presence/events: events in the order they happened at the edge. */
   export const EventBatch = T.Object(
-    { events: T.Array(EventEnvelope, { minItems: 1, maxItems: MAX_BATCH, description: "register, dialog or agent bodies, oldest first." }) },
+    {
+      // Each event is checked on its own in the handler: one that is not an object or names no known
+      // type is refused alone (a newer edge's event must not have the edge resend the whole batch).
+      events: T.Array(T.Unknown({ description: EventEnvelope.description }), {
+        minItems: 1,
+        maxItems: MAX_BATCH,
+        description: "register, dialog or agent bodies (each an object with its type), oldest first.",
+      }),
+    },
     { additionalProperties: false },
   );
   export type EventBatch = Static<typeof EventBatch>;

@@ -4,6 +4,9 @@ import type { Platform } from "../../core/platform.ts";
 import { createPublicApp } from "../app.ts";
 import { keyWithScopes, seedTenant, storeKind, testPlatform } from "../../../test/support/platform.ts";
 import { call, type Json } from "../../../test/support/http.ts";
+import { sql } from "drizzle-orm";
+import { rawRows } from "../../core/db/migrate.ts";
+import { isTimeZone } from "../../core/validation/formats.ts";
 
 let platform: Platform;
 let app: ReturnType<typeof createPublicApp>;
@@ -80,6 +83,18 @@ describe(`/v1/account [${storeKind}]`, () => {
     }
     expect((await call(app, "PATCH", "/v1/account", { key: t.key, body: {} })).status).toBe(400);
     expect((await call(app, "GET", "/v1/account", { key: t.key })).text).toBe(before);
+  });
+
+  test("a zone the runtime knows but the database does not (an old alias) is a 400, never a later 500 from usage or balance", async () => {
+    const t = await seedTenant(platform);
+    const zone = "US/Pacific-New";
+    const [row] = await rawRows<{ ok: boolean }>(platform.db, sql`select exists (select 1 from pg_timezone_names where name = ${zone}) as ok`);
+    const r = await call(app, "PATCH", "/v1/account", { key: t.key, body: { timezone: zone } });
+    if (isTimeZone(zone) && !row!.ok) {
+      expect(r.status).toBe(400);
+      expect((r.body.details as Json[]).map((d) => d.path)).toEqual(["/timezone"]);
+    } else expect(r.status).toBe(200);
+    for (const path of ["/v1/usage?daily=1", "/v1/balance"]) expect((await call(app, "GET", path, { key: t.key })).status, path).toBe(200);
   });
 
   test("security: 401 without credential, 403 without the account scope, own account only", async () => {
