@@ -130,6 +130,9 @@ export async function reportBans(db: DbOrTx, report: SecurityModel.Report, optio
   if (options.authFailures) for (const ip of ips) failures.set(ip, await options.authFailures(ip));
 
   await db.transaction(async (tx) => {
+    // Bans past their deadline or of silent nodes are ended first: one that ended long ago must not
+    // count as held by another node now (a new ban would be flagged as banned by two).
+    await expireStale(tx, now, now - SILENT_NODE_SEC);
     await liftBans(tx, lift);
     const previous = new Map((await bansOfNode(tx, report.node, ips)).map((r) => [r.ip, r]));
     const elsewhere = new Set((await activeBansElsewhere(tx, report.node, ips)).map((r) => r.ip));
@@ -206,6 +209,8 @@ export async function addToAllowlist(db: DbOrTx, input: SecurityModel.AddAllow, 
   return db.transaction(async (tx) => {
     const existed = (await listAllow(tx)).some((a) => a.address === range.text);
     const entry = await upsertAllow(tx, { address: range.text, note: input.note ?? null, created_at: now });
+    // Bans that ended already are not lifted by it (nor counted in `lifted`).
+    await expireStale(tx, now, now - SILENT_NODE_SEC);
     const covered = [...new Set((await activeBans(tx)).filter((b) => ipAllowed(b.ip, [range.cidr])).map((b) => b.ip))];
     const lifted = await liftBans(tx, covered);
     return { entry: toAllow(entry), lifted, created: !existed };

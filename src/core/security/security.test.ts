@@ -95,6 +95,17 @@ describe(`ban reports [${storeKind}]`, () => {
     expect(flagged).not.toContain(`${net}9`);
   });
 
+  test("a ban that ended long ago on a node gone silent does not flag another node's new ban of the address", async () => {
+    const net = freshNet();
+    const [n1, n2] = [node(), node()];
+    const t0 = 1_900_100_000;
+    await reportBans(platform.db, { node: n1, bans: [{ ip: `${net}7`, banned_at: t0 - 100, expires_at: t0 + 900 }] }, { now: t0 });
+    // An hour later (n1 silent since, its ban's deadline long past), n2 bans the address.
+    await reportBans(platform.db, { node: n2, bans: [{ ip: `${net}7`, banned_at: t0 + 3600, expires_at: t0 + 4500 }] }, { now: t0 + 3600 });
+    const rows = await searchBans(platform.db, { q: `${net}7` }, t0 + 3600);
+    expect(rows.map((r) => `${r.node}:${r.status}:${r.flagged}`).sort()).toEqual([`${n1}:expired:0`, `${n2}:active:0`].sort());
+  });
+
   test("an allow-listed address is never recorded and comes back in lift; adding a range lifts existing bans", async () => {
     const net = freshNet();
     const n = node();
