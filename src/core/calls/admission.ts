@@ -240,9 +240,12 @@ async function admitNew(platform: Platform, decision: RouteDecision, accountId: 
     });
   }
   if (!inserted) {
-    // Another instance recorded this Call-ID first (its claim had expired): its reply wins.
+    // This Call-ID was recorded before (a retransmission, or another instance whose claim had
+    // expired): its reply wins. This decision counted the call in the windows again (the same
+    // member): a refused call is taken out once more, an admitted one stays counted.
     await releaseSlots(platform.live, accountId, id, slots);
     const existing = await findCallBySipId(platform.db, accountId, sipCallId);
+    if (existing?.reply.rtjson.action === "reject") await giveBackLimitWindows(platform, decision, sipCallId);
     if (existing) return storedReply(platform, accountId, sipCallId, existing.reply);
     throw new Error("the call's Call-ID is recorded but its record was not found");
   }

@@ -49,6 +49,23 @@ describe(`routing meets admission [${storeKind}]`, () => {
     expect(reply.rtjson.action, decision.trace.map((s) => `${s.step}: ${s.result}`).join("\n")).toBe("outbound");
   });
 
+  test("a retransmission of a refused call (answered from its record) does not count it in the windows again", async () => {
+    const f = await routeFixture(platform, { max_out: 1 });
+    const u = await f.user({ username: "1001", max_simultaneous: 5 });
+    const dv = await f.device(u);
+    await f.callLimit({ name: "account-2-per-hour", direction: "out", period_sec: 3600, max_count: 2, hard: 1 });
+    const dial = (): RouteRequest => ({ callId: callId(), from: "1001", fromDomain: "r.example", to: "+447700900100", account_id: f.accountId, user_id: u, device_id: dv, source_ip: "198.51.100.1" });
+    const first = dial();
+    expect((await route(first)).reply.rtjson.action).toBe("outbound");
+    const refused = dial();
+    expect((await route(refused)).reply.rtjson).toMatchObject({ action: "reject", code: 503 });
+    // The INVITE again (same Call-ID): the stored refusal is the answer, and the window stays as it was.
+    expect((await route(refused)).reply.rtjson).toMatchObject({ action: "reject", code: 503 });
+    await handleDialogEvent(platform, { type: "dialog", callId: first.callId, account_id: f.accountId, state: "terminated", sip_code: 200, hangup_cause: "NORMAL_CLEARING" });
+    const { reply, decision } = await route(dial());
+    expect(reply.rtjson.action, decision.trace.map((s) => `${s.step}: ${s.result}`).join("\n")).toBe("outbound");
+  });
+
   test("a user busy at its own concurrent in-limit goes to its busy forward; the forward does not take the user's slot", async () => {
     const f = await routeFixture(platform);
     const u = await f.user({ username: "1001", max_simultaneous: 5 });

@@ -71,12 +71,13 @@ type TlsSocket = Bun.Socket<Connection>;
 
 const CRLFCRLF = Buffer.from("\r\n\r\n");
 const STATUS_LINE = /^HTTP\/1\.([01]) (\d{3})(?: |$)/;
-/** A header name. */
-const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+/** A header name's characters (RFC 9110 token). */
+const TOKEN_CHARS = "[!#$%&'*+\\-.^_`|~0-9A-Za-z]+";
+const TOKEN = new RegExp(`^${TOKEN_CHARS}$`);
 /** A request target or Host value: visible ASCII, no spaces. */
 const TARGET = /^[\x21-\x7e]+$/;
 /** Header lines: a token, a colon, visible ASCII, spaces and tabs, CRLF; each of them. */
-const HEADER_LINES = /^(?:[!#$%&'*+\-.^_`|~0-9A-Za-z]+:[\t\x20-\x7e]*\r\n)*$/;
+const HEADER_LINES = new RegExp(`^(?:${TOKEN_CHARS}:[\\t\\x20-\\x7e]*\\r\\n)*$`);
 
 /** The reply being read on a connection. */
 interface Exchange {
@@ -94,8 +95,6 @@ class Connection {
   socket: TlsSocket | null = null;
   ready = false;
   closed = false;
-  /** Served at least one request (a failure before any reply byte may be a stale keep-alive). */
-  reused = false;
   exchange: Exchange | null = null;
   /** Bytes received and not yet parsed. */
   buffer: Buffer | null = null;
@@ -112,10 +111,7 @@ class Connection {
   /** When the connection stops being reusable (ms epoch), from the server's Keep-Alive timeout. */
   reuseUntil = Infinity;
   idleTimer: ReturnType<typeof setTimeout> | null = null;
-  constructor(
-    readonly key: string,
-    readonly pool: HttpsPool,
-  ) {}
+  constructor(readonly key: string) {}
 }
 
 /**
@@ -198,7 +194,6 @@ export class HttpsPool {
       this.destroy(connection);
       return;
     }
-    connection.reused = true;
     connection.phase = "idle";
     connection.buffer = null;
     const list = this.idle.get(connection.key);
@@ -230,7 +225,7 @@ export class HttpsPool {
 
   /** Opens a connection and waits for its verified TLS handshake. */
   private connect(key: string, request: HttpsPost, deadline: number): Promise<Connection> {
-    const connection = new Connection(key, this);
+    const connection = new Connection(key);
     const pool = this;
     return new Promise<Connection>((resolve, reject) => {
       let done = false;

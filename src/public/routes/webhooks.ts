@@ -6,7 +6,7 @@ import { Elysia } from "elysia";
 import { Type as T } from "@sinclair/typebox";
 import type { Platform } from "../../core/platform.ts";
 import { WebhookModel } from "../../core/webhooks/webhooks.model.ts";
-import { createWebhook, deleteWebhook, listWebhooks } from "../../core/webhooks/webhooks.service.ts";
+import { MAX_WEBHOOKS_PER_ACCOUNT, createWebhook, deleteWebhook, listWebhooks } from "../../core/webhooks/webhooks.service.ts";
 import { eventCatalog } from "../../core/webhooks/event-catalog.ts";
 import { DeliveryModel } from "../../core/webhooks/delivery.model.ts";
 import { fireTestEvent, listDeliveries } from "../../core/webhooks/delivery.service.ts";
@@ -56,7 +56,7 @@ export function webhookRoutes(platform: Platform) {
             "url must be https://, carry no user:password, and its host must resolve only to public addresses (loopback, private, link-local, " +
             "CGNAT, multicast and unspecified addresses are refused with 400 /url). events: comma-separated names or a JSON array, default *; " +
             "unknown names are a 400 /events. Without secret, one is generated (whsec_…) and returned in this reply only; a secret you send is never echoed " +
-            "(not blank, no control characters, at least 16 bytes of key, else 400 /secret). An account has at most 50 subscriptions (409 beyond).",
+            `(not blank, no control characters, at least 16 bytes of key, else 400 /secret). An account has at most ${MAX_WEBHOOKS_PER_ACCOUNT} subscriptions (409 beyond).`,
         },
       },
     )
