@@ -996,21 +996,25 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
     }
   });
 
-  test("a call whose BYE never comes is ended by the edge after MAX_CALL_SEC: a BYE to each side, recorded answered and ended by the timer, its slots given back", async () => {
+  test("a call whose BYE never comes is ended by the edge MAX_CALL_SEC after its answer, however often its phones refresh it: a BYE to each side, recorded answered and ended by the timer, its slots given back", async () => {
     const callee = "1891";
     const { userId } = await addSipUser(parley, tenant, callee);
-    // An edge whose calls last at most 3 s without a request in their dialog (4 h by default).
+    // An edge whose calls last at most 3 s from their answer (4 h by default).
     const brief = await startKamailio({ controlPort: parley.controlPort, node: "edge-maxcall", defines: ["MAX_CALL_SEC=3"] });
     const [port] = freePorts(1) as [number];
-    // The callee answers and waits for a BYE; so does the caller (invite-held.xml never hangs up).
-    const uas = startSipp("uas.xml", ["-p", String(port), "-mp", String(nextMediaPort()), "-m", "1"]);
+    // The callee answers and waits for a BYE; so does the caller, which never hangs up but sends an
+    // INFO in the dialog each second (invite-refreshing.xml): requests in the dialog do not put the
+    // end off (the scenario fails at its -timeout if the BYE never comes).
+    const uas = startSipp("uas-info.xml", ["-p", String(port), "-mp", String(nextMediaPort()), "-m", "1"]);
     await Bun.sleep(200);
     try {
       const via = `127.0.0.1:${brief.port}`;
       const reg = await runSipp("register.xml", via, ["-s", callee, "-au", callee, "-ap", PASSWORD, "-key", "domain", tenant.domain, "-key", "contact_port", String(port), "-key", "expires", "300", "-m", "1", "-timeout", "15s"]);
       expect(reg.code, reg.stderr).toBe(0);
-      const r = await invite("1001", callee, "invite-held.xml", [], via);
+      const r = await invite("1001", callee, "invite-refreshing.xml", ["-timeout", "12s"], via);
       expect(r.code, r.stderr + r.messages.slice(-1500) + brief.log().slice(-2000)).toBe(0);
+      // The caller sent its INFOs (one a second) before the end came.
+      expect([...r.messages.matchAll(/^INFO sip:/gm)].length, r.messages.slice(-3000)).toBeGreaterThanOrEqual(2);
       // The callee got its BYE too: its scenario (one call, ending with the BYE's 200) finished.
       expect(await Promise.race([uas.proc.exited, Bun.sleep(5000).then(() => "still waiting")]), uas.stderr()).toBe(0);
       const callId = r.callIds.at(-1)!;
