@@ -441,8 +441,13 @@ export async function listCalls(db: DbOrTx, accountId: string, filter: CallFilte
     .limit(limit);
 }
 
-/** Text a spreadsheet would run as a formula: starting with = + - @, a tab or a carriage return. */
-const formulaLike = (column: SQLWrapper) => sql`${column} like any (array['=%', '+%', '-%', '@%', chr(9) || '%', chr(13) || '%'])`;
+/**
+ * Text a spreadsheet would run as a formula: starting with = + - @ (after any spaces or line breaks,
+ * which spreadsheets may trim), a tab or a carriage return.
+ */
+const formulaLike = (column: SQLWrapper) =>
+  sql`(${column} like any (array['=%', '+%', '-%', '@%', chr(9) || '%', chr(13) || '%'])
+       or (${column} like any (array[' %', chr(10) || '%']) and ltrim(${column}, ' ' || chr(9) || chr(10) || chr(13)) like any (array['=%', '+%', '-%', '@%'])))`;
 
 /**
  * A text cell guarded against spreadsheet formulas (a leading ' added): from and to come from SIP

@@ -165,7 +165,7 @@ describe(`GET /v1/calls?format=csv [${storeKind}]`, () => {
     const t = await seedTenant(platform);
     const n = CSV_PAGE + 7; // more than one page
     const rows = await seedCalls(t.accountId, n, 1_710_000_000, (i) =>
-      i === 0 ? { from: '=HYPERLINK("http://evil.test","x")', to: "+14155550100" } : i === 1 ? { from: 'Smith, "Bob"\nJr', to: "@SUM(A1)" } : i === 2 ? { from: "-2+3" } : i === 3 ? { to: "", hangup_cause: null } : i === 4 ? { status: "answered", ended_ms: null, billsec: 0 } : i === 6 ? { agent_id: 'x,"=cmd"\r\nfoo' } : {},
+      i === 0 ? { from: '=HYPERLINK("http://evil.test","x")', to: "+14155550100" } : i === 1 ? { from: 'Smith, "Bob"\nJr', to: "@SUM(A1)" } : i === 2 ? { from: "-2+3" } : i === 3 ? { to: "", hangup_cause: null } : i === 4 ? { status: "answered", ended_ms: null, billsec: 0 } : i === 5 ? { from: "  =SUM(A1)", to: " Smith" } : i === 6 ? { agent_id: 'x,"=cmd"\r\nfoo' } : {},
     );
     const r = await app.handle(new Request("http://localhost/v1/calls?format=csv&since=1710000000", { headers: { "x-api-key": t.key } }));
     expect(r.status).toBe(200);
@@ -187,6 +187,8 @@ describe(`GET /v1/calls?format=csv [${storeKind}]`, () => {
     expect(byId.get(rows[0]!.id)!.slice(3, 5)).toEqual(['\'=HYPERLINK("http://evil.test","x")', "'+14155550100"]);
     expect(byId.get(rows[1]!.id)!.slice(3, 5)).toEqual(['Smith, "Bob"\nJr', "'@SUM(A1)"]);
     expect(byId.get(rows[2]!.id)![3]).toBe("'-2+3");
+    // Spaces before the formula do not hide it; a space before plain text changes nothing.
+    expect(byId.get(rows[5]!.id)!.slice(3, 5)).toEqual(["'  =SUM(A1)", " Smith"]);
     // agent_id too (records written before it was checked against the account's users held the edge's text).
     expect(byId.get(rows[6]!.id)![table[0]!.indexOf("agent_id")]).toBe('x,"=cmd"\r\nfoo');
     expect(text).toContain('"Smith, ""Bob""\nJr"');
