@@ -104,7 +104,7 @@ describe("OpenAPI document", () => {
       expect(Object.keys(data.properties).sort(), name).toEqual(Object.keys(samples.get(name)!.data).sort());
       expect(media.schema.properties.event.enum).toEqual([name]);
       expect(media.example).toEqual(samples.get(name));
-      expect(post.parameters.map((p: Json) => p.name)).toEqual(["x-service-event", "x-service-signature", "webhook-id", "webhook-timestamp", "webhook-signature"]);
+      expect(post.parameters.map((p: Json) => p.name)).toEqual(["x-service-event", "x-service-event-id", "x-service-signature", "webhook-id", "webhook-timestamp", "webhook-signature"]);
     }
     expect(Object.keys(doc.components.schemas.EventData_call_ended.properties).sort()).toEqual(["agent_id", "answered", "billsec", "callId", "direction", "hangup_cause", "queue_id", "ts"]);
   });

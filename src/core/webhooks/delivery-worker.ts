@@ -380,12 +380,13 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
     }
     const serverName = isIP(host) ? null : host;
     const event = job.event!.name;
+    const eventId = publicIdOf(job.event!);
     let lastError: unknown = null;
     for (const address of allowed) {
       const left = deadline - Date.now();
       if (left <= 0) break;
       const timestamp = Math.floor(Date.now() / 1000);
-      let headers = `content-type: application/json\r\nuser-agent: ${USER_AGENT}\r\nx-service-event: ${event}\r\nwebhook-id: ${job.id}\r\nwebhook-timestamp: ${timestamp}\r\n`;
+      let headers = `content-type: application/json\r\nuser-agent: ${USER_AGENT}\r\nx-service-event: ${event}\r\nx-service-event-id: ${eventId}\r\nwebhook-id: ${job.id}\r\nwebhook-timestamp: ${timestamp}\r\n`;
       if (secret !== null) {
         headers += `x-service-signature: ${serviceSignature(secret.text, body)}\r\nwebhook-signature: ${standardWebhookSignature(secret.key, job.id, timestamp, body)}\r\n`;
       }
@@ -429,6 +430,17 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
    * of a claim (its deliveries share the event object) and signed per subscription.
    */
   const bodies = new WeakMap<NonNullable<ClaimedDelivery["event"]>, string>();
+  /**
+   * The event's public id (`evt_…`, as the stream and the deliveries log show it): the same in every
+   * subscription's delivery of the event, so a receiver with two subscriptions (a secret being rotated)
+   * can process each event once. Written once per event of a claim.
+   */
+  const publicIds = new WeakMap<NonNullable<ClaimedDelivery["event"]>, string>();
+  function publicIdOf(event: NonNullable<ClaimedDelivery["event"]>): string {
+    let id = publicIds.get(event);
+    if (id === undefined) publicIds.set(event, (id = platform.events.ids.encode(event.id, event.ts)));
+    return id;
+  }
   function bodyOf(accountId: string, event: NonNullable<ClaimedDelivery["event"]>): string {
     let body = bodies.get(event);
     if (body === undefined) {

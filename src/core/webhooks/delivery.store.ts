@@ -101,8 +101,8 @@ export interface ClaimedDelivery {
   id: string;
   webhook_id: string;
   attempts: number;
-  /** The event; null when its row is gone. */
-  event: { name: string; data: unknown; ts: number } | null;
+  /** The event (`id`: its sequence number); null when its row is gone. */
+  event: { id: number; name: string; data: unknown; ts: number } | null;
   /** The subscription; null when it was removed. */
   subscription: { url: string; secret_ref: string | null; status: string } | null;
 }
@@ -275,7 +275,7 @@ export async function exchangeDeliveries(database: Pick<Database, "db" | "queue"
   for (const r of records) if (!lost.has(r.id)) recorded.add(r.id);
   const events = new Map<string, ClaimedDelivery["event"]>();
   for (const [accountId, id, name, data, ts] of rawJson<Array<[string, number, string, unknown, number]>>(row?.events ?? "[]")) {
-    events.set(`${accountId}\u0000${id}`, { name, data, ts: Number(ts) });
+    events.set(`${accountId}\u0000${id}`, { id: Number(id), name, data, ts: Number(ts) });
   }
   const subs = new Map<string, ClaimedDelivery["subscription"]>();
   for (const [accountId, id, url, secretRef, status] of rawJson<Array<[string, string, string, string | null, string]>>(row?.subs ?? "[]")) {

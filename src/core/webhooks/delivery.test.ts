@@ -159,6 +159,8 @@ describe(`webhook delivery [${storeKind}]`, () => {
     expect(req!.headers["content-type"]).toBe("application/json");
     expect(req!.headers["x-service-event"]).toBe("test");
     expect(req!.headers["webhook-id"]).toBe(row!.id);
+    // The event's own id, the same in every subscription's copy (the deliveries log and the stream show it).
+    expect(req!.headers["x-service-event-id"]).toBe(fired.event_id);
     expect(req!.headers["host"]).toBe(`localhost:${receiver.port}`);
 
     // Both schemes, checked by their reference implementations with the secret as the user got it.

@@ -14,6 +14,7 @@ const header = (name: string, description: string, required: boolean): Json => (
 
 const HEADERS: Json[] = [
   header("x-service-event", "The event's name.", true),
+  header("x-service-event-id", "The event's id (evt_…), the same in every subscription's delivery of it: deduplicate on it across subscriptions (a secret being rotated).", true),
   header("x-service-signature", "sha256=<hex HMAC-SHA256 of the raw body, keyed by the subscription's secret>; sent when the subscription has a secret.", false),
   header("webhook-id", "The delivery's id (whd_…), the same on every attempt: deduplicate on it (Standard Webhooks).", true),
   header("webhook-timestamp", "Epoch seconds of this attempt (Standard Webhooks); refuse old ones to stop replays.", true),

@@ -95,6 +95,9 @@ export async function checkWebhookUrl(text: string, options: { path?: string; al
   const path = options.path ?? "/url";
   const fail = (message: string) => validationFailed([{ path, message }]);
   if (text.length > MAX_WEBHOOK_URL_LENGTH) throw fail(`At most ${MAX_WEBHOOK_URL_LENGTH} characters.`);
+  // The URL parser drops these silently (leading and trailing spaces and controls, tabs and line
+  // breaks anywhere): a client's mistake would be stored as another URL.
+  if (/^[\x00-\x20]|[\x00-\x20]$|[\t\n\r]/.test(text)) throw fail("Must not hold spaces at either end, tabs or line breaks.");
   let url: URL;
   try {
     url = new URL(text);

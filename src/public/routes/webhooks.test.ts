@@ -132,6 +132,9 @@ describe(`/v1/webhooks happy [${storeKind}]`, () => {
       ts: expect.any(Number),
       data: { callId: expect.any(String), direction: "inbound", answered: 1, billsec: expect.any(Number), hangup_cause: expect.any(String), queue_id: expect.any(String), agent_id: expect.any(String), ts: expect.any(Number) },
     });
+    // Events of features the platform does not have yet say so; those it sends do not.
+    const unsent = (r.body.data as Json[]).filter((e) => /Not emitted yet/.test(e.description)).map((e) => e.name);
+    expect(unsent).toEqual(["message.received", "message.status", "recording.available", "fax.received", "fax.sent", "fax.failed", "campaign.started", "campaign.completed", "campaign.contact"]);
   });
 
   test("an Idempotency-Key replay of a create returns the same id and secret without a second row", async () => {
@@ -190,6 +193,10 @@ describe(`/v1/webhooks errors [${storeKind}]`, () => {
       [{ url: HOOK, events: "call.started,,call.ended" }, "/events", /empty event name/],
       [{ url: HOOK, events: ["test", " "] }, "/events", /empty event name/],
       [{ url: "https://93.184.216.34/hook#" }, "/url", /fragment/],
+      // What the URL parser would drop silently is refused: the stored URL is the one sent.
+      [{ url: "https://93.184.216.34/a\tb\nc" }, "/url", /tabs or line breaks/],
+      [{ url: " https://93.184.216.34/hook" }, "/url", /spaces at either end/],
+      [{ url: "https://93.184.216.34/hook " }, "/url", /spaces at either end/],
       [{ url: HOOK, events: 3 }, "/events", /Expected string or array\./],
       [{ url: HOOK, secret: "short" }, "/secret"],
       [{ url: HOOK, secret: "x".repeat(257) }, "/secret"],
@@ -347,6 +354,8 @@ describe(`/v1/webhooks/test and /v1/webhooks/deliveries [${storeKind}]`, () => {
     }
     const seen = receiver.requests.filter((q) => JSON.parse(q.body).account_id === t.accountId);
     expect(seen.map((q) => q.headers["webhook-id"]).sort()).toEqual(rows.map((d) => d.id).sort());
+    // One delivery id per subscription, one event id in both (a receiver of both processes it once).
+    expect(seen.map((q) => q.headers["x-service-event-id"])).toEqual([r.body.data.event_id, r.body.data.event_id]);
   });
 
   test("POST /test { webhook_id } reaches that subscription only, even when it does not list test; {} works like no body", async () => {
