@@ -24,6 +24,7 @@ import { call } from "../../test/support/http.ts";
 import { createRealtimeApp, type RealtimeOptions } from "./app.ts";
 import { EventHub } from "./event-hub.ts";
 import { CLOSE } from "./stream-protocol.ts";
+import { RESUME_BURST } from "./event-stream.ts";
 import { StreamConnection, type StreamMessage } from "./ws-test-client.ts";
 
 let platform: Platform;
@@ -458,6 +459,34 @@ describe(`realtime stream: resume [${storeKind}]`, () => {
     await conn.until(() => ids(conn.messages).includes(after.id));
     expect(ids(conn.messages)).toEqual([live.id, old.id, old2.id, after.id]);
     conn.close();
+  });
+});
+
+describe(`realtime stream: message floods [${storeKind}]`, () => {
+  test("a client that keeps sending resume messages is closed (4429 too_many_messages): each one reads the store", async () => {
+    const t = await seedTenant(platform);
+    const first = await testEvent(t.accountId, "first");
+    // Each resume replays these (they are skipped as already sent, after being read again).
+    await platform.events.transaction((_tx, _emit, emitMany) =>
+      emitMany(Array.from({ length: 300 }, (_, i) => ({ accountId: t.accountId, event: "test" as const, data: { message: `m${i}`, webhook_id: null, ts: Date.now() } }))),
+    );
+    const conn = await open(t.key);
+    for (let i = 0; i <= RESUME_BURST; i++) conn.send({ type: "resume", last_event_id: pub(first) });
+    const closed = await conn.closed;
+    expect(closed).toEqual({ code: 4429, reason: expect.stringMatching(/^too_many_messages: more than 10 resume messages a minute/) });
+    // The burst's resumes were answered (their events were sent once, then skipped as already sent).
+    expect(conn.events().length).toBe(300);
+  });
+
+  // PostgreSQL: a resume takes round trips there, so messages sent at once wait (PGlite answers each
+  // before the next arrives).
+  test.skipIf(!storeKind.startsWith("postgres"))("messages sent faster than they are handled wait 16 deep at most, then the client is closed", async () => {
+    const t = await seedTenant(platform);
+    const conn = await open(t.key);
+    const from = pub(await testEvent(t.accountId, "x"));
+    for (let i = 0; i < 200; i++) conn.send({ type: "resume", last_event_id: from });
+    const closed = await conn.closed;
+    expect(closed).toEqual({ code: 4429, reason: expect.stringMatching(/^too_many_messages: more than 16 messages waiting/) });
   });
 });
 

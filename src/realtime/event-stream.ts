@@ -53,6 +53,14 @@ const REFUSALS: Record<TicketRefusal | "missing", string> = {
 const BAD_RESUME_ID = "last_event_id must be an event id (evt_…) as the stream sends them";
 /** Longest delay setTimeout keeps (longer ones fire at once); a later expiry is left to the periodic check. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
+/** Client messages a connection holds unhandled at most (a well-behaved client waits for each reply). */
+export const MAX_PENDING_MESSAGES = 16;
+/**
+ * Resume messages a connection may send: RESUME_BURST at once, then one per RESUME_EVERY_MS (each reads
+ * up to a thousand stored events; a client that lost events reconnects with last_event_id instead).
+ */
+export const RESUME_BURST = 10;
+const RESUME_EVERY_MS = 6000;
 
 /** Ids recently sent on one socket, bounded: what dedupes the resume seam. */
 class RecentIds {
@@ -94,6 +102,11 @@ class StreamClient {
   private pending: PlatformEvent[] = [];
   private readonly sent: RecentIds;
   private chain: Promise<void> = Promise.resolve();
+  /** Client messages received and not handled yet. */
+  private unhandled = 0;
+  /** Resume messages this connection may send now (refilled over time, see RESUME_BURST). */
+  private resumes = RESUME_BURST;
+  private resumesAt = Date.now();
   private closed = false;
   private readonly listener = (event: PlatformEvent) => this.onLive(event);
 
@@ -119,7 +132,19 @@ class StreamClient {
   }
 
   receive(message: unknown): void {
-    this.enqueue(() => this.handle(message));
+    // Each message waits for the one before (a resume reads up to a thousand stored events): a client
+    // that keeps sending faster than that is closed instead of queueing reads of the store without bound.
+    if (this.unhandled >= MAX_PENDING_MESSAGES) {
+      return this.close(CLOSE.tooManyMessages, closeReason("too_many_messages", `more than ${MAX_PENDING_MESSAGES} messages waiting; wait for each reply`));
+    }
+    this.unhandled++;
+    this.enqueue(async () => {
+      try {
+        await this.handle(message);
+      } finally {
+        this.unhandled--;
+      }
+    });
   }
 
   private async init(query: Query): Promise<void> {
@@ -256,6 +281,13 @@ class StreamClient {
         return this.sendJson({ type: "subscribed", events: this.filter ? [...this.filter] : "*" });
       }
       case "resume": {
+        const now = Date.now();
+        this.resumes = Math.min(RESUME_BURST, this.resumes + (now - this.resumesAt) / RESUME_EVERY_MS);
+        this.resumesAt = now;
+        if (this.resumes < 1) {
+          return this.close(CLOSE.tooManyMessages, closeReason("too_many_messages", `more than ${RESUME_BURST} resume messages a minute; reconnect with last_event_id instead`));
+        }
+        this.resumes -= 1;
         const afterId = this.deps.platform.events.ids.decode(message.last_event_id);
         if (afterId === null) return this.sendJson({ type: "error", error: "bad_message", message: BAD_RESUME_ID });
         return this.backfill(afterId);

@@ -26,6 +26,8 @@ export const CLOSE = {
   credentialRevoked: 4403,
   /** The client read too slowly and its send buffer passed the limit. Reconnect and resume. */
   slowConsumer: 4429,
+  /** The client sent messages faster than they are handled (reason `too_many_messages`). */
+  tooManyMessages: 4429,
 } as const;
 
 /** Messages the client may send. */

@@ -2,6 +2,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Platform } from "../platform.ts";
 import { seedTenant, storeKind, testPlatform } from "../../../test/support/platform.ts";
+import { sql } from "drizzle-orm";
 import type { PlatformEvent } from "./bus.ts";
 
 let platform: Platform;
@@ -33,6 +34,36 @@ describe(`event bus: live fan-out [${storeKind}]`, () => {
     } finally {
       await stopA();
       await stopB();
+    }
+  });
+});
+
+describe(`event bus: resume [${storeKind}]`, () => {
+  // PostgreSQL: another transaction stays open meanwhile (PGlite runs one at a time).
+  test.skipIf(!storeKind.startsWith("postgres"))("a long-open transaction elsewhere does not make events committed long before the resume point count as late", async () => {
+    const t = await seedTenant(platform);
+    const message = (e: PlatformEvent) => (e.data as { message: string }).message;
+    const emit = (text: string) => platform.events.emit(t.accountId, "test", { message: text, webhook_id: null, ts: Date.now() });
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let opened!: () => void;
+    const open = new Promise<void>((resolve) => (opened = resolve));
+    // A write transaction (it holds a transaction id) that touches no event and stays open.
+    const held = platform.db.transaction(async (tx) => {
+      await tx.execute(sql`select pg_current_xact_id()`);
+      opened();
+      await gate;
+    });
+    try {
+      await open;
+      for (let i = 0; i < 20; i++) await emit(`seen ${i}`);
+      const last = await emit("last seen");
+      for (let i = 0; i < 3; i++) await emit(`missed ${i}`);
+      // Exactly the events after the resume point: none of those committed before it came back.
+      expect((await platform.events.since(t.accountId, last.id, 100)).map(message)).toEqual(["missed 0", "missed 1", "missed 2"]);
+    } finally {
+      release();
+      await held;
     }
   });
 });

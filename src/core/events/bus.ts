@@ -358,8 +358,12 @@ export function createEventBus(deps: { db: Db; live: LiveStore; log: Logger; ids
                 where e.account_id = ${accountId} and e.id in (
                     select w.id from (
                       select w.id, w.txid from event w where w.account_id = ${accountId} and w.id < ${afterId}
-                      order by w.id desc limit ${LATE_WINDOW}) w
-                    where w.txid >= (select c.txid_xmin from event c where c.account_id = ${accountId} and c.id = ${afterId}))
+                      order by w.id desc limit ${LATE_WINDOW}) w,
+                      (select c.txid, c.txid_xmin, c.snap from event c where c.account_id = ${accountId} and c.id = ${afterId}) c
+                    -- Running when the resume point was written (not visible in its snapshot), not its own
+                    -- transaction; rows older than the snapshot column go by its xmin.
+                    where case when c.snap is null then w.txid >= c.txid_xmin
+                               else w.txid <> c.txid and not pg_visible_in_snapshot(w.txid::text::xid8, c.snap) end)
                   ${named})
             ) missed
             order by id limit ${limit}`,

@@ -1,6 +1,9 @@
 import { sql } from "drizzle-orm";
-import { bigint, bigserial, index, jsonb, pgTable, primaryKey, text } from "drizzle-orm/pg-core";
+import { bigint, bigserial, customType, index, jsonb, pgTable, primaryKey, text } from "drizzle-orm/pg-core";
 import { epochMillis } from "../db/columns.ts";
+
+/** A transaction snapshot (PostgreSQL's pg_snapshot), read and written as its text `xmin:xmax:xip,…`. */
+const pgSnapshot = customType<{ data: string }>({ dataType: () => "pg_snapshot" });
 
 /**
  * The outbox: every event the platform produces, written in the same transaction as the change that
@@ -27,6 +30,14 @@ export const events = pgTable(
      */
     txid: bigint("txid", { mode: "number" }).default(sql`(pg_current_xact_id()::text::bigint)`),
     txid_xmin: bigint("txid_xmin", { mode: "number" }).default(sql`(pg_snapshot_xmin(pg_current_snapshot())::text::bigint)`),
+    /**
+     * The writing statement's snapshot: the transactions it saw as running are exactly those not
+     * visible in it (`pg_visible_in_snapshot`). A resume replays those among the events before its
+     * point, not every event of a transaction newer than the snapshot's xmin: one long-open
+     * transaction anywhere kept the xmin old, and every event in the window counted as late. Null on
+     * rows older than this column (txid_xmin decides for them).
+     */
+    snap: pgSnapshot("snap").default(sql`pg_current_snapshot()`),
   },
   (t) => [primaryKey({ columns: [t.account_id, t.id] }), index("event_ts_idx").on(t.ts)],
 );
