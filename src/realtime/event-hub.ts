@@ -10,8 +10,12 @@ import { describeError } from "../http/describe-error.ts";
 
 export type EventListener = (event: PlatformEvent) => void;
 
+/** Told when the account's live events may have missed some (see LiveStore.subscribe). */
+export type GapListener = () => void;
+
 interface AccountSubscription {
-  listeners: Set<EventListener>;
+  /** Each listener with its gap listener. */
+  listeners: Map<EventListener, GapListener | undefined>;
   /** Resolves once the pub/sub subscription is active, to its unsubscribe function. */
   ready: Promise<() => Promise<void>>;
 }
@@ -27,26 +31,40 @@ export class EventHub {
   /**
    * Adds a listener for one account's live events; resolves once events published from now on will
    * reach it (the subscription is active). Throws (and leaves nothing behind) if subscribing fails.
+   * `onGap` is told when some may have been missed since (the live store reconnected).
    */
-  async attach(accountId: string, listener: EventListener): Promise<void> {
+  async attach(accountId: string, listener: EventListener, onGap?: GapListener): Promise<void> {
     let entry = this.accounts.get(accountId);
     if (!entry) {
-      const created: AccountSubscription = { listeners: new Set(), ready: Promise.resolve(async () => {}) };
-      // The handler reads this entry, not the map: a later subscription of the same account
+      const created: AccountSubscription = { listeners: new Map(), ready: Promise.resolve(async () => {}) };
+      // The handlers read this entry, not the map: a later subscription of the same account
       // (after this one emptied) never receives this one's messages twice.
-      created.ready = this.bus.subscribe(accountId, (event) => {
-        for (const l of created.listeners) {
-          try {
-            l(event);
-          } catch (error) {
-            this.log.error("stream listener failed", { error: describeError(error) });
+      created.ready = this.bus.subscribe(
+        accountId,
+        (event) => {
+          for (const l of created.listeners.keys()) {
+            try {
+              l(event);
+            } catch (error) {
+              this.log.error("stream listener failed", { error: describeError(error) });
+            }
           }
-        }
-      });
+        },
+        () => {
+          this.log.warn("live events of an account may have been missed (the live store reconnected)", { account_id: accountId });
+          for (const gap of [...created.listeners.values()]) {
+            try {
+              gap?.();
+            } catch (error) {
+              this.log.error("stream gap listener failed", { error: describeError(error) });
+            }
+          }
+        },
+      );
       this.accounts.set(accountId, created);
       entry = created;
     }
-    entry.listeners.add(listener);
+    entry.listeners.set(listener, onGap);
     try {
       await entry.ready;
     } catch (error) {

@@ -322,6 +322,26 @@ describe(`realtime stream: delivery [${storeKind}]`, () => {
     conn.close();
   });
 
+  test("when the live feed may have lost events (the live store reconnected), the account's sockets are closed to resume", async () => {
+    const t = await seedTenant(platform);
+    // The bus as the hub sees it, keeping the gap callbacks the live store would call after a reconnect.
+    const gaps: Array<() => void> = [];
+    const bus = Object.create(platform.events) as typeof platform.events;
+    bus.subscribe = (accountId, handler, onGap) => {
+      if (onGap) gaps.push(onGap);
+      return platform.events.subscribe(accountId, handler, onGap);
+    };
+    const own = realtime({ hub: new EventHub(bus, platform.log) });
+    const conn = await open(t.key, "", own);
+    const e = await testEvent(t.accountId, "before");
+    await conn.until(() => ids(conn.messages).includes(e.id));
+    expect(gaps).toHaveLength(1);
+    gaps[0]!();
+    const closed = await conn.closed;
+    expect(closed.code).toBe(1011);
+    expect(closed.reason).toStartWith("interrupted:");
+  });
+
   test("the instance subscribes once per account and unsubscribes when the account's last socket closes", async () => {
     const t = await seedTenant(platform);
     const hub = new EventHub(platform.events, platform.log);

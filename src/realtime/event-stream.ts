@@ -187,7 +187,11 @@ class StreamClient {
       this.expiry = setTimeout(() => this.close(CLOSE.credentialRevoked, reason), minter.expiresAt - Date.now());
       this.expiry.unref();
     }
-    await this.deps.hub.attach(this.accountId, this.listener);
+    // Live events this socket may have missed (the live store reconnected): the client resumes from
+    // the last id it got, which replays them from the store.
+    await this.deps.hub.attach(this.accountId, this.listener, () =>
+      this.close(CLOSE.internal, closeReason("interrupted", "the live feed was interrupted; reconnect and resume")),
+    );
     if (this.closed) {
       // Closed while subscribing: dispose() ran before the listener was attached.
       this.deps.hub.detach(this.accountId, this.listener);

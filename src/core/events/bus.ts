@@ -118,8 +118,11 @@ export interface EventBus {
   addPlanner(planner: EventPlanner): void;
   /** Local listener for committed events of any account (after commit; best effort). */
   onCommitted(listener: (events: PlatformEvent[]) => void): () => void;
-  /** Live events of one account, from every instance (via the live store's pub/sub). */
-  subscribe(accountId: string, handler: (event: PlatformEvent) => void): Promise<() => Promise<void>>;
+  /**
+   * Live events of one account, from every instance (via the live store's pub/sub). `onGap`: some may
+   * have been missed (the live store's connection was lost and renewed; see LiveStore.subscribe).
+   */
+  subscribe(accountId: string, handler: (event: PlatformEvent) => void, onGap?: () => void): Promise<() => Promise<void>>;
   /**
    * Stored events of one account a client that saw event `afterId` may have missed, oldest first
    * (resume): those with a greater id, and those with a smaller id whose transaction was still running
@@ -327,7 +330,7 @@ export function createEventBus(deps: { db: Db; live: LiveStore; log: Logger; ids
       listeners.add(listener);
       return () => listeners.delete(listener);
     },
-    subscribe(accountId, handler) {
+    subscribe(accountId, handler, onGap) {
       return live.subscribe(eventChannel(accountId), (message) => {
         let parsed: PlatformEvent | PlatformEvent[];
         try {
@@ -343,7 +346,7 @@ export function createEventBus(deps: { db: Db; live: LiveStore; log: Logger; ids
             log.warn("event handler failed", { error: String(error) });
           }
         }
-      });
+      }, onGap);
     },
     async since(accountId, afterId, limit, names) {
       const named = names?.length ? sql`and e.name = any(${sql.param(names)}::text[])` : sql``;

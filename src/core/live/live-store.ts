@@ -201,8 +201,12 @@ export interface LiveStore {
   // ---- pub/sub ----------------------------------------------------------------------------
   /** Publishes to every subscriber of `channel`, on every instance. */
   publish(channel: string, message: string): Promise<void>;
-  /** Subscribes; the returned function unsubscribes. Resolves once the subscription is active. */
-  subscribe(channel: string, handler: MessageHandler): Promise<() => Promise<void>>;
+  /**
+   * Subscribes; the returned function unsubscribes. Resolves once the subscription is active.
+   * `onGap` is called when messages published meanwhile may not have reached it: its connection to
+   * the store was lost and the subscription renewed (Redis). The in-process store never loses one.
+   */
+  subscribe(channel: string, handler: MessageHandler, onGap?: () => void): Promise<() => Promise<void>>;
 
   // ---- lifecycle --------------------------------------------------------------------------
   /** Throws when the store is unreachable. Used by /readyz. */

@@ -263,6 +263,7 @@ interface Channel {
 /** A token rather than the handler, so the same function may subscribe twice. */
 interface Subscription {
   handler: MessageHandler;
+  onGap?: () => void;
 }
 
 /**
@@ -334,6 +335,14 @@ export async function createRedisLiveStore(url: string): Promise<LiveStore> {
       // would deliver every message twice.
       await sub.unsubscribe(name);
       await sub.subscribe(name, channel.listener);
+      // What was published while the connection was down never arrives: say so.
+      for (const s of [...channel.subs]) {
+        try {
+          s.onGap?.();
+        } catch (error) {
+          console.error("[live-store] pub/sub gap handler threw", { channel: name, error });
+        }
+      }
     }
   }
 
@@ -554,7 +563,7 @@ export async function createRedisLiveStore(url: string): Promise<LiveStore> {
       await send("PUBLISH", [channel, message]);
     },
 
-    async subscribe(name, handler) {
+    async subscribe(name, handler, onGap) {
       if (closed) throw new Error("live store is closed");
       let channel = channels.get(name);
       if (channel === undefined) {
@@ -576,7 +585,7 @@ export async function createRedisLiveStore(url: string): Promise<LiveStore> {
         channels.set(name, created);
         channel = created;
       }
-      const sub: Subscription = { handler };
+      const sub: Subscription = onGap ? { handler, onGap } : { handler };
       channel.subs.add(sub);
       try {
         await channel.ready;
