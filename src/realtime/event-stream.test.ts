@@ -23,7 +23,7 @@ import { SESSION_TOKEN_TTL_SEC } from "../core/auth/session-tokens.ts";
 import { call } from "../../test/support/http.ts";
 import { createRealtimeApp, type RealtimeOptions } from "./app.ts";
 import { EventHub } from "./event-hub.ts";
-import { CLOSE } from "./stream-protocol.ts";
+import { CLOSE, STREAM_PATH } from "./stream-protocol.ts";
 import { RESUME_BURST } from "./event-stream.ts";
 import { StreamConnection, type StreamMessage } from "./ws-test-client.ts";
 
@@ -614,6 +614,40 @@ describe(`realtime stream: the credential behind a socket [${storeKind}]`, () =>
 
     const late = await mintTicket(platform.live, { accountId: t.accountId, kind: "events", scopes: ["events"], credentialExpiresAt: Date.now() - 1 });
     expect(await refusedAt(`?ticket=${late.ticket}`)).toBe("ticket_refused: the console session that minted the ticket expired");
+  });
+
+  test("a key revoked while its ticket is being redeemed (the check's reply still on its way) closes the socket at once", async () => {
+    const t = await seedTenant(platform);
+    const other = await secondKey(t.accountId);
+    const minted = await ticket(t.key);
+    // The redemption's credential check answers "still valid", then its reply takes a while (a slow
+    // database), and the key is revoked meanwhile.
+    const credentials = platform.credentials;
+    const check = credentials.credentialEnded.bind(credentials);
+    let checked!: () => void;
+    const read = new Promise<void>((resolve) => (checked = resolve));
+    let release!: () => void;
+    const slow = new Promise<void>((resolve) => (release = resolve));
+    let first = true;
+    credentials.credentialEnded = async (credential) => {
+      const ended = await check(credential);
+      if (first) {
+        first = false;
+        checked();
+        await slow;
+      }
+      return ended;
+    };
+    try {
+      const conn = new StreamConnection(`${host.base}${STREAM_PATH}?ticket=${minted.ticket}`);
+      await read;
+      expect((await call(api, "DELETE", `/v1/keys/${t.keyId}`, { key: other.secret })).status).toBe(200);
+      release();
+      // Closed by the at-once check the revocation started, not by the periodic one (a minute away).
+      expect(await conn.closed).toEqual({ code: CLOSE.credentialRevoked, reason: "credential_revoked: the API key that minted the ticket was revoked" });
+    } finally {
+      credentials.credentialEnded = check;
+    }
   });
 
   test("without a revocation message (a lost one), the periodic check closes the socket", async () => {

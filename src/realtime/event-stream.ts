@@ -175,12 +175,14 @@ class StreamClient {
       ...(grant.keyId === undefined ? {} : { keyId: grant.keyId }),
       ...(grant.credentialExpiresAt === undefined ? {} : { expiresAt: grant.credentialExpiresAt }),
     };
+    // Known before the check below: a revocation told while that check's reply is on its way finds
+    // this socket too (the at-once recheck skips sockets with no credential yet).
+    this.minter = minter;
     // A ticket minted just before its key was revoked (or its account suspended) opens nothing.
     const ended = await this.deps.platform.credentials.credentialEnded(minter);
     if (ended) return this.close(CLOSE.ticketRefused, closeReason("ticket_refused", ended));
     if (this.closed) return;
     this.accountId = grant.accountId;
-    this.minter = minter;
     this.kind = grant.kind;
     if (minter.expiresAt !== undefined && minter.expiresAt - Date.now() <= MAX_TIMER_MS) {
       const reason = closeReason("credential_revoked", "the console session that minted the ticket expired");
