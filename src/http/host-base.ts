@@ -232,13 +232,16 @@ interface SealedRoutes {
   queryless: Set<string>;
   /** WebSocket paths: their upgrade requests check their own URL (a refusal is a close code, not a status). */
   sockets: Set<string>;
+  /** DELETE routes ("DELETE /path/:param") that take no body. */
+  bodiless: Set<string>;
 }
 const sealedRoutes = new WeakMap<object, SealedRoutes>();
 
 /**
  * Called once a host's app has every route: a query parameter on a route that declares no query
  * schema is then a 400 naming it, as on the routes that declare one (which refuse unknown ones),
- * instead of being ignored. WebSocket paths keep their own rules (the stream checks its query).
+ * instead of being ignored; so is a body on a DELETE route that declares none. WebSocket paths keep
+ * their own rules (the stream checks its query).
  * @example const app = sealQueries(new Elysia().use(base).get(...), base);
  */
 export function sealQueries<App extends { routes: Array<{ method: string; path: string; hooks?: unknown }> }>(app: App, base: object): App {
@@ -248,6 +251,7 @@ export function sealQueries<App extends { routes: Array<{ method: string; path: 
   for (const r of app.routes) {
     if (r.method === "WS" || r.method === "ALL" || sealed.sockets.has(r.path)) continue;
     if (!(r.hooks as { query?: unknown } | undefined)?.query) sealed.queryless.add(`${r.method} ${r.path}`);
+    if (r.method === "DELETE" && !(r.hooks as { body?: unknown } | undefined)?.body) sealed.bodiless.add(`${r.method} ${r.path}`);
   }
   return app;
 }
@@ -257,8 +261,8 @@ export function sealQueries<App extends { routes: Array<{ method: string; path: 
 const EDGE_PATHS = new Set(["/route", "/auth", "/presence/event", "/presence/events", "/security/report"]);
 
 export function hostBase(platform: Platform, options: HostBaseOptions) {
-  const sealed: SealedRoutes = { queryless: new Set(), sockets: new Set() };
-  const { queryless, sockets } = sealed;
+  const sealed: SealedRoutes = { queryless: new Set(), sockets: new Set(), bodiless: new Set() };
+  const { queryless, sockets, bodiless } = sealed;
   /** A WebSocket upgrade to one of the host's socket paths (it answers a bad URL with a close code). */
   const socketUpgrade = (request: Request) =>
     sockets.size > 0 && request.headers.get("upgrade")?.toLowerCase() === "websocket" && sockets.has(new URL(request.url).pathname);
@@ -376,7 +380,12 @@ export function hostBase(platform: Platform, options: HostBaseOptions) {
     })
     // After the credential (a route's transform) and the schemas: a caller without a valid credential
     // gets 401 whatever its URL says. A socket path reads its own query (its refusals are close codes).
-    .onBeforeHandle({ as: "global" }, ({ request, route }) => {
+    .onBeforeHandle({ as: "global" }, ({ request, route, body }) => {
+      // A DELETE that names its target in the path takes no body: one sent (`{ "id": … }`, the other
+      // form of some deletes) is refused, not ignored while the path's resource goes.
+      if (body != null && !(typeof body === "object" && !Array.isArray(body) && Object.keys(body).length === 0) && bodiless.has(`${request.method} ${route}`)) {
+        throw new AppError("validation_failed", "The request is not valid.", { details: [{ path: "", message: "This route takes no body: its path names what it deletes." }] });
+      }
       const at = request.url.indexOf("?");
       if (at === -1 || at === request.url.length - 1 || sockets.has(route)) return;
       const refusal = queryRefusal(request.url.slice(at + 1), queryless.has(`${request.method} ${route}`));
