@@ -446,8 +446,10 @@ export async function listCalls(db: DbOrTx, accountId: string, filter: CallFilte
  * which spreadsheets may trim), a tab or a carriage return.
  */
 const formulaLike = (column: SQLWrapper) =>
-  sql`(${column} like any (array['=%', '+%', '-%', '@%', chr(9) || '%', chr(13) || '%'])
-       or (${column} like any (array[' %', chr(10) || '%']) and ltrim(${column}, ' ' || chr(9) || chr(10) || chr(13)) like any (array['=%', '+%', '-%', '@%'])))`;
+  // By the first character's code (ascii(): no copy of the text, cheaper than LIKE): = + - @ tab CR,
+  // or a space or line feed followed, past the spaces and line breaks, by = + - @.
+  sql`(ascii(${column}) in (61, 43, 45, 64, 9, 13)
+       or (ascii(${column}) in (32, 10) and ascii(ltrim(${column}, ' ' || chr(9) || chr(10) || chr(13))) in (61, 43, 45, 64)))`;
 
 /**
  * A text cell guarded against spreadsheet formulas (a leading ' added): from and to come from SIP
