@@ -11,6 +11,7 @@ import m7 from "./0007_statistics.sql" with { type: "text" };
 import m8 from "./0008_config_notify.sql" with { type: "text" };
 import m9 from "./0009_event_commit_order.sql" with { type: "text" };
 import m10 from "./0010_event_snapshot.sql" with { type: "text" };
+import m11 from "./0011_webhook_due_by_subscription.sql" with { type: "text" };
 
 /** Every migration, in order. */
 export const migrations: Migration[] = [
@@ -25,4 +26,5 @@ export const migrations: Migration[] = [
   { tag: "0008_config_notify", sql: m8 },
   { tag: "0009_event_commit_order", sql: m9 },
   { tag: "0010_event_snapshot", sql: m10 },
+  { tag: "0011_webhook_due_by_subscription", sql: m11 },
 ];

@@ -73,7 +73,13 @@ export const webhookDeliveriesDue = pgTable(
     /** Random token of the current claim: a worker records its attempt only while it still holds it. */
     claim_token: text("claim_token"),
   },
-  (t) => [primaryKey({ columns: [t.account_id, t.id] }), index("webhook_delivery_due_next_idx").on(t.next_attempt_at)],
+  (t) => [
+    primaryKey({ columns: [t.account_id, t.id] }),
+    index("webhook_delivery_due_next_idx").on(t.next_attempt_at),
+    // A claim that skips subscriptions (full here) finds the others' oldest rows without walking the
+    // skipped ones' backlog (exchangeDeliveries).
+    index("webhook_delivery_due_webhook_idx").on(t.webhook_id, t.next_attempt_at),
+  ],
 );
 
 export type WebhookDeliveryRow = typeof webhookDeliveries.$inferSelect;

@@ -195,6 +195,41 @@ export async function exchangeDeliveries(database: Pick<Database, "db" | "queue"
       ...(r.log ? [r.log.id, r.log.message, r.log.data] : []),
     ]),
   );
+  const capsJson = JSON.stringify(caps);
+  /** Due, unleased, and not of a claim being recorded in this statement. */
+  const claimable = (d: string) => {
+    const at = sql.raw(d);
+    return sql`${at}.next_attempt_at <= ${now}
+      and (${at}.claimed_until is null or ${at}.claimed_until <= ${now})
+      and (${at}.claim_token is null or ${at}.claim_token <> all(${sql.param(tokens)}::text[]))`;
+  };
+  // The `limit` oldest claimable rows. With subscriptions to skip, their rows are not walked past: a
+  // slow endpoint's backlog sits at the front of the due order, and the plain walk read all of it on
+  // every claim (100,000 rows: 11 ms a claim). Then each subscription that has due rows is found by a
+  // skip scan of (webhook_id, next_attempt_at) (a probe per subscription), and of each one not skipped
+  // its oldest claimable rows, up to its cap, are read from its own part of that index.
+  const candidates = skipWebhooks.length
+    ? sql`(with recursive subs(w) as (
+              (select x.webhook_id from webhook_delivery_due x order by x.webhook_id limit 1)
+              union all
+              select (select x.webhook_id from webhook_delivery_due x where x.webhook_id > s.w order by x.webhook_id limit 1)
+              from subs s where s.w is not null)
+            select d.ctid, d.webhook_id, d.next_attempt_at
+            from subs s cross join lateral (
+              select d.ctid, d.webhook_id, d.next_attempt_at from webhook_delivery_due d
+              -- Due as a row comparison on the index's two columns: only that index can take it, so the
+              -- planner walks this subscription's part of it, not the due order of all of them filtered
+              -- by subscription (which a generic plan's estimates preferred).
+              where d.webhook_id = s.w and (d.webhook_id, d.next_attempt_at) <= (s.w, ${now}) and ${claimable("d")}
+              order by d.webhook_id, d.next_attempt_at
+              limit greatest(0, coalesce((${capsJson}::jsonb ->> s.w)::integer, ${defaultCap}))) d
+            where s.w is not null and s.w <> all(${sql.param(skipWebhooks)}::text[])
+            order by d.next_attempt_at
+            limit ${limit})`
+    : sql`(select d.ctid, d.webhook_id, d.next_attempt_at from webhook_delivery_due d
+            where ${claimable("d")}
+            order by d.next_attempt_at
+            limit ${limit})`;
   // One row of four JSON arrays: the ids NOT recorded (claim lost), the claimed rows, and each
   // claimed row's event and subscription once (deliveries share them). Parsing a few JSON texts
   // costs the worker far less than hundreds of rows of ten columns each.
@@ -239,15 +274,8 @@ export async function exchangeDeliveries(database: Pick<Database, "db" | "queue"
               where l.ctid = any(array(
                   select c.ctid from (
                     select d.ctid, row_number() over (partition by d.webhook_id collate "C" order by d.next_attempt_at) as n,
-                           coalesce((${JSON.stringify(caps)}::jsonb ->> d.webhook_id)::integer, ${defaultCap}) as cap
-                    from (
-                      select d.ctid, d.webhook_id, d.next_attempt_at from webhook_delivery_due d
-                      where d.next_attempt_at <= ${now}
-                        and (d.claimed_until is null or d.claimed_until <= ${now})
-                        and (d.claim_token is null or d.claim_token <> all(${sql.param(tokens)}::text[]))
-                        and d.webhook_id <> all(${sql.param(skipWebhooks)}::text[])
-                      order by d.next_attempt_at
-                      limit ${limit}) d) c
+                           coalesce((${capsJson}::jsonb ->> d.webhook_id)::integer, ${defaultCap}) as cap
+                    from ${candidates} d) c
                   where c.n <= c.cap))
                 and l.next_attempt_at <= ${now}
                 and (l.claimed_until is null or l.claimed_until <= ${now})

@@ -1,0 +1,1 @@
+CREATE INDEX "webhook_delivery_due_webhook_idx" ON "webhook_delivery_due" USING btree ("webhook_id","next_attempt_at");
