@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { ADMIN_TOKEN, api, freePorts, freeUdpPort, nextMediaPort, HAVE_RTPENGINE, HAVE_SIP_TOOLS, IN_CI, runSipp, SCENARIOS, sipOptionsPing, startKamailio, startParley, startRtpengine, startSipp, type Kamailio, type Parley, type Proc } from "./harness.ts";
 import { addSipUser, applyTenantConfig, createSipTenant, PASSWORD, type SipTenant } from "./tenant.ts";
 import { countryDatabase } from "./mmdb.ts";
-import { digestAnswer, sipMessage } from "./sip-message.ts";
+import { digestAnswer, headers, sipMessage } from "./sip-message.ts";
 import { startConnectionPhone, wsCarrier, type ConnectionPhone } from "./connection-phone.ts";
 import { eventually as eventuallyPasses } from "../../test/support/eventually.ts";
 
@@ -517,6 +517,72 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
     }
   });
 
+  test("what a device writes into its INVITE that only the edge may say (identity, X- headers, a preloaded Route) does not reach the trunk; /route's headers do", async () => {
+    const trunkPort = await freeUdpPort();
+    const dir = mkdtempSync(join(tmpdir(), "sipp-hygiene-"));
+    // The caller's INVITE with credentials also carries headers of its own making.
+    const forging = join(dir, "invite-forging.xml");
+    writeFileSync(
+      forging,
+      readFileSync(join(import.meta.dir, "scenarios", "invite.xml"), "utf8").replace(
+        "      [authentication]\n",
+        "      [authentication]\n      P-Asserted-Identity: \"Bank\" <sip:+18005551234@bank.example>\n      Remote-Party-ID: <sip:+18005551234@bank.example>;screen=yes\n      X-Dest: forward:fwd_ATTACKER\n      X-Account-Id: acc_OTHER\n      Route: <sip:198.51.100.99:5060;lr>\n",
+      ),
+    );
+    // The trunk fails the call (check_it_inverse) if any of them arrives, or (check_it) if /route's X-Account-Id does not.
+    const checking = join(dir, "uas-hygiene.xml");
+    const checks = `<recv request="INVITE" crlf="true"><action>
+      <ereg regexp="P-Asserted-Identity|Remote-Party-ID|fwd_ATTACKER|acc_OTHER|198\\.51\\.100\\.99" search_in="msg" check_it_inverse="true" assign_to="forged"/>
+      <ereg regexp="X-Account-Id: ${tenant.accountId}" search_in="msg" check_it="true" assign_to="acc"/>
+    </action></recv>`;
+    writeFileSync(checking, readFileSync(join(import.meta.dir, "scenarios", "uas.xml"), "utf8").replace('<recv request="INVITE" crlf="true"/>', checks).replace("</scenario>", '<Reference variables="forged,acc"/>\n</scenario>'));
+    const trunk = startSipp(checking, ["-p", String(trunkPort), "-mp", String(nextMediaPort()), "-m", "1"]);
+    const before = tenant.config;
+    await applyTenantConfig(parley, tenant, {
+      trunks: [...(before.trunks as unknown[]), { name: "hyg", role: "carrier", direction: "outbound", proxy: `127.0.0.1:${trunkPort}`, transport: "udp" }],
+      outbound_routes: [...(before.outbound_routes as unknown[]), { name: "hyg", match_prefix: "1415777", via: "trunk", trunk: "hyg", priority: 10 }],
+    });
+    await Bun.sleep(500);
+    try {
+      const r = await invite("1001", "14157770100", forging);
+      expect(r.code, `${r.stderr}${r.messages.slice(-2500)}\ntrunk: ${trunk.stderr()}${trunk.stdout().slice(-800)}\n${kamailio.log().slice(-2000)}`).toBe(0);
+      expect(await Promise.race([trunk.proc.exited, Bun.sleep(10_000).then(() => "still running")]), trunk.stderr() + trunk.stdout().slice(-1500)).toBe(0);
+    } finally {
+      await applyTenantConfig(parley, tenant, before);
+      await trunk.stop();
+    }
+  });
+
+  test("requests the edge cannot serve get the RFC's answers: no From tag 400, a CANCEL of nothing 481, an unknown method 405 with Allow", async () => {
+    const client = await handClient();
+    try {
+      const request = (method: string, fromTag: string | null, extra: string[] = []) =>
+        sipMessage([
+          `${method} sip:1002@${tenant.domain} SIP/2.0`,
+          `Via: SIP/2.0/UDP 127.0.0.1:${client.port};branch=z9hG4bK${crypto.randomUUID().slice(0, 12)};rport`,
+          "Max-Forwards: 70",
+          `From: <sip:1001@${tenant.domain}>${fromTag === null ? "" : `;tag=${fromTag}`}`,
+          `To: <sip:1002@${tenant.domain}>`,
+          `Call-ID: ${crypto.randomUUID()}`,
+          `CSeq: 1 ${method}`,
+          `Contact: <sip:1001@127.0.0.1:${client.port}>`,
+          ...extra,
+          "Content-Length: 0",
+        ]);
+      // Routed before, the dialog module could not track it: its ACK and BYE were refused and the call never ended.
+      client.send(request("INVITE", null), kamailio.port);
+      expect(await client.next()).toStartWith("SIP/2.0 400 Missing From Tag");
+      client.send(request("CANCEL", "c1"), kamailio.port);
+      expect(await client.next()).toStartWith("SIP/2.0 481 ");
+      client.send(request("SUBSCRIBE", "s1", ["Event: presence"]), kamailio.port);
+      const refused = await client.next();
+      expect(refused).toStartWith("SIP/2.0 405 ");
+      expect(headers(refused, "Allow")[0]).toContain("INVITE");
+    } finally {
+      client.close();
+    }
+  });
+
   test("INVITE to a DNC number is refused with 603 by the routing decision", async () => {
     const r = await invite("1001", tenant.dnc, "invite-refused.xml");
     expect(r.code, r.stderr).toBe(0);
@@ -1004,7 +1070,8 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
     const [port] = freePorts(1) as [number];
     // The callee answers and waits for a BYE; so does the caller, which never hangs up but sends an
     // INFO in the dialog each second (invite-refreshing.xml): requests in the dialog do not put the
-    // end off (the scenario fails at its -timeout if the BYE never comes).
+    // end off (the scenario fails at its -timeout if the BYE never comes). The INFOs carry credentials,
+    // which the callee must not get (uas-info.xml fails the call if it does).
     const uas = startSipp("uas-info.xml", ["-p", String(port), "-mp", String(nextMediaPort()), "-m", "1"]);
     await Bun.sleep(200);
     try {
