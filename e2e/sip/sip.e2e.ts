@@ -478,12 +478,9 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
     writeFileSync(refusing, readFileSync(join(import.meta.dir, "scenarios", "uas-reply.template.xml"), "utf8").replaceAll("{{code}}", "503").replaceAll("{{reason}}", "Service Unavailable"));
     // The backup carrier fails the call (check_it) unless the INVITE is From the backup trunk's caller
     // ID (not the primary's, whose branch came first) and carries X-Account-Id.
-    const checking = join(dir, "uas-backup.xml");
-    const checks = `<recv request="INVITE" crlf="true"><action>
+    const checking = checkingUas(dir, "uas-backup.xml", ["from", "acc"], `
       <ereg regexp="From: [^\\r\\n]*sip:13125557722@" search_in="msg" check_it="true" assign_to="from"/>
-      <ereg regexp="X-Account-Id: ${tenant.accountId}" search_in="msg" check_it="true" assign_to="acc"/>
-    </action></recv>`;
-    writeFileSync(checking, readFileSync(join(import.meta.dir, "scenarios", "uas.xml"), "utf8").replace('<recv request="INVITE" crlf="true"/>', checks).replace("</scenario>", '<Reference variables="from,acc"/>\n</scenario>'));
+      <ereg regexp="X-Account-Id: ${tenant.accountId}" search_in="msg" check_it="true" assign_to="acc"/>`);
     const primary = startSipp(refusing, ["-p", String(primaryPort), "-mp", String(nextMediaPort()), "-m", "1"]);
     const backup = startSipp(checking, ["-p", String(backupPort), "-mp", String(nextMediaPort()), "-m", "1"]);
     const before = tenant.config;
@@ -530,12 +527,9 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
       ),
     );
     // The trunk fails the call (check_it_inverse) if any of them arrives, or (check_it) if /route's X-Account-Id does not.
-    const checking = join(dir, "uas-hygiene.xml");
-    const checks = `<recv request="INVITE" crlf="true"><action>
+    const checking = checkingUas(dir, "uas-hygiene.xml", ["forged", "acc"], `
       <ereg regexp="P-Asserted-Identity|Remote-Party-ID|fwd_ATTACKER|acc_OTHER|198\\.51\\.100\\.99" search_in="msg" check_it_inverse="true" assign_to="forged"/>
-      <ereg regexp="X-Account-Id: ${tenant.accountId}" search_in="msg" check_it="true" assign_to="acc"/>
-    </action></recv>`;
-    writeFileSync(checking, readFileSync(join(import.meta.dir, "scenarios", "uas.xml"), "utf8").replace('<recv request="INVITE" crlf="true"/>', checks).replace("</scenario>", '<Reference variables="forged,acc"/>\n</scenario>'));
+      <ereg regexp="X-Account-Id: ${tenant.accountId}" search_in="msg" check_it="true" assign_to="acc"/>`);
     const trunk = startSipp(checking, ["-p", String(trunkPort), "-mp", String(nextMediaPort()), "-m", "1"]);
     const before = tenant.config;
     await applyTenantConfig(parley, tenant, {
@@ -1442,6 +1436,17 @@ async function inviteBurst(port: number, n: number): Promise<Array<{ reply: stri
 }
 
 /** A SIP client by hand over UDP: raw requests out, each request's final reply back. */
+/** A callee like uas.xml whose INVITE must pass `eregs` (sipp <ereg> actions assigning `variables`), written into `dir`. */
+function checkingUas(dir: string, name: string, variables: string[], eregs: string): string {
+  const path = join(dir, name);
+  const checks = `<recv request="INVITE" crlf="true"><action>${eregs}\n    </action></recv>`;
+  const scenario = readFileSync(join(import.meta.dir, "scenarios", "uas.xml"), "utf8")
+    .replace('<recv request="INVITE" crlf="true"/>', checks)
+    .replace("</scenario>", `<Reference variables="${variables.join(",")}"/>\n</scenario>`);
+  writeFileSync(path, scenario);
+  return path;
+}
+
 async function handClient() {
   const replies: string[] = [];
   let wake: () => void = () => {};
