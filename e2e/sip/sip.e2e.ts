@@ -199,13 +199,19 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
     expect(kamailio.log()).toMatch(/ctl \/presence\/event register rc=200/);
   });
 
-  test("REGISTER the way many desk phones write it (a display name, the lifetime as the Contact's expires) keeps its lifetime; too brief a one gets 423 with Min-Expires", async () => {
+  test("REGISTER the way many desk phones write it (a display name, the lifetime as the Contact's expires) keeps its lifetime; too brief a one gets 423 with Min-Expires; one too long for an int is MAX_EXPIRES", async () => {
     const u = await addSipUser(parley, tenant, "1901");
     const args = (expires: number) => ["-s", "1901", "-au", "1901", "-ap", PASSWORD, "-key", "domain", tenant.domain, "-key", "contact_port", String(devicePort), "-key", "expires", String(expires), "-m", "1", "-timeout", "15s"];
     const named = await runSipp("register-named.xml", edge(), args(300));
     expect(named.code, named.stderr + named.messages.slice(-1500)).toBe(0);
     expect(named.statuses).toEqual([401, 200]);
     expect(kamailio.log()).toMatch(new RegExp(`ctl /presence/event register rc=200 us=\\d+ dev=${u.deviceId} expires=300 `));
+    await isRegistered("1901");
+    // A lifetime past what an int holds is long, not zero: MAX_EXPIRES (3600), still registered (it
+    // wrapped, and the binding was removed).
+    const huge = await runSipp("register-named.xml", edge(), args(4294967295));
+    expect(huge.statuses, huge.stderr).toEqual([401, 200]);
+    expect(huge.messages).toMatch(/^Contact: [^\r\n]*;expires=3600\r$/m);
     await isRegistered("1901");
     const brief = await runSipp("register-brief.xml", edge(), args(30));
     expect(brief.code, brief.stderr + brief.messages.slice(-1500)).toBe(0);
@@ -507,6 +513,44 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
       expect(await exited(backup), backup.stderr() + backup.stdout().slice(-1500)).toBe(0);
       const callId = r.callIds.at(-1)!;
       await eventually(async () => expect((await calls()).find((x) => x.sip_call_id === callId)).toMatchObject({ status: "completed", answered: 1, direction: "outbound" }));
+    } finally {
+      await applyTenantConfig(parley, tenant, before);
+      await primary.stop();
+      await backup.stop();
+    }
+  });
+
+  test("a trunk's 6xx (declined everywhere) reaches the caller: the next route's trunk is not tried", async () => {
+    const primaryPort = await freeUdpPort();
+    let backupPort = await freeUdpPort();
+    while (backupPort === primaryPort) backupPort = await freeUdpPort();
+    const dir = mkdtempSync(join(tmpdir(), "sipp-6xx-"));
+    const declining = join(dir, "uas-603.xml");
+    writeFileSync(declining, readFileSync(join(import.meta.dir, "scenarios", "uas-reply.template.xml"), "utf8").replaceAll("{{code}}", "603").replaceAll("{{reason}}", "Decline"));
+    const primary = startSipp(declining, ["-p", String(primaryPort), "-mp", String(nextMediaPort()), "-m", "1"]);
+    const backup = startSipp("uas.xml", ["-p", String(backupPort), "-mp", String(nextMediaPort()), "-m", "1"]);
+    const before = tenant.config;
+    await applyTenantConfig(parley, tenant, {
+      trunks: [
+        ...(before.trunks as unknown[]),
+        { name: "dec-primary", role: "carrier", direction: "outbound", proxy: `127.0.0.1:${primaryPort}`, transport: "udp" },
+        { name: "dec-backup", role: "carrier", direction: "outbound", proxy: `127.0.0.1:${backupPort}`, transport: "udp" },
+      ],
+      outbound_routes: [
+        ...(before.outbound_routes as unknown[]),
+        { name: "dec-1", match_prefix: "1646", via: "trunk", trunk: "dec-primary", priority: 10 },
+        { name: "dec-2", match_prefix: "1646", via: "trunk", trunk: "dec-backup", priority: 20 },
+      ],
+    });
+    await Bun.sleep(500);
+    try {
+      const r = await invite("1001", "16465550199", "invite-refused.xml");
+      expect(r.code, `${r.stderr}${r.messages.slice(-2500)}\n${kamailio.log().slice(-2000)}`).toBe(0);
+      expect(r.statuses).toContain(603);
+      expect(r.statuses).not.toContain(200);
+      expect(await Promise.race([primary.proc.exited, Bun.sleep(10_000).then(() => "still running")]), primary.stderr()).toBe(0);
+      // The backup trunk got no INVITE: its one call never happened.
+      expect(await Promise.race([backup.proc.exited, Bun.sleep(1000).then(() => "still running")])).toBe("still running");
     } finally {
       await applyTenantConfig(parley, tenant, before);
       await primary.stop();
