@@ -154,7 +154,18 @@ export interface Kamailio extends Proc {
  * flags (e.g. `REPORT_TIMER="name=secreport;mode=1;interval=2"`).
  */
 export async function startKamailio(options: { port?: number; controlPort: number; control2Port?: number; node?: string; defines?: string[]; children?: number }): Promise<Kamailio> {
-  const port = options.port ?? freePorts(1)[0]!;
+  // A port free when chosen may be taken before Kamailio binds it (a sipp's media port, another
+  // test's socket): a port this function chose is chosen again then, up to three times.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startKamailioOn(options.port ?? (await freeUdpPort()), options);
+    } catch (error) {
+      if (options.port !== undefined || attempt >= 3 || !/Address already in use/.test(String(error))) throw error;
+    }
+  }
+}
+
+async function startKamailioOn(port: number, options: { controlPort: number; control2Port?: number; node?: string; defines?: string[]; children?: number }): Promise<Kamailio> {
   const args = [
     "kamailio", "-DD", "-E", "-m", "256", "-M", "16", "-x", "tlsf", "-X", "tlsf", "-f", KAMAILIO_CFG,
     "-A", `LISTEN=udp:127.0.0.1:${port}`,
@@ -166,16 +177,17 @@ export async function startKamailio(options: { port?: number; controlPort: numbe
   ];
   const p = spawn(args, { PATH: process.env.PATH, HOME: process.env.HOME });
   const k: Kamailio = { ...p, port, log: () => p.stderr() + p.stdout() };
-  await waitFor(
-    "kamailio",
-    async () => {
-      if (p.proc.exitCode !== null) throw new Error(`kamailio exited ${p.proc.exitCode}:\n${k.log().slice(-4000)}`);
-      return /INFO: .*(async|rtimer|ctl).*|main\.c.*main\(\)/.test(k.log()) && (await sipOptionsPing(port));
-    },
-    20_000,
-    k.log,
-  );
-  return k;
+  // Not waitFor: a Kamailio that exited (a port taken, a bad define) is reported at once.
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    if (p.proc.exitCode !== null) throw new Error(`kamailio exited ${p.proc.exitCode}:\n${k.log().slice(-4000)}`);
+    if (/INFO: .*(async|rtimer|ctl).*|main\.c.*main\(\)/.test(k.log()) && (await sipOptionsPing(port))) return k;
+    if (Date.now() > deadline) {
+      await k.stop();
+      throw new Error(`kamailio did not come up in 20000 ms:\n${k.log().slice(-4000)}`);
+    }
+    await Bun.sleep(200);
+  }
 }
 
 /** Sends an OPTIONS to the edge and waits up to 500 ms for any reply. */
