@@ -475,13 +475,9 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
   });
 
   test("an outbound call fails over from a trunk that answers 503 to the next route's trunk, which gets its own caller ID and /route's headers", async () => {
-    // UDP ports (sipp listens on UDP), taken one after the other.
-    const primaryPort = await freeUdpPort();
-    let backupPort = await freeUdpPort();
-    while (backupPort === primaryPort) backupPort = await freeUdpPort();
+    const [primaryPort, backupPort] = await twoUdpPorts();
     const dir = mkdtempSync(join(tmpdir(), "sipp-trunks-"));
-    const refusing = join(dir, "uas-503.xml");
-    writeFileSync(refusing, readFileSync(join(import.meta.dir, "scenarios", "uas-reply.template.xml"), "utf8").replaceAll("{{code}}", "503").replaceAll("{{reason}}", "Service Unavailable"));
+    const refusing = replyingUas(dir, 503, "Service Unavailable");
     // The backup carrier fails the call (check_it) unless the INVITE is From the backup trunk's caller
     // ID (not the primary's, whose branch came first) and carries X-Account-Id.
     const checking = checkingUas(dir, "uas-backup.xml", ["from", "acc"], `
@@ -490,18 +486,7 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
     const primary = startSipp(refusing, ["-p", String(primaryPort), "-mp", String(nextMediaPort()), "-m", "1"]);
     const backup = startSipp(checking, ["-p", String(backupPort), "-mp", String(nextMediaPort()), "-m", "1"]);
     const before = tenant.config;
-    await applyTenantConfig(parley, tenant, {
-      trunks: [
-        ...(before.trunks as unknown[]),
-        { name: "chi-primary", role: "carrier", direction: "outbound", proxy: `127.0.0.1:${primaryPort}`, transport: "udp", cid_number: "13125557711" },
-        { name: "chi-backup", role: "carrier", direction: "outbound", proxy: `127.0.0.1:${backupPort}`, transport: "udp", cid_number: "13125557722" },
-      ],
-      outbound_routes: [
-        ...(before.outbound_routes as unknown[]),
-        { name: "chi-1", match_prefix: "1312", via: "trunk", trunk: "chi-primary", priority: 10 },
-        { name: "chi-2", match_prefix: "1312", via: "trunk", trunk: "chi-backup", priority: 20 },
-      ],
-    });
+    await applyTenantConfig(parley, tenant, withTrunkPair(before, "chi", "1312", [primaryPort, backupPort], [{ cid_number: "13125557711" }, { cid_number: "13125557722" }]));
     await Bun.sleep(500);
     try {
       const r = await invite("1001", "13125557799");
@@ -521,30 +506,15 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
   });
 
   test("a trunk's 6xx (declined everywhere) reaches the caller: the next route's trunk is not tried", async () => {
-    const primaryPort = await freeUdpPort();
-    let backupPort = await freeUdpPort();
-    while (backupPort === primaryPort) backupPort = await freeUdpPort();
-    const dir = mkdtempSync(join(tmpdir(), "sipp-6xx-"));
-    const declining = join(dir, "uas-603.xml");
-    writeFileSync(declining, readFileSync(join(import.meta.dir, "scenarios", "uas-reply.template.xml"), "utf8").replaceAll("{{code}}", "603").replaceAll("{{reason}}", "Decline"));
+    const [primaryPort, backupPort] = await twoUdpPorts();
+    const declining = replyingUas(mkdtempSync(join(tmpdir(), "sipp-6xx-")), 603, "Decline");
     const primary = startSipp(declining, ["-p", String(primaryPort), "-mp", String(nextMediaPort()), "-m", "1"]);
     const backup = startSipp("uas.xml", ["-p", String(backupPort), "-mp", String(nextMediaPort()), "-m", "1"]);
     const before = tenant.config;
-    await applyTenantConfig(parley, tenant, {
-      trunks: [
-        ...(before.trunks as unknown[]),
-        { name: "dec-primary", role: "carrier", direction: "outbound", proxy: `127.0.0.1:${primaryPort}`, transport: "udp" },
-        { name: "dec-backup", role: "carrier", direction: "outbound", proxy: `127.0.0.1:${backupPort}`, transport: "udp" },
-      ],
-      outbound_routes: [
-        ...(before.outbound_routes as unknown[]),
-        { name: "dec-1", match_prefix: "1646", via: "trunk", trunk: "dec-primary", priority: 10 },
-        { name: "dec-2", match_prefix: "1646", via: "trunk", trunk: "dec-backup", priority: 20 },
-      ],
-    });
+    await applyTenantConfig(parley, tenant, withTrunkPair(before, "dec", "1646", [primaryPort, backupPort]));
     await Bun.sleep(500);
     try {
-      const r = await invite("1001", "16465550199", "invite-refused.xml");
+      const r = await invite("1001", "16465557788", "invite-refused.xml");
       expect(r.code, `${r.stderr}${r.messages.slice(-2500)}\n${kamailio.log().slice(-2000)}`).toBe(0);
       expect(r.statuses).toContain(603);
       expect(r.statuses).not.toContain(200);
@@ -1480,6 +1450,38 @@ async function inviteBurst(port: number, n: number): Promise<Array<{ reply: stri
 }
 
 /** A SIP client by hand over UDP: raw requests out, each request's final reply back. */
+/** Two distinct UDP ports free now (sipp listens on UDP). */
+async function twoUdpPorts(): Promise<[number, number]> {
+  const first = await freeUdpPort();
+  let second = await freeUdpPort();
+  while (second === first) second = await freeUdpPort();
+  return [first, second];
+}
+
+/** A callee that answers its INVITE with `code` (uas-reply.template.xml), written into `dir`. */
+function replyingUas(dir: string, code: number, reason: string): string {
+  const path = join(dir, `uas-${code}.xml`);
+  writeFileSync(path, readFileSync(join(import.meta.dir, "scenarios", "uas-reply.template.xml"), "utf8").replaceAll("{{code}}", String(code)).replaceAll("{{reason}}", reason));
+  return path;
+}
+
+/**
+ * A tenant configuration plus two outbound carrier trunks over UDP (`<name>-primary`, `<name>-backup`
+ * at `ports`) and routes for `prefix` to them, the primary first; `extra` adds fields to each trunk.
+ */
+function withTrunkPair(config: Record<string, unknown>, name: string, prefix: string, ports: [number, number], extra: [object, object] = [{}, {}]) {
+  const trunk = (role: string, port: number, more: object) => ({ name: `${name}-${role}`, role: "carrier", direction: "outbound", proxy: `127.0.0.1:${port}`, transport: "udp", ...more });
+  return {
+    ...config,
+    trunks: [...(config.trunks as unknown[]), trunk("primary", ports[0], extra[0]), trunk("backup", ports[1], extra[1])],
+    outbound_routes: [
+      ...(config.outbound_routes as unknown[]),
+      { name: `${name}-1`, match_prefix: prefix, via: "trunk", trunk: `${name}-primary`, priority: 10 },
+      { name: `${name}-2`, match_prefix: prefix, via: "trunk", trunk: `${name}-backup`, priority: 20 },
+    ],
+  };
+}
+
 /** A callee like uas.xml whose INVITE must pass `eregs` (sipp <ereg> actions assigning `variables`), written into `dir`. */
 function checkingUas(dir: string, name: string, variables: string[], eregs: string): string {
   const path = join(dir, name);

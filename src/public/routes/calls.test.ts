@@ -165,7 +165,7 @@ describe(`GET /v1/calls?format=csv [${storeKind}]`, () => {
     const t = await seedTenant(platform);
     const n = CSV_PAGE + 7; // more than one page
     const rows = await seedCalls(t.accountId, n, 1_710_000_000, (i) =>
-      i === 0 ? { from: '=HYPERLINK("http://evil.test","x")', to: "+14155550100" } : i === 1 ? { from: 'Smith, "Bob"\nJr', to: "@SUM(A1)" } : i === 2 ? { from: "-2+3" } : i === 3 ? { to: "", hangup_cause: null } : i === 4 ? { status: "answered", ended_ms: null, billsec: 0 } : i === 5 ? { from: "  =SUM(A1)", to: " Smith" } : i === 6 ? { agent_id: 'x,"=cmd"\r\nfoo' } : {},
+      i === 0 ? { from: '=HYPERLINK("http://evil.test","x")', to: "+14155557700" } : i === 1 ? { from: 'Smith, "Bob"\nJr', to: "@SUM(A1)" } : i === 2 ? { from: "-2+3" } : i === 3 ? { to: "", hangup_cause: null } : i === 4 ? { status: "answered", ended_ms: null, billsec: 0 } : i === 5 ? { from: "  =SUM(A1)", to: " Smith" } : i === 6 ? { agent_id: 'x,"=cmd"\r\nfoo' } : {},
     );
     const r = await app.handle(new Request("http://localhost/v1/calls?format=csv&since=1710000000", { headers: { "x-api-key": t.key } }));
     expect(r.status).toBe(200);
@@ -184,7 +184,7 @@ describe(`GET /v1/calls?format=csv [${storeKind}]`, () => {
     expect(new Set(table.slice(1).map((line) => line[0])).size).toBe(n);
     expect(table[1]![0]).toBe(rows[n - 1]!.id);
     const byId = new Map(table.slice(1).map((line) => [line[0], line]));
-    expect(byId.get(rows[0]!.id)!.slice(3, 5)).toEqual(['\'=HYPERLINK("http://evil.test","x")', "'+14155550100"]);
+    expect(byId.get(rows[0]!.id)!.slice(3, 5)).toEqual(['\'=HYPERLINK("http://evil.test","x")', "'+14155557700"]);
     expect(byId.get(rows[1]!.id)!.slice(3, 5)).toEqual(['Smith, "Bob"\nJr', "'@SUM(A1)"]);
     expect(byId.get(rows[2]!.id)![3]).toBe("'-2+3");
     // Spaces before the formula do not hide it; a space before plain text changes nothing.
