@@ -321,6 +321,36 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
     expect(kamailio.log()).not.toMatch(new RegExp(`ctl /auth .*call=${escapeRe(r.callIds.at(-1)!)}`));
   });
 
+  test("a phone behind a NAT on UDP (its Contact a private address) is called at the address it registered from, and the caller's ACK and BYE reach it there too", async () => {
+    await addSipUser(parley, tenant, "1460");
+    const phonePort = await freeUdpPort();
+    const dir = mkdtempSync(join(tmpdir(), "sipp-nat-"));
+    // The phone's own view of itself: a private address in every Contact it writes (no STUN).
+    const behindNat = (name: string, replace: [string, string]) => {
+      const path = join(dir, name);
+      writeFileSync(path, readFileSync(join(SCENARIOS, name), "utf8").replaceAll(replace[0], replace[1]));
+      return path;
+    };
+    const registering = behindNat("register.xml", ["@[local_ip]:[contact_port]", "@10.255.0.7:[contact_port]"]);
+    const answering = behindNat("uas.xml", ["<sip:[local_ip]:[local_port]", "<sip:1460@10.255.0.7:[local_port]"]);
+    // Registered from the port it then answers on, as a phone's one socket behind its NAT.
+    const reg = await runSipp(registering, edge(), ["-p", String(phonePort), "-s", "1460", "-au", "1460", "-ap", PASSWORD, "-key", "domain", tenant.domain, "-key", "contact_port", String(phonePort), "-key", "expires", "300", "-m", "1", "-timeout", "15s"]);
+    expect(reg.code, reg.stderr + reg.messages.slice(-1500)).toBe(0);
+    const phone = startSipp(answering, ["-p", String(phonePort), "-mp", String(nextMediaPort()), "-m", "1"]);
+    try {
+      const r = await invite("1001", "1460");
+      expect(r.code, `${r.stderr}${r.messages.slice(-2500)}\nphone: ${phone.stderr()}${phone.stdout().slice(-800)}\n${kamailio.log().slice(-2000)}`).toBe(0);
+      expect(r.statuses).toContain(200);
+      // The caller's BYE got its 200 from the phone: it went to the NAT's address, not to 10.255.0.7.
+      expect(r.messages).toMatch(/SIP\/2\.0 200 OK[\s\S]*CSeq: \d+ BYE/);
+      expect(await Promise.race([phone.proc.exited, Bun.sleep(10_000).then(() => "still running")]), phone.stderr() + phone.stdout().slice(-1500)).toBe(0);
+      const callId = r.callIds.at(-1)!;
+      await eventually(async () => expect((await calls()).find((x) => x.sip_call_id === callId)).toMatchObject({ status: "completed", answered: 1 }));
+    } finally {
+      await phone.stop();
+    }
+  });
+
   test("a busy callee's call goes on to their voicemail at the media engine: the edge's failover, with X-Dest", async () => {
     const h = { "x-api-key": tenant.key };
     const busy = await addSipUser(parley, tenant, "1004");
@@ -525,6 +555,70 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
       await applyTenantConfig(parley, tenant, before);
       await primary.stop();
       await backup.stop();
+    }
+  });
+
+  test("a trunk that challenges (401) gets its credentials' digest for its realm and nonce, with the next CSeq; the call completes, BYE included; wrong credentials fail the call over, never reaching the caller", async () => {
+    const [trunkPort, backupPort] = await twoUdpPorts();
+    const dir = mkdtempSync(join(tmpdir(), "sipp-challenge-"));
+    const trace = join(dir, "trunk-messages.log");
+    const trunk = startSipp("uas-challenging.xml", ["-p", String(trunkPort), "-mp", String(nextMediaPort()), "-m", "1", "-trace_msg", "-message_file", trace]);
+    const before = tenant.config;
+    const withChallengingTrunk = (password: string, backup?: number) => ({
+      trunks: [
+        ...(before.trunks as unknown[]),
+        { name: "chal", role: "carrier", direction: "outbound", proxy: `127.0.0.1:${trunkPort}`, transport: "udp", auth_username: "acct-77", auth_password: password, realm: "carrier.test", from_user: "acct-77", cid_number: "13135557733" },
+        ...(backup ? [{ name: "chal-backup", role: "carrier", direction: "outbound", proxy: `127.0.0.1:${backup}`, transport: "udp" }] : []),
+      ],
+      outbound_routes: [
+        ...(before.outbound_routes as unknown[]),
+        { name: "chal", match_prefix: "1313", via: "trunk", trunk: "chal", priority: 10 },
+        ...(backup ? [{ name: "chal-backup", match_prefix: "1313", via: "trunk", trunk: "chal-backup", priority: 20 }] : []),
+      ],
+    });
+    await applyTenantConfig(parley, tenant, withChallengingTrunk("trunk-s3cret"));
+    await Bun.sleep(500);
+    try {
+      const r = await invite("1001", "13135557700");
+      expect(r.code, `${r.stderr}${r.messages.slice(-2500)}\ntrunk: ${trunk.stderr()}${trunk.stdout().slice(-800)}\n${kamailio.log().slice(-2500)}`).toBe(0);
+      expect(r.statuses).toContain(200);
+      expect(r.statuses).not.toContain(401);
+      expect(await Promise.race([trunk.proc.exited, Bun.sleep(10_000).then(() => "still running")]), trunk.stderr() + trunk.stdout().slice(-1500)).toBe(0);
+      // What the trunk received: the challenged INVITE, then the authenticated one with the next CSeq,
+      // whose ACK and the caller's BYE carry CSeqs of the raised sequence.
+      const received = readFileSync(trace, "utf8").split(/-{20,}/).filter((m) => /^\s*(INVITE|ACK|BYE) sip:/m.test(m));
+      const cseq = (m: string) => /^CSeq:\s*(\d+) (\w+)/im.exec(m)!.slice(1, 3).join(" ");
+      const [invite1, ack1, invite2, ack2, bye] = received.map(cseq);
+      const n = Number(invite1!.split(" ")[0]);
+      expect([invite1, ack1, invite2, ack2, bye]).toEqual([`${n} INVITE`, `${n} ACK`, `${n + 1} INVITE`, `${n + 1} ACK`, expect.stringMatching(/ BYE$/)]);
+      expect(Number(bye!.split(" ")[0])).toBeGreaterThan(n + 1);
+      const callId = r.callIds.at(-1)!;
+      await eventually(async () => expect((await calls()).find((x) => x.sip_call_id === callId)).toMatchObject({ status: "completed", answered: 1, direction: "outbound" }));
+      expect(kamailio.log()).toMatch(/trunk trk_\w+ challenged \(401\): retried with its credentials/);
+      // Neither the password nor its HA1 is logged.
+      expect(kamailio.log()).not.toContain("trunk-s3cret");
+      expect(kamailio.log()).not.toContain(new Bun.CryptoHasher("md5").update("acct-77:carrier.test:trunk-s3cret").digest("hex"));
+
+      // Wrong credentials: the trunk challenges again (as carriers do for a wrong digest). The edge does
+      // not answer twice: the backup route takes the call, and the caller never sees a 401.
+      const again = startSipp(challengingTwice(dir), ["-p", String(trunkPort), "-mp", String(nextMediaPort()), "-m", "1"]);
+      const backup = startSipp("uas.xml", ["-p", String(backupPort), "-mp", String(nextMediaPort()), "-m", "1"]);
+      try {
+        await applyTenantConfig(parley, tenant, withChallengingTrunk("not-the-password", backupPort));
+        await Bun.sleep(500);
+        const failed = await invite("1001", "13135557701");
+        expect(failed.code, `${failed.stderr}${failed.messages.slice(-2500)}\n${kamailio.log().slice(-2500)}`).toBe(0);
+        expect(failed.statuses).toContain(200);
+        expect(failed.statuses).not.toContain(401);
+        expect(await Promise.race([backup.proc.exited, Bun.sleep(10_000).then(() => "still running")]), backup.stderr()).toBe(0);
+        expect(kamailio.log()).toMatch(/outbound route 0 challenged \(401\) again: its credentials were refused/);
+      } finally {
+        await again.stop();
+        await backup.stop();
+      }
+    } finally {
+      await applyTenantConfig(parley, tenant, before);
+      await trunk.stop();
     }
   });
 
@@ -1480,6 +1574,28 @@ function withTrunkPair(config: Record<string, unknown>, name: string, prefix: st
       { name: `${name}-2`, match_prefix: prefix, via: "trunk", trunk: `${name}-backup`, priority: 20 },
     ],
   };
+}
+
+/** A carrier that challenges an INVITE and, answered, challenges it again (as one does for wrong credentials), written into `dir`. */
+function challengingTwice(dir: string): string {
+  const path = join(dir, "uas-challenging-twice.xml");
+  const challenge = (tag: string) => `
+  <recv request="INVITE" crlf="true"/>
+  <send>
+    <![CDATA[
+      SIP/2.0 401 Unauthorized
+      [last_Via:]
+      [last_From:]
+      [last_To:];tag=[pid]${tag}[call_number]
+      [last_Call-ID:]
+      [last_CSeq:]
+      WWW-Authenticate: Digest realm="carrier.test", nonce="${tag}5e0c", qop="auth"
+      Content-Length: 0
+    ]]>
+  </send>
+  <recv request="ACK"/>`;
+  writeFileSync(path, `<?xml version="1.0" encoding="ISO-8859-1" ?>\n<scenario name="challenging twice">${challenge("first")}${challenge("second")}\n  <timewait milliseconds="500"/>\n</scenario>\n`);
+  return path;
 }
 
 /** A callee like uas.xml whose INVITE must pass `eregs` (sipp <ereg> actions assigning `variables`), written into `dir`. */

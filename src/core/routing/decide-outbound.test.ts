@@ -261,6 +261,23 @@ describe(`decideRoute outbound [${storeKind}]`, () => {
     expect(noCarrier.slots).toEqual([]);
   });
 
+  test("a trunk with credentials marks its route for the edge's answer to its challenge; its from_user is the From, the caller-ID goes in P-Asserted-Identity", async () => {
+    const c = await caller();
+    const signed = await c.f.trunk({ name: "signed", proxy: "sip.carrier.example", auth_username: "acct-77", auth_secret_ref: "sec_placeholder", from_user: "acct-77", cid_number: "442000000000" });
+    const userOnly = await c.f.trunk({ name: "user-only", proxy: "other.example", auth_username: "acct-78" });
+    await c.f.route({ via: "trunk", trunk_id: signed, match_prefix: "44", priority: 10 });
+    await c.f.route({ via: "trunk", trunk_id: userOnly, match_prefix: "44", priority: 20 });
+    const d = await decideRoute(testDeps(platform), c.dial("442071230000"));
+    const [first, second] = d.reply.rtjson.routes!;
+    expect(first!.auth_trunk).toBe(signed);
+    expect(first!.headers!.from!.uri).toBe("sip:acct-77@sip.carrier.example");
+    expect(first!.headers!.extra).toContain("P-Asserted-Identity: <sip:442000000000@sip.carrier.example>\r\n");
+    // A username without a password cannot answer a challenge; without from_user the caller-ID is the From.
+    expect(second!.auth_trunk).toBeUndefined();
+    expect(second!.headers!.from!.uri).toMatch(/^sip:\d+@other\.example$/);
+    expect(second!.headers!.extra).not.toContain("P-Asserted-Identity");
+  });
+
   test("routes: when every trunk of the most specific routes is unusable, a less specific route takes the call, then the carrier default", async () => {
     const c = await caller();
     const uk = await c.f.trunk({ name: "uk", proxy: "uk.example.net" });

@@ -150,6 +150,8 @@ export interface RouteTrunk {
   cid_number: string | null;
   from_domain: string | null;
   from_user: string | null;
+  /** Whether the trunk has credentials to answer its digest challenges with (auth_username and auth_password). */
+  auth: boolean;
 }
 
 export interface RouteOutboundRoute {
@@ -257,7 +259,7 @@ const ROUTED = (t: string) =>
 const TRUNK = (t: string) =>
   sql.raw(`json_build_object('id', ${t}.id, 'name', ${t}.name, 'account_id', ${t}.account_id, 'status', ${t}.status, 'direction', ${t}.direction,
   'proxy', ${t}.proxy, 'transport', ${t}.transport, 'max_channels', ${t}.max_channels, 'cid_number', ${t}.cid_number,
-  'from_domain', ${t}.from_domain, 'from_user', ${t}.from_user)`);
+  'from_domain', ${t}.from_domain, 'from_user', ${t}.from_user, 'auth', ${t}.auth_username is not null and ${t}.auth_secret_ref is not null)`);
 
 const LIMIT = sql.raw(`json_build_object('id', c.id, 'name', c.name, 'scope_kind', c.scope_kind, 'scope_id', c.scope_id,
   'direction', c.direction, 'period_sec', c.period_sec, 'max_count', c.max_count, 'hard', c.hard)`);

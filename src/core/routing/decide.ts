@@ -626,7 +626,12 @@ function pickRoutes(
           continue;
         }
         const { dst, cid: c } = leg(r.id, t.id, e164, cid.number || fallbackCid(t.cid_number || draft.req.from));
-        out.push({ uri: trunkUri(t.proxy, t.transport, dst), headers: { from: from(c, t.from_domain ?? hostOf(t.proxy)), extra } });
+        const domain = t.from_domain ?? hostOf(t.proxy);
+        // A trunk's from_user (the carrier's account) is the From's user; the caller-ID goes in P-Asserted-Identity.
+        const headers = t.from_user
+          ? { from: from(t.from_user, domain), extra: extra + sipHeaders({ "P-Asserted-Identity": c ? `<sip:${c}@${domain}>` : null }) }
+          : { from: from(c, domain), extra };
+        out.push({ uri: trunkUri(t.proxy, t.transport, dst), headers, ...(t.auth ? { auth_trunk: t.id } : {}) });
         legs.push({ trunk: { id: t.id, max: t.max_channels } });
         firstTrunk ??= { id: t.id, max: t.max_channels };
         step(draft, "outbound_route", `${r.name} (prefix ${r.match_prefix ?? "any"}, country ${r.match_country ?? "any"}, priority ${r.priority}) → trunk ${t.name}`);

@@ -66,6 +66,11 @@ export interface RtjsonRoute {
   branch_flags?: number;
   fr_timer?: number;
   fr_inv_timer?: number;
+  /**
+   * Parley's, not rtjson's (the module ignores it): the trunk whose digest challenge (401/407) the
+   * edge may answer on this route, with credentials from POST /route/trunk-auth.
+   */
+  auth_trunk?: string;
 }
 
 /** The reply of POST /route: `{ rtjson }`. For proxy and outbound, rtjson is also a document rtjson_init_routes() applies. */

@@ -43,7 +43,7 @@ export namespace TrunkModel {
       do_register: T.Optional(Flag("1: the platform registers with the trunk (needs proxy, auth_username, auth_password). Default 0.")),
       auth_username: T.Optional(Nullable(T.String({ pattern: SIP_USER_PATTERN, description: "Our digest username towards the trunk." }))),
       auth_password: T.Optional(Nullable(SecretInput("Our digest password towards the trunk."))),
-      realm: T.Optional(Nullable(T.String({ pattern: HOST_PATTERN, description: "Digest realm the trunk challenges with, when it differs from the proxy host." }))),
+      realm: T.Optional(Nullable(T.String({ pattern: HOST_PATTERN, description: "Digest realm the trunk challenges our calls with. Set, the edge answers challenges for this realm only; unset, for whatever realm the trunk names." }))),
       from_domain: T.Optional(Nullable(T.String({ pattern: HOST_PATTERN, description: "Host part of the From header on calls we send." }))),
       from_user: T.Optional(Nullable(T.String({ pattern: SIP_USER_PATTERN, description: "User part of the From header (some carriers want the account number)." }))),
       expire_sec: T.Optional(T.Integer({ minimum: 60, maximum: 86400, description: "Registration lifetime asked for. Default 3600." })),

@@ -85,3 +85,16 @@ export async function updateNumberTransform(db: DbOrTx, accountId: string, id: s
 export async function deleteNumberTransform(db: DbOrTx, accountId: string, id: string): Promise<void> {
   await db.delete(numberTransforms).where(and(eq(numberTransforms.account_id, accountId), eq(numberTransforms.id, id)));
 }
+
+/** What answering a trunk's digest challenge needs of it: null when the account has no such trunk. */
+export async function findTrunkCredentials(
+  db: DbOrTx,
+  accountId: string,
+  trunkId: string,
+): Promise<Pick<SipTrunkRow, "status" | "direction" | "auth_username" | "auth_secret_ref" | "realm"> | null> {
+  const [row] = await db
+    .select({ status: sipTrunks.status, direction: sipTrunks.direction, auth_username: sipTrunks.auth_username, auth_secret_ref: sipTrunks.auth_secret_ref, realm: sipTrunks.realm })
+    .from(sipTrunks)
+    .where(and(eq(sipTrunks.account_id, accountId), eq(sipTrunks.id, trunkId)));
+  return row ?? null;
+}
