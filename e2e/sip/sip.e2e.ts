@@ -915,6 +915,17 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
       // A caller on UDP: the INVITE and the caller's BYE reach the phone over its WebSocket (its
       // Contact's host is .invalid, as browsers write it).
       await registersAndTakesACall(phone, "1401", userId, `127.0.0.1:${port}`, wsEdge);
+      // The edge sends to the WebSocket's own socket (no "ws:" socket name it cannot parse).
+      expect(wsEdge.log()).not.toContain("bad protocol in ws:");
+      // The browser goes away with its registration still valid: its WebSocket cannot be reopened.
+      // The callee is unreachable (480, and so its call record), not a server error.
+      phone.close();
+      await Bun.sleep(300);
+      const gone = await invite("1001", "1401", "invite-refused.xml", [], `127.0.0.1:${port}`);
+      expect(gone.code, gone.stderr + wsEdge.log().slice(-2000)).toBe(0);
+      expect(gone.statuses).toContain(480);
+      expect(gone.statuses).not.toContain(500);
+      await eventually(async () => expect((await calls()).find((x) => x.sip_call_id === gone.callIds.at(-1))).toMatchObject({ answered: 0, sip_code: 480 }));
     } finally {
       phone?.close();
       await wsEdge.stop();
