@@ -342,8 +342,8 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
       expect(r.code, `${r.stderr}${r.messages.slice(-2500)}\nphone: ${phone.stderr()}${phone.stdout().slice(-800)}\n${kamailio.log().slice(-2000)}`).toBe(0);
       expect(r.statuses).toContain(200);
       // The caller's BYE got its 200 from the phone: it went to the NAT's address, not to 10.255.0.7.
-      expect(r.messages).toMatch(/SIP\/2\.0 200 OK[\s\S]*CSeq: \d+ BYE/);
-      expect(await Promise.race([phone.proc.exited, Bun.sleep(10_000).then(() => "still running")]), phone.stderr() + phone.stdout().slice(-1500)).toBe(0);
+      expect(sippMessages(r.messages).some((m) => /^SIP\/2\.0 200 /m.test(m) && /^CSeq: *\d+ BYE/m.test(m))).toBe(true);
+      expect(await exitOf(phone), phone.stderr() + phone.stdout().slice(-1500)).toBe(0);
       const callId = r.callIds.at(-1)!;
       await eventually(async () => expect((await calls()).find((x) => x.sip_call_id === callId)).toMatchObject({ status: "completed", answered: 1 }));
     } finally {
@@ -394,7 +394,7 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
       expect(kamailio.log()).toMatch(new RegExp(`failover: 408 to voicemail:${escapeRe(box.body.data.id)} via sip:127\\.0\\.0\\.1:${enginePort} call=${escapeRe(callId)}`));
       expect(r.messages).toContain(`X-Taken: X-Dest: voicemail:${box.body.data.id}; X-Failover: 408; \r\n`);
       // The phone saw the headers, was cancelled and ended its one call cleanly.
-      expect(await Promise.race([phone.proc.exited, Bun.sleep(10_000).then(() => "still running")]), phone.stderr() + phone.stdout().slice(-1500)).toBe(0);
+      expect(await exitOf(phone), phone.stderr() + phone.stdout().slice(-1500)).toBe(0);
     } finally {
       await phone.stop();
     }
@@ -523,9 +523,8 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
       expect(r.code, `${r.stderr}${r.messages.slice(-2500)}\nprimary: ${primary.stderr()}${primary.stdout().slice(-800)}\nbackup: ${backup.stderr()}${backup.stdout().slice(-800)}\n${kamailio.log().slice(-2000)}`).toBe(0);
       expect(r.statuses).toContain(200);
       expect(r.statuses).not.toContain(503);
-      const exited = (p: Proc) => Promise.race([p.proc.exited, Bun.sleep(10_000).then(() => "still running")]);
-      expect(await exited(primary), primary.stderr()).toBe(0);
-      expect(await exited(backup), backup.stderr() + backup.stdout().slice(-1500)).toBe(0);
+      expect(await exitOf(primary), primary.stderr()).toBe(0);
+      expect(await exitOf(backup), backup.stderr() + backup.stdout().slice(-1500)).toBe(0);
       const callId = r.callIds.at(-1)!;
       await eventually(async () => expect((await calls()).find((x) => x.sip_call_id === callId)).toMatchObject({ status: "completed", answered: 1, direction: "outbound" }));
     } finally {
@@ -548,9 +547,9 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
       expect(r.code, `${r.stderr}${r.messages.slice(-2500)}\n${kamailio.log().slice(-2000)}`).toBe(0);
       expect(r.statuses).toContain(603);
       expect(r.statuses).not.toContain(200);
-      expect(await Promise.race([primary.proc.exited, Bun.sleep(10_000).then(() => "still running")]), primary.stderr()).toBe(0);
+      expect(await exitOf(primary), primary.stderr()).toBe(0);
       // The backup trunk got no INVITE: its one call never happened.
-      expect(await Promise.race([backup.proc.exited, Bun.sleep(1000).then(() => "still running")])).toBe("still running");
+      expect(await exitOf(backup, 1000)).toBe("still running");
     } finally {
       await applyTenantConfig(parley, tenant, before);
       await primary.stop();
@@ -558,35 +557,26 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
     }
   });
 
-  test("a trunk that challenges (401) gets its credentials' digest for its realm and nonce, with the next CSeq; the call completes, BYE included; wrong credentials fail the call over, never reaching the caller", async () => {
+  test("a trunk that challenges (401) gets its credentials' digest for its realm and nonce, with the next CSeq; the call completes, BYE included; wrong credentials fail the call over to the next route, or with none left 503: a trunk's 401 never reaches the caller", async () => {
     const [trunkPort, backupPort] = await twoUdpPorts();
     const dir = mkdtempSync(join(tmpdir(), "sipp-challenge-"));
     const trace = join(dir, "trunk-messages.log");
     const trunk = startSipp("uas-challenging.xml", ["-p", String(trunkPort), "-mp", String(nextMediaPort()), "-m", "1", "-trace_msg", "-message_file", trace]);
     const before = tenant.config;
-    const withChallengingTrunk = (password: string, backup?: number) => ({
-      trunks: [
-        ...(before.trunks as unknown[]),
-        { name: "chal", role: "carrier", direction: "outbound", proxy: `127.0.0.1:${trunkPort}`, transport: "udp", auth_username: "acct-77", auth_password: password, realm: "carrier.test", from_user: "acct-77", cid_number: "13135557733" },
-        ...(backup ? [{ name: "chal-backup", role: "carrier", direction: "outbound", proxy: `127.0.0.1:${backup}`, transport: "udp" }] : []),
-      ],
-      outbound_routes: [
-        ...(before.outbound_routes as unknown[]),
-        { name: "chal", match_prefix: "1313", via: "trunk", trunk: "chal", priority: 10 },
-        ...(backup ? [{ name: "chal-backup", match_prefix: "1313", via: "trunk", trunk: "chal-backup", priority: 20 }] : []),
-      ],
-    });
-    await applyTenantConfig(parley, tenant, withChallengingTrunk("trunk-s3cret"));
+    const credentials = { auth_username: "acct-77", realm: "carrier.test", from_user: "acct-77", cid_number: "13135557733" };
+    // The trunk with credentials first; its backup has none.
+    const challengingPair = (password: string) => withTrunkPair(before, "chal", "1313", [trunkPort, backupPort], [{ ...credentials, auth_password: password }, {}]);
+    await applyTenantConfig(parley, tenant, challengingPair("trunk-s3cret"));
     await Bun.sleep(500);
     try {
       const r = await invite("1001", "13135557700");
       expect(r.code, `${r.stderr}${r.messages.slice(-2500)}\ntrunk: ${trunk.stderr()}${trunk.stdout().slice(-800)}\n${kamailio.log().slice(-2500)}`).toBe(0);
       expect(r.statuses).toContain(200);
       expect(r.statuses).not.toContain(401);
-      expect(await Promise.race([trunk.proc.exited, Bun.sleep(10_000).then(() => "still running")]), trunk.stderr() + trunk.stdout().slice(-1500)).toBe(0);
+      expect(await exitOf(trunk), trunk.stderr() + trunk.stdout().slice(-1500)).toBe(0);
       // What the trunk received: the challenged INVITE, then the authenticated one with the next CSeq,
       // whose ACK and the caller's BYE carry CSeqs of the raised sequence.
-      const received = readFileSync(trace, "utf8").split(/-{20,}/).filter((m) => /^\s*(INVITE|ACK|BYE) sip:/m.test(m));
+      const received = sippMessages(readFileSync(trace, "utf8")).filter((m) => /^(INVITE|ACK|BYE) sip:/m.test(m));
       const cseq = (m: string) => /^CSeq:\s*(\d+) (\w+)/im.exec(m)!.slice(1, 3).join(" ");
       const [invite1, ack1, invite2, ack2, bye] = received.map(cseq);
       const n = Number(invite1!.split(" ")[0]);
@@ -601,19 +591,36 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
 
       // Wrong credentials: the trunk challenges again (as carriers do for a wrong digest). The edge does
       // not answer twice: the backup route takes the call, and the caller never sees a 401.
-      const again = startSipp(challengingTwice(dir), ["-p", String(trunkPort), "-mp", String(nextMediaPort()), "-m", "1"]);
-      const backup = startSipp("uas.xml", ["-p", String(backupPort), "-mp", String(nextMediaPort()), "-m", "1"]);
+      await applyTenantConfig(parley, tenant, challengingPair("not-the-password"));
+      await Bun.sleep(500);
+      let primary = startSipp(challengingTwice(dir), ["-p", String(trunkPort), "-mp", String(nextMediaPort()), "-m", "1"]);
+      let backup = startSipp("uas.xml", ["-p", String(backupPort), "-mp", String(nextMediaPort()), "-m", "1"]);
       try {
-        await applyTenantConfig(parley, tenant, withChallengingTrunk("not-the-password", backupPort));
-        await Bun.sleep(500);
-        const failed = await invite("1001", "13135557701");
-        expect(failed.code, `${failed.stderr}${failed.messages.slice(-2500)}\n${kamailio.log().slice(-2500)}`).toBe(0);
-        expect(failed.statuses).toContain(200);
-        expect(failed.statuses).not.toContain(401);
-        expect(await Promise.race([backup.proc.exited, Bun.sleep(10_000).then(() => "still running")]), backup.stderr()).toBe(0);
+        const failedOver = await invite("1001", "13135557701");
+        expect(failedOver.code, `${failedOver.stderr}${failedOver.messages.slice(-2500)}\n${kamailio.log().slice(-2500)}`).toBe(0);
+        expect(failedOver.statuses).toContain(200);
+        expect(failedOver.statuses).not.toContain(401);
+        expect(await exitOf(backup), backup.stderr()).toBe(0);
         expect(kamailio.log()).toMatch(/outbound route 0 challenged \(401\) again: its credentials were refused/);
       } finally {
-        await again.stop();
+        await primary.stop();
+        await backup.stop();
+      }
+
+      // The backup challenges too, and has no credentials: no route is left, and the caller gets 503
+      // from the edge (not the trunk's 401); the call is recorded failed with that code.
+      primary = startSipp(challengingTwice(dir), ["-p", String(trunkPort), "-mp", String(nextMediaPort()), "-m", "1"]);
+      backup = startSipp(challengingTwice(dir), ["-p", String(backupPort), "-mp", String(nextMediaPort()), "-m", "1"]);
+      try {
+        const refused = await invite("1001", "13135557702", "invite-refused.xml");
+        expect(refused.code, `${refused.stderr}${refused.messages.slice(-2500)}\n${kamailio.log().slice(-2500)}`).toBe(0);
+        expect(refused.statuses).toContain(503);
+        expect(refused.statuses).not.toContain(401);
+        expect(refused.messages).toContain("503 Trunk Authentication Failed");
+        expect(kamailio.log()).toMatch(/outbound route 1 challenged \(401\): its trunk has no credentials/);
+        await eventually(async () => expect((await calls()).find((x) => x.sip_call_id === refused.callIds.at(-1))).toMatchObject({ answered: 0, sip_code: 503 }));
+      } finally {
+        await primary.stop();
         await backup.stop();
       }
     } finally {
@@ -648,7 +655,7 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
     try {
       const r = await invite("1001", "14157770100", forging);
       expect(r.code, `${r.stderr}${r.messages.slice(-2500)}\ntrunk: ${trunk.stderr()}${trunk.stdout().slice(-800)}\n${kamailio.log().slice(-2000)}`).toBe(0);
-      expect(await Promise.race([trunk.proc.exited, Bun.sleep(10_000).then(() => "still running")]), trunk.stderr() + trunk.stdout().slice(-1500)).toBe(0);
+      expect(await exitOf(trunk), trunk.stderr() + trunk.stdout().slice(-1500)).toBe(0);
     } finally {
       await applyTenantConfig(parley, tenant, before);
       await trunk.stop();
@@ -1196,7 +1203,7 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
       // The caller sent its INFOs (one a second) before the end came.
       expect([...r.messages.matchAll(/^INFO sip:/gm)].length, r.messages.slice(-3000)).toBeGreaterThanOrEqual(2);
       // The callee got its BYE too: its scenario (one call, ending with the BYE's 200) finished.
-      expect(await Promise.race([uas.proc.exited, Bun.sleep(5000).then(() => "still waiting")]), uas.stderr()).toBe(0);
+      expect(await exitOf(uas, 5000), uas.stderr()).toBe(0);
       const callId = r.callIds.at(-1)!;
       const cdr = await eventually(async () => {
         const c = (await calls()).find((x) => x.sip_call_id === callId);
@@ -1556,6 +1563,16 @@ async function inviteBurst(port: number, n: number): Promise<Array<{ reply: stri
 
 /** A SIP client by hand over UDP: raw requests out, each request's final reply back. */
 /** Two distinct UDP ports free now (sipp listens on UDP). */
+/** `p`'s exit code once it exits, or "still running" after `ms`. */
+function exitOf(p: Proc, ms = 10_000): Promise<number | "still running"> {
+  return Promise.race([p.proc.exited, Bun.sleep(ms).then(() => "still running" as const)]);
+}
+
+/** The messages of a sipp -trace_msg file, one string each (sipp separates them with a line of dashes). */
+function sippMessages(trace: string): string[] {
+  return trace.split(/^-{20,}.*$/m);
+}
+
 async function twoUdpPorts(): Promise<[number, number]> {
   const first = await freeUdpPort();
   let second = await freeUdpPort();
