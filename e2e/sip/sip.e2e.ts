@@ -742,6 +742,71 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
     expect(kamailio.log()).toMatch(new RegExp(`ctl /route rc=200 us=\\d+ action=proxy to=${did}`));
   });
 
+  test("trunks that authenticate towards us: a digest trunk's call is challenged and, answered with its inbound credentials, reaches the DID (only from its acl, never with a wrong password); a PBX trunk registers (inbound_auth register), and calls routed through it reach its registration", async () => {
+    const before = tenant.config;
+    const tag = crypto.randomUUID().slice(0, 8);
+    const digestUser = `dg-${tag}`;
+    const pbxUser = `pbx-${tag}`;
+    const pbxPort = await freeUdpPort();
+    await applyTenantConfig(parley, tenant, {
+      trunks: [
+        ...(before.trunks as unknown[]),
+        { name: "digest-carrier", role: "carrier", direction: "inbound", inbound_auth: "digest", inbound_username: digestUser, inbound_password: "dg-pass-1", acl: ["127.0.0.5"] },
+        { name: "office-pbx", role: "pbx", direction: "both", inbound_auth: "register", inbound_username: pbxUser, inbound_password: "pbx-pass-1" },
+      ],
+      outbound_routes: [...(before.outbound_routes as unknown[]), { name: "office", match_prefix: "1555777", via: "trunk", trunk: "office-pbx", priority: 5 }],
+    });
+    const pbx = startSipp("uas.xml", ["-p", String(pbxPort), "-mp", String(nextMediaPort()), "-m", "1"]);
+    try {
+      expect((await register("1002", devicePort)).code).toBe(0);
+      const did = `1627${String(Math.floor(Math.random() * 1e7)).padStart(7, "0")}`;
+      const num = await api("POST", `${parley.publicUrl}/v1/numbers`, { e164: did, dest_kind: "user", dest_id: tenant.users["1002"]!.userId }, { "x-api-key": tenant.key });
+      expect(num.status, JSON.stringify(num.body)).toBe(201);
+      const fromTrunk = (ip: string, password: string, scenario = "invite.xml") =>
+        runSipp(scenario, edge(), ["-i", ip, "-s", did, "-au", digestUser, "-ap", password, "-key", "from_user", "14155550111", "-key", "domain", "carrier-dg.example", "-d", "300", "-m", "1", "-timeout", "20s"]);
+
+      // The digest trunk: no address of an ip trunk, so challenged; its answer is verified against the
+      // trunk's inbound password, and the call is the trunk's, inbound to the DID.
+      const call = await fromTrunk("127.0.0.5", "dg-pass-1");
+      expect(call.code, call.stderr + kamailio.log().slice(-2500)).toBe(0);
+      expect(call.statuses).toContain(407);
+      expect(call.statuses).toContain(200);
+      const callId = call.callIds.at(-1)!;
+      const record = await eventually(async () => {
+        const c = (await calls()).find((x) => x.sip_call_id === callId);
+        expect(c).toMatchObject({ direction: "inbound", status: "completed", answered: 1, number_id: num.body.data.id });
+        return c;
+      });
+      const trace = await api("GET", `${parley.publicUrl}/v1/calls/${record.id}/trace`, undefined, { "x-api-key": tenant.key });
+      expect(JSON.stringify(trace.body)).toContain("inbound from trunk digest-carrier");
+      expect(record.trunk_id).toMatch(/^trk_/);
+
+      // A wrong password is refused; the right one from outside the trunk's acl too.
+      const wrong = await fromTrunk("127.0.0.5", "not-the-password", "invite-refused.xml");
+      expect(wrong.statuses.at(-1), wrong.stderr).toBe(403);
+      const elsewhere = await fromTrunk("127.0.0.6", "dg-pass-1", "invite-refused.xml");
+      expect(elsewhere.statuses.at(-1), elsewhere.stderr).toBe(403);
+      expect(kamailio.log()).toMatch(new RegExp(`ctl /route rc=403 .*call=${escapeRe(elsewhere.callIds.at(-1)!)}`));
+
+      // The PBX registers with its trunk's credentials; a call routed through its trunk (no proxy) goes
+      // to the Contact it registered.
+      const reg = await runSipp("register.xml", edge(), ["-s", pbxUser, "-au", pbxUser, "-ap", "pbx-pass-1", "-key", "domain", tenant.domain, "-key", "contact_port", String(pbxPort), "-key", "expires", "300", "-m", "1", "-timeout", "15s"]);
+      expect(reg.code, reg.stderr + kamailio.log().slice(-2000)).toBe(0);
+      expect(kamailio.log()).toMatch(/ctl \/presence\/event register rc=200 .* trk=trk_\w+ expires=300/);
+      const out = await invite("1001", "15557770042");
+      expect(out.code, out.stderr + kamailio.log().slice(-2500)).toBe(0);
+      expect(out.statuses).toContain(200);
+      expect(await exitOf(pbx), pbx.stderr()).toBe(0);
+      await eventually(async () => expect((await calls()).find((x) => x.sip_call_id === out.callIds.at(-1))).toMatchObject({ direction: "outbound", status: "completed", answered: 1 }));
+      // A digest trunk does not register.
+      const digestReg = await runSipp("register.xml", edge(), ["-s", digestUser, "-au", digestUser, "-ap", "dg-pass-1", "-i", "127.0.0.5", "-key", "domain", tenant.domain, "-key", "contact_port", String(pbxPort), "-key", "expires", "300", "-m", "1", "-timeout", "10s"]);
+      expect(digestReg.statuses.at(-1)).toBe(403);
+    } finally {
+      await pbx.stop();
+      await applyTenantConfig(parley, tenant, before);
+    }
+  });
+
   test("inbound from a trunk to a DID whose destination is a voicemail box: a flow action, the call handed to the media engine with what to run", async () => {
     const h = { "x-api-key": tenant.key };
     const box = await api("POST", `${parley.publicUrl}/v1/voicemails`, { name: "front desk" }, h);

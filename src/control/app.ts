@@ -16,15 +16,16 @@ import { routeRoutes } from "./routes/route.ts";
 import { cacRoutes } from "./routes/cac.ts";
 import { securityRoutes } from "./routes/security.ts";
 import { trunkAuthRoutes } from "./routes/trunk-auth.ts";
+import { trunkRoutes } from "./routes/trunks.ts";
 
 /** A route module of the control host. */
 export type ControlRouteModule = (platform: Platform) => AnyElysia;
 
 /** Every control-host route module (admin and config are always mounted). */
-export const CONTROL_ROUTE_MODULES: ControlRouteModule[] = [edgeAuthRoutes, routeRoutes, trunkAuthRoutes, presenceRoutes, cacRoutes, securityRoutes];
+export const CONTROL_ROUTE_MODULES: ControlRouteModule[] = [edgeAuthRoutes, routeRoutes, trunkAuthRoutes, trunkRoutes, presenceRoutes, cacRoutes, securityRoutes];
 
 /** Paths only allow-listed addresses (edge, media and operator nodes) may reach. */
-const GATED_PREFIXES = ["/auth", "/route", "/flow", "/presence", "/agent", "/cac", "/media", "/calls", "/security", "/node", "/debug"];
+const GATED_PREFIXES = ["/auth", "/route", "/flow", "/presence", "/agent", "/cac", "/media", "/calls", "/security", "/node", "/debug", "/trunks"];
 
 function isGated(path: string): boolean {
   return GATED_PREFIXES.some((p) => path === p || path.startsWith(`${p}/`));

@@ -10,6 +10,8 @@ import { defaultRealm } from "../../core/devices/realm.ts";
 import { accounts } from "../../core/accounts/accounts.schema.ts";
 import { AUTH_FAIL_KEY, authFailures } from "../../core/sip-auth/sip-auth.service.ts";
 import { globalKey } from "../../core/live/live-store.ts";
+import { applyConfig } from "../../core/config-file/applier.ts";
+import { sipTrunks } from "../../core/trunks/trunks.schema.ts";
 import { edgeAuthRoutes } from "./edge-auth.ts";
 import { listenControl, type ControlClient } from "./control-listener.fixture.ts";
 
@@ -300,5 +302,83 @@ describe(`POST /auth [${storeKind}]`, () => {
       await gated.stop();
       await closed.close();
     }
+  });
+});
+
+describe(`POST /auth, trunks that authenticate towards us [${storeKind}]`, () => {
+  const TRUNK_PASSWORD = "pbx-in-s3cret";
+  /** A tenant with a register trunk and a digest trunk (acl 192.0.2.0/24), through the config file. */
+  async function seedTrunks(extra: Record<string, unknown> = {}) {
+    const t = await seedTenant(platform);
+    const tag = randomUUID().slice(0, 8);
+    const names = { pbx: `pbx-${tag}`, carrier: `dg-${tag}` };
+    await applyConfig(platform.db, platform.secrets, t.accountId, {
+      version: 1,
+      trunks: [
+        { name: "office", role: "pbx", direction: "both", inbound_auth: "register", inbound_username: names.pbx, inbound_password: TRUNK_PASSWORD, ...extra },
+        { name: "carrier-dg", direction: "inbound", inbound_auth: "digest", inbound_username: names.carrier, inbound_password: TRUNK_PASSWORD, acl: ["192.0.2.0/24"] },
+        { name: "by-address", direction: "inbound", inbound_auth: "ip", inbound_username: `ip-${tag}`, inbound_password: TRUNK_PASSWORD, acl: ["100.64.77.0/24"] },
+      ],
+    });
+    const ids = Object.fromEntries((await platform.db.select().from(sipTrunks).where(eq(sipTrunks.account_id, t.accountId))).map((r) => [r.name, r.id]));
+    await platform.configCache.settle();
+    return { accountId: t.accountId, names, ids, tag };
+  }
+  const trunkDigest = (username: string, opts: { method?: string; password?: string; realm?: string } = {}) =>
+    digest({ realm: opts.realm ?? "any-realm.example" }, { username, password: opts.password ?? TRUNK_PASSWORD, method: opts.method ?? "INVITE" });
+
+  test("a register trunk registers and a digest trunk calls with their inbound password, in whatever realm the edge challenged: 200 with the trunk", async () => {
+    const s = await seedTrunks();
+    const reg = await client.post("/auth", { ...trunkDigest(s.names.pbx, { method: "REGISTER" }), source_ip: "203.0.113.9" });
+    expect(reg.status).toBe(200);
+    expect(reg.body).toEqual({ ok: true, account_id: s.accountId, user_id: null, device_id: null, webrtc: 0, trunk_id: s.ids.office });
+    const call = await client.post("/auth", { ...trunkDigest(s.names.carrier, { realm: "carrier.example" }), source_ip: "192.0.2.44" });
+    expect(call.status).toBe(200);
+    expect(call.body.trunk_id).toBe(s.ids["carrier-dg"]);
+  });
+
+  test("wrong password or unknown name: 401 counted; right password but not allowed (outside its acl, a digest trunk registering, an ip trunk, disabled, outbound only): 403", async () => {
+    const s = await seedTrunks();
+    const ip = uniqueIp();
+    expect((await client.post("/auth", { ...trunkDigest(s.names.carrier, { password: "wrong" }), source_ip: ip })).status).toBe(401);
+    expect((await client.post("/auth", { ...trunkDigest(`nobody-${s.tag}`), source_ip: ip })).status).toBe(401);
+    expect(await authFailures(platform.live, ip)).toBe(2);
+    const refused = async (body: object) => {
+      const r = await client.post("/auth", body);
+      expect(r.status).toBe(403);
+      expect(r.body).toMatchObject({ ok: false, error: "forbidden" });
+    };
+    await refused({ ...trunkDigest(s.names.carrier), source_ip: "100.64.77.20" });
+    await refused({ ...trunkDigest(s.names.carrier, { method: "REGISTER" }), source_ip: "192.0.2.9" });
+    await refused({ ...trunkDigest(`ip-${s.tag}`), source_ip: "100.64.77.20" });
+    expect(await authFailures(platform.live, "100.64.77.20")).toBe(0);
+
+    const off = await seedTrunks({ status: "disabled" });
+    await refused({ ...trunkDigest(off.names.pbx, { method: "REGISTER" }), source_ip: "203.0.113.9" });
+    const outbound = await seedTrunks({ direction: "outbound", proxy: "pbx.example.com" });
+    await refused({ ...trunkDigest(outbound.names.pbx), source_ip: "203.0.113.9" });
+  });
+
+  test("a trunk's replayed digest is refused", async () => {
+    const s = await seedTrunks();
+    const body = { ...trunkDigest(s.names.pbx), source_ip: "203.0.113.10" };
+    expect((await client.post("/auth", body)).status).toBe(200);
+    expect((await client.post("/auth", body)).status).toBe(401);
+  });
+
+  test("an inbound_username is one trunk's platform-wide: another account's file claiming it, new or changed, is a 409 naming the field", async () => {
+    const s = await seedTrunks();
+    const other = await seedTenant(platform);
+    const claim = (name: string) => ({ version: 1, trunks: [{ name: "mine", direction: "inbound", inbound_auth: "digest", inbound_username: name, inbound_password: "x-password-1" }] });
+    await expect(applyConfig(platform.db, platform.secrets, other.accountId, claim(s.names.pbx))).rejects.toMatchObject({ code: "conflict" });
+    await applyConfig(platform.db, platform.secrets, other.accountId, claim(`free-${s.tag}`));
+    await expect(applyConfig(platform.db, platform.secrets, other.accountId, claim(s.names.carrier))).rejects.toMatchObject({ code: "conflict" });
+    // The account's own file may keep, move and free its names.
+    await applyConfig(platform.db, platform.secrets, other.accountId, { version: 1 });
+    await applyConfig(platform.db, platform.secrets, other.accountId, claim(`free-${s.tag}`));
+    await platform.configCache.settle();
+    const r = await client.post("/auth", { ...trunkDigest(`free-${s.tag}`, { password: "x-password-1" }), source_ip: "203.0.113.11" });
+    expect(r.status).toBe(200);
+    expect(r.body.account_id).toBe(other.accountId);
   });
 });

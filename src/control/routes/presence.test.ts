@@ -7,7 +7,10 @@ import { createUser, updateUser } from "../../core/users/users.service.ts";
 import { createDevice, updateDevice } from "../../core/devices/devices.service.ts";
 import { createQueue } from "../../core/queues/queues.service.ts";
 import { newId } from "../../core/ids/ids.ts";
-import { userCallCount, userContacts } from "../../core/presence/presence.service.ts";
+import { trunkContacts, userCallCount, userContacts } from "../../core/presence/presence.service.ts";
+import { applyConfig } from "../../core/config-file/applier.ts";
+import { sipTrunks } from "../../core/trunks/trunks.schema.ts";
+import { eq } from "drizzle-orm";
 import { PresenceModel } from "../../core/presence/presence.model.ts";
 import { presenceRoutes } from "./presence.ts";
 import { admitCall } from "../../core/calls/admission.ts";
@@ -160,6 +163,74 @@ describe(`POST /presence/event register [${storeKind}]`, () => {
     expect(noType.status).toBe(400);
     expect((await client.post("/presence/event", { type: "presence" })).status).toBe(400);
     expect(await userContacts(platform.live, t.accountId, u.userId)).toEqual([]);
+  });
+});
+
+describe(`POST /presence/event register of a trunk [${storeKind}]`, () => {
+  /** A register trunk (a customer PBX) and a digest one, through the config file. */
+  async function seedTrunks(accountId: string, status = "active") {
+    const tag = randomUUID().slice(0, 8);
+    await applyConfig(platform.db, platform.secrets, accountId, {
+      version: 1,
+      trunks: [
+        { name: "office", role: "pbx", direction: "both", inbound_auth: "register", inbound_username: `pbx-${tag}`, inbound_password: "pbx-password", status },
+        { name: "carrier-dg", direction: "inbound", inbound_auth: "digest", inbound_username: `dg-${tag}`, inbound_password: "dg-password" },
+      ],
+    });
+    const rows = await platform.db.select().from(sipTrunks).where(eq(sipTrunks.account_id, accountId));
+    return Object.fromEntries(rows.map((r) => [r.name, r.id])) as Record<"office" | "carrier-dg", string>;
+  }
+  const trunkRegister = (accountId: string, trunkId: string, extra: Record<string, unknown> = {}) => ({
+    type: "register",
+    account_id: accountId,
+    trunk_id: trunkId,
+    contact: "sip:pbx@203.0.113.50:5060",
+    expires: 300,
+    ...extra,
+  });
+
+  test("a register trunk's binding is kept with what reaches it, expires on its own terms and goes with expires 0 or *", async () => {
+    const t = await seedTenant(platform);
+    const ids = await seedTrunks(t.accountId);
+    const r = await client.post("/presence/event", trunkRegister(t.accountId, ids.office, { received: "sip:198.51.100.4:61000", socket: "udp:10.0.0.1:5060", transport: "UDP", source_ip: "198.51.100.4" }));
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    const [bound] = await trunkContacts(platform.live, t.accountId, ids.office);
+    expect(bound).toMatchObject({ trunk_id: ids.office, contact: "sip:pbx@203.0.113.50:5060", received: "sip:198.51.100.4:61000", socket: "udp:10.0.0.1:5060", transport: "udp" });
+    expect(bound!.expires_at).toBeGreaterThan(Date.now() + 290_000);
+    // Not a user: the roster does not count it.
+    const roster = await client.get(`/presence/users?accountId=${t.accountId}`);
+    expect(roster.body.data).toEqual([]);
+    await client.post("/presence/event", trunkRegister(t.accountId, ids.office, { contact: "sip:pbx@203.0.113.51:5060" }));
+    expect(await trunkContacts(platform.live, t.accountId, ids.office)).toHaveLength(2);
+    expect((await client.post("/presence/event", trunkRegister(t.accountId, ids.office, { expires: 0 }))).status).toBe(200);
+    expect((await trunkContacts(platform.live, t.accountId, ids.office)).map((c) => c.contact)).toEqual(["sip:pbx@203.0.113.51:5060"]);
+    expect((await client.post("/presence/event", trunkRegister(t.accountId, ids.office, { contact: "*", expires: 0 }))).status).toBe(200);
+    expect(await trunkContacts(platform.live, t.accountId, ids.office)).toEqual([]);
+  });
+
+  test("another account's or an unknown trunk: 404; a digest or disabled trunk registering: 403; a device and a trunk at once, or neither, or a trunk with a user: 400", async () => {
+    const t = await seedTenant(platform);
+    const other = await seedTenant(platform);
+    const ids = await seedTrunks(t.accountId);
+    expect((await client.post("/presence/event", trunkRegister(other.accountId, ids.office))).status).toBe(404);
+    expect((await client.post("/presence/event", trunkRegister(t.accountId, newId("trk")))).status).toBe(404);
+    expect((await client.post("/presence/event", trunkRegister(t.accountId, ids["carrier-dg"]))).status).toBe(403);
+    const off = await seedTenant(platform);
+    const offIds = await seedTrunks(off.accountId, "disabled");
+    expect((await client.post("/presence/event", trunkRegister(off.accountId, offIds.office))).status).toBe(403);
+    // Unregistering always passes.
+    expect((await client.post("/presence/event", trunkRegister(off.accountId, offIds.office, { expires: 0 }))).status).toBe(200);
+    const u = await seedUser(t.accountId);
+    for (const [body, path] of [
+      [trunkRegister(t.accountId, ids.office, { device_id: u.deviceId }), "/trunk_id"],
+      [{ type: "register", account_id: t.accountId, contact: "sip:x@192.0.2.1", expires: 60 }, "/device_id"],
+      [trunkRegister(t.accountId, ids.office, { user_id: u.userId }), "/user_id"],
+    ] as const) {
+      const r = await client.post("/presence/event", body);
+      expect(r.status, JSON.stringify(body)).toBe(400);
+      expect(r.body.details.map((d: { path: string }) => d.path)).toContain(path);
+    }
+    expect(await trunkContacts(platform.live, t.accountId, ids.office)).toEqual([]);
   });
 });
 

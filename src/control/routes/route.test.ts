@@ -170,8 +170,8 @@ describe(`POST /route [${storeKind}]`, () => {
         expect(device, to).toEqual(await loadDevice(platform.db, s.accountId, s.deviceId, to));
       }
       const { device } = await authenticateDigestForRoute(digestAuthDeps(platform), digest(s.realm, "pw-1001-long"), "300");
-      expect(device.extension?.digits).toBe("300");
-      expect(device.caller?.id).toBe(s.userId);
+      expect(device!.extension?.digits).toBe("300");
+      expect(device!.caller?.id).toBe(s.userId);
       // The statuses come from the context here: a disabled user or a suspended account is refused.
       // Written straight to the database: wait until the route cache is told (the API does this itself).
       const settled = () => platform.configCache.settle();

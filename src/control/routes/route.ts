@@ -85,18 +85,21 @@ export function routeRoutes(platform: Platform, options: RouteRoutesOptions = {}
       async ({ body, request }): Promise<RouteResult> => {
         const { auth, ...req } = body;
         if (!auth) return answer(await admitCall(platform, await decideRoute(deps, req), req), request, req.callId);
-        const named = (["account_id", "user_id", "device_id"] as const).filter((k) => req[k]);
+        const named = (["account_id", "user_id", "device_id", "trunk_id"] as const).filter((k) => req[k]);
         if (named.length) throw validationFailed(named.map((k) => ({ path: `/${k}`, message: "Not allowed with auth: the digest names the device." })));
         // The credential and the device's routing context in one query; the context is used only once
         // the digest is verified. The call's admission claim is taken with the nonce (one round trip).
         const { result: who, device, also } = await authenticateDigestForRoute(authDeps, auth, req.to, {
           alsoTake: (accountId) => admissionClaim(accountId, req.callId),
         });
-        const routed = { ...req, account_id: who.account_id, user_id: who.user_id, device_id: who.device_id };
+        // A device's call, or a trunk's (inbound_auth register or digest): routed as from that trunk.
+        const routed = who.trunk_id
+          ? { ...req, account_id: who.account_id, trunk_id: who.trunk_id }
+          : { ...req, account_id: who.account_id, user_id: who.user_id ?? undefined, device_id: who.device_id ?? undefined };
         const held = also ? { claim: also.entry, taken: also.taken } : undefined;
         let decision: RouteDecision;
         try {
-          decision = await decideRoute(deps, routed, { device });
+          decision = await decideRoute(deps, routed, device ? { device } : {});
         } catch (error) {
           if (held?.taken) releaseAdmissionClaim(platform, held.claim);
           throw error;

@@ -59,7 +59,7 @@ async function seed(on: Platform) {
 async function route(on: Platform, realm: string, password: string, to: string) {
   try {
     const { result, device } = await authenticateDigestForRoute(digestAuthDeps(on), digest(realm, password), to);
-    return { ok: result.ok, extension: device.extension?.digits ?? null, callerStatus: device.caller?.status ?? null };
+    return { ok: result.ok, extension: device!.extension?.digits ?? null, callerStatus: device!.caller?.status ?? null };
   } catch (error) {
     return { error: (error as { code?: string }).code };
   }
@@ -199,9 +199,9 @@ describe(`configuration cache [${storeKind}]`, () => {
     await route(platform, s.realm, "pw-1001-long", "300");
     const { device } = await authenticateDigestForRoute(digestAuthDeps(platform), digest(s.realm, "pw-1001-long"), "300");
     expect(() => {
-      (device.caller as { status: string }).status = "disabled";
+      (device!.caller as { status: string }).status = "disabled";
     }).toThrow();
-    expect(device.caller?.status).toBe("active");
+    expect(device!.caller?.status).toBe("active");
 
     const cache = await startConfigCache(platform.database, platform.log);
     expect(cache.active).toBe(true);

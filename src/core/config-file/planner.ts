@@ -166,7 +166,9 @@ async function checkConflicts(db: DbOrTx, accountId: string, work: SectionWork[]
   const taken: ErrorDetail[] = [];
   const inUse: Array<{ kind: string; id: string; message: string }> = [];
   for (const item of work) {
-    if (item.section.checkCreates && item.creates.length) taken.push(...(await item.section.checkCreates(db, accountId, item.creates)));
+    // Updates claim values too (a trunk's inbound_username changed to another account's).
+    const claims = [...item.creates, ...item.updates.map((u) => u.desired)];
+    if (item.section.checkCreates && claims.length) taken.push(...(await item.section.checkCreates(db, accountId, claims)));
     if (item.section.checkDeletes && item.deletes.length) inUse.push(...(await item.section.checkDeletes(db, accountId, item.deletes)));
   }
   if (taken.length) {

@@ -125,7 +125,7 @@ export interface Section<E extends CanonicalEntry> {
   canonicalize(entries: unknown[], ctx: ResolveContext): Promise<Array<Desired<E>>>;
   /** The stored resources of the account in canonical form. */
   load(db: DbOrTx, accountId: string, book: NameBook): Promise<Array<Current<E>>>;
-  /** Values the file claims that another account holds (globally unique ones): 409 details. */
+  /** Values the file claims (its new and changed entries) that another account holds (globally unique ones): 409 details. */
   checkCreates?(db: DbOrTx, accountId: string, creates: Array<Desired<E>>): Promise<ErrorDetail[]>;
   /** Problems deleting these would cause (in use elsewhere): 409 details. */
   checkDeletes?(db: DbOrTx, accountId: string, doomed: Array<Current<E>>): Promise<Array<{ kind: string; id: string; message: string }>>;

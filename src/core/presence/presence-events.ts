@@ -6,7 +6,8 @@ import type { Platform } from "../platform.ts";
 import { handleDialogEvents, type EndOptions } from "../calls/dialog.ts";
 import { callPartiesBySipIds } from "../calls/calls.store.ts";
 import type { PresenceModel } from "./presence.model.ts";
-import { accountRegistrations, applyRegistration, endDialog, forgetDevice, trackDialog, userCallStates } from "./presence.service.ts";
+import { accountRegistrations, applyRegistration, applyTrunkRegistration, endDialog, forgetDevice, forgetTrunk, trackDialog, userCallStates } from "./presence.service.ts";
+import { findTrunkStatus } from "../trunks/trunks.store.ts";
 import {
   accountExists,
   deviceOwners,
@@ -30,7 +31,12 @@ export interface PresenceClock {
  * active, as /auth refuses them (unregister always passes).
  */
 export async function handleRegister(platform: Platform, input: PresenceModel.Register, clock: PresenceClock = {}): Promise<void> {
-  const device = await findRegisteringDevice(platform.db, input.account_id, input.device_id);
+  if ((input.device_id === undefined) === (input.trunk_id === undefined)) {
+    throw validationFailed([{ path: input.device_id === undefined ? "/device_id" : "/trunk_id", message: "Name the device or the trunk that registered (one of device_id, trunk_id)." }]);
+  }
+  if (input.trunk_id !== undefined) return handleTrunkRegister(platform, { ...input, trunk_id: input.trunk_id }, clock);
+  const deviceId = input.device_id!;
+  const device = await findRegisteringDevice(platform.db, input.account_id, deviceId);
   if (!device) throw notFound("device");
   if (input.user_id !== undefined && input.user_id !== device.user_id) {
     throw validationFailed([{ path: "/user_id", message: "Not the user of this device." }]);
@@ -38,7 +44,7 @@ export async function handleRegister(platform: Platform, input: PresenceModel.Re
   if (input.contact === "*") {
     // `Contact: *` (RFC 3261 10.2.2): remove every binding of the device; only with expires 0.
     if (input.expires !== 0) throw validationFailed([{ path: "/contact", message: "* removes every binding: send it with expires 0." }]);
-    await forgetDevice(platform.live, input.account_id, device.user_id, input.device_id, clock.now?.() ?? Date.now());
+    await forgetDevice(platform.live, input.account_id, device.user_id, deviceId, clock.now?.() ?? Date.now());
     return;
   }
   if (input.expires > 0 && (device.device_status !== "active" || device.user_status !== "active" || device.account_status !== "active")) {
@@ -49,7 +55,7 @@ export async function handleRegister(platform: Platform, input: PresenceModel.Re
     {
       account_id: input.account_id,
       user_id: device.user_id,
-      device_id: input.device_id,
+      device_id: deviceId,
       contact: input.contact,
       expires: input.expires,
       webrtc: device.is_webrtc === 1 ? 1 : 0,
@@ -61,6 +67,42 @@ export async function handleRegister(platform: Platform, input: PresenceModel.Re
       socket: input.socket ?? null,
     },
     clock.now?.() ?? Date.now(),
+  );
+}
+
+/**
+ * A trunk's REGISTER (a customer PBX with inbound_auth register): 404 for a trunk that is not the
+ * account's, 403 when it may not register (not active, its account not active, not a register trunk,
+ * outbound only), as /auth refuses it; unregistering always passes.
+ */
+async function handleTrunkRegister(platform: Platform, input: PresenceModel.Register & { trunk_id: string }, clock: PresenceClock): Promise<void> {
+  if (input.user_id !== undefined) throw validationFailed([{ path: "/user_id", message: "A trunk has no user." }]);
+  const trunk = await findTrunkStatus(platform.db, input.account_id, input.trunk_id);
+  if (!trunk) throw notFound("trunk");
+  const now = clock.now?.() ?? Date.now();
+  if (input.contact === "*") {
+    if (input.expires !== 0) throw validationFailed([{ path: "/contact", message: "* removes every binding: send it with expires 0." }]);
+    await forgetTrunk(platform.live, input.account_id, input.trunk_id, now);
+    return;
+  }
+  if (input.expires > 0 && (trunk.status !== "active" || trunk.account_status !== "active" || trunk.inbound_auth !== "register" || trunk.direction === "outbound")) {
+    throw new AppError("forbidden", "This trunk may not register.");
+  }
+  await applyTrunkRegistration(
+    platform.live,
+    {
+      account_id: input.account_id,
+      trunk_id: input.trunk_id,
+      contact: input.contact,
+      expires: input.expires,
+      user_agent: input.user_agent ?? null,
+      transport: input.transport?.toLowerCase() ?? null,
+      source_ip: input.source_ip ?? null,
+      received: input.received ?? null,
+      path: input.path ?? null,
+      socket: input.socket ?? null,
+    },
+    now,
   );
 }
 

@@ -16,6 +16,9 @@ export const presenceKeys = {
   userContactInfo: (accountId: string, userId: string) => accountKey(accountId, "reg", "u", userId, "info"),
   deviceContacts: (accountId: string, deviceId: string) => accountKey(accountId, "reg", "d", deviceId),
   accountContacts: (accountId: string) => accountKey(accountId, "reg", "all"),
+  /** A trunk that registers to us (inbound_auth register): `reg:t:<trunkId>` member `<contact>` (+ `:info`). */
+  trunkContacts: (accountId: string, trunkId: string) => accountKey(accountId, "reg", "t", trunkId),
+  trunkContactInfo: (accountId: string, trunkId: string) => accountKey(accountId, "reg", "t", trunkId, "info"),
   /**
    * Sorted set: the dialogs a user is in, member callId, scored by when the dialog was first seen
    * (epoch ms), positive once confirmed and negative while early, so each state is one ZCOUNT

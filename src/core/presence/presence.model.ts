@@ -18,13 +18,14 @@ const NO_CONTROL = "^[^\\u0000-\\u001f\\u007f]*$";
 export const MAX_AGENT_QUEUES = 100;
 
 export namespace PresenceModel {
-  /** type register: a REGISTER the edge accepted (expires 0 = the binding is removed). */
+  /** type register: a REGISTER the edge accepted (expires 0 = the binding is removed), of a device or of a trunk. */
   export const Register = T.Object(
     {
       type: T.Literal("register"),
       account_id: IdOf("acc", "The account (from the /auth reply)."),
       user_id: T.Optional(IdOf("us", "The device's user; must match the device when given.")),
-      device_id: IdOf("dev", "The device that registered (from the /auth reply)."),
+      device_id: T.Optional(IdOf("dev", "The device that registered (from the /auth reply); or trunk_id.")),
+      trunk_id: T.Optional(IdOf("trk", "The trunk that registered (inbound_auth register: from the /auth reply), instead of a device.")),
       contact: T.String({
         minLength: 1,
         maxLength: 1024,

@@ -204,6 +204,69 @@ export async function forgetDevice(live: LiveStore, accountId: string, userId: s
   return bound.length;
 }
 
+/** One registered binding of a trunk that registers to us (a customer PBX with inbound_auth register). */
+export type TrunkContact = Omit<RegisteredContact, "device_id" | "user_id" | "webrtc"> & { trunk_id: string };
+
+/** A trunk's registration to store (expires > 0) or remove (expires 0). */
+export type TrunkRegistrationInput = Omit<RegistrationInput, "user_id" | "device_id" | "webrtc"> & { trunk_id: string };
+
+/**
+ * Stores or removes one binding of a trunk (its own view and detail, one atomic step, at most
+ * {@link MAX_CONTACTS_PER_DEVICE} live ones): calls out through the trunk go to its live bindings.
+ * Trunks are not users, so the roster does not count them.
+ */
+export async function applyTrunkRegistration(live: LiveStore, input: TrunkRegistrationInput, now: number = Date.now()): Promise<void> {
+  const stored: Omit<TrunkContact, "expires_at"> = {
+    trunk_id: input.trunk_id,
+    contact: input.contact,
+    received: input.received ?? null,
+    path: input.path ?? null,
+    socket: input.socket ?? null,
+    transport: input.transport ?? null,
+    user_agent: input.user_agent ?? null,
+    source_ip: input.source_ip ?? null,
+  };
+  await live.bindExpiring({
+    views: [{ key: presenceKeys.trunkContacts(input.account_id, input.trunk_id), prefix: "" }],
+    detail: { key: presenceKeys.trunkContactInfo(input.account_id, input.trunk_id), view: 0, value: JSON.stringify(stored) },
+    id: input.contact,
+    deadline: input.expires > 0 ? now + input.expires * 1000 : 0,
+    now,
+    cap: { view: 0, max: MAX_CONTACTS_PER_DEVICE },
+    slackMs: KEY_SLACK_MS,
+  });
+}
+
+/** Removes every binding of a trunk (`Contact: *`). */
+export async function forgetTrunk(live: LiveStore, accountId: string, trunkId: string, now: number = Date.now()): Promise<number> {
+  const bound = await live.zrangeByScore(presenceKeys.trunkContacts(accountId, trunkId), -Infinity, Infinity);
+  await Promise.all(bound.map(({ member }) => applyTrunkRegistration(live, { account_id: accountId, trunk_id: trunkId, contact: member, expires: 0 }, now)));
+  return bound.length;
+}
+
+/**
+ * The live bindings of a trunk, soonest-to-expire first (one round trip).
+ * @example const contacts = await trunkContacts(platform.live, "acc_…", "trk_…"); // [] when not registered
+ */
+export async function trunkContacts(live: LiveStore, accountId: string, trunkId: string, now: number = Date.now()): Promise<TrunkContact[]> {
+  const [scored, info] = await Promise.all([
+    live.zrangeByScore(presenceKeys.trunkContacts(accountId, trunkId), now + 1, Infinity),
+    live.hgetall(presenceKeys.trunkContactInfo(accountId, trunkId)),
+  ]);
+  const out: TrunkContact[] = [];
+  for (const { member, score } of scored) {
+    const raw = info[member];
+    if (raw === undefined) continue;
+    try {
+      const stored = JSON.parse(raw) as Omit<TrunkContact, "expires_at">;
+      if (typeof stored.contact === "string") out.push({ ...stored, expires_at: score });
+    } catch {
+      // A detail that is not ours (written by hand): the binding is skipped, as a user's would be.
+    }
+  }
+  return out;
+}
+
 /** Live bindings of a whole account, per user: how many contacts and which devices. One read. */
 export async function accountRegistrations(
   live: LiveStore,

@@ -7,6 +7,10 @@ import { decideRoute } from "./decide.ts";
 import { admitCall } from "../calls/admission.ts";
 import { routeFixture, testDeps } from "./decide.fixture.ts";
 import type { RouteRequest } from "./route-types.ts";
+import { applyTrunkRegistration } from "../presence/presence.service.ts";
+import { recordTrunkProbes } from "../trunks/trunk-health.ts";
+import { sipTrunks } from "../trunks/trunks.schema.ts";
+import { eq } from "drizzle-orm";
 
 let platform: Platform;
 beforeAll(async () => {
@@ -297,5 +301,66 @@ describe(`decideRoute outbound [${storeKind}]`, () => {
     expect(steps(carrier)).toContain("no usable route → carrier default");
     const none = await decideRoute(testDeps(platform, { settings: { carrierUri: null } }), e.dial("442071234567"));
     expect(none.reply.rtjson).toMatchObject({ action: "reject", code: 503 });
+  });
+});
+
+describe(`decideRoute outbound through trunks' live state [${storeKind}]`, () => {
+  test("a trunk that registers to us (inbound_auth register) is reached at its live registrations, the latest to expire first, with what reaches them; not registered, its proxy, else the next route", async () => {
+    const c = await caller();
+    const pbx = await c.f.trunk({ name: "pbx", inbound_auth: "register", inbound_username: `pbx-${c.f.accountId}`, max_channels: 3 });
+    const backup = await c.f.trunk({ name: "backup", proxy: "backup.example" });
+    await c.f.route({ via: "trunk", trunk_id: pbx, match_prefix: "1555", priority: 1 });
+    await c.f.route({ via: "trunk", trunk_id: backup, match_prefix: "1555", priority: 2 });
+    const unregistered = await decideRoute(testDeps(platform), c.dial("15550001111"));
+    expect(unregistered.reply.rtjson.routes!.map((r) => r.uri)).toEqual(["sip:15550001111@backup.example"]);
+    expect(steps(unregistered)).toContain("trunk pbx unusable (not registered)");
+
+    const now = Date.now();
+    await applyTrunkRegistration(platform.live, { account_id: c.f.accountId, trunk_id: pbx, contact: "sip:pbx@10.1.1.1:5060", expires: 600, received: "sip:203.0.113.8:40000", socket: "udp:10.0.0.1:5060" }, now - 1000);
+    await applyTrunkRegistration(platform.live, { account_id: c.f.accountId, trunk_id: pbx, contact: "sip:pbx@10.1.1.2:5060;transport=tcp", expires: 900 }, now);
+    const d = await decideRoute(testDeps(platform), c.dial("15550001112"));
+    expect(d.reply.rtjson.routes!.map((r) => [r.uri, r.dst_uri, r.socket])).toEqual([
+      ["sip:15550001112@10.1.1.2:5060;transport=tcp", undefined, undefined],
+      ["sip:15550001112@10.1.1.1:5060", "sip:203.0.113.8:40000", "udp:10.0.0.1:5060"],
+      ["sip:15550001112@backup.example", undefined, undefined],
+    ]);
+    // Each registration is a leg of the same trunk: its ceiling counts once, and a full trunk fails over past all of them.
+    expect(d.slots).toContainEqual({ level: "trunk", id: pbx, limit: 3 });
+    expect(d.legs?.map((l) => l.trunk?.id)).toEqual([pbx, pbx, backup]);
+    expect(steps(d)).toContain("→ trunk pbx (2 registrations)");
+  });
+
+  test("a probed trunk (ping_sec) that stopped answering OPTIONS is tried after those that answer; its group only when no group answers; a stale record or an unprobed trunk is never down", async () => {
+    const c = await caller();
+    const a = await c.f.trunk({ name: "a", proxy: "a.example", ping_sec: 10 });
+    const b = await c.f.trunk({ name: "b", proxy: "b.example", ping_sec: 10 });
+    const wide = await c.f.trunk({ name: "wide", proxy: "wide.example" });
+    await c.f.route({ via: "trunk", trunk_id: a, match_prefix: "4420", priority: 1 });
+    await c.f.route({ via: "trunk", trunk_id: b, match_prefix: "4420", priority: 2 });
+    await c.f.route({ via: "trunk", trunk_id: wide, match_prefix: "44", priority: 1 });
+    const uris = async (to: string) => (await decideRoute(testDeps(platform), c.dial(to))).reply.rtjson.routes!.map((r) => r.uri.replace(/^sip:\d+@/, ""));
+    expect(await uris("442071230001")).toEqual(["a.example", "b.example"]);
+    const now = Date.now();
+    // One unanswered probe is not an outage; two are.
+    await recordTrunkProbes(platform.live, c.f.accountId, [{ trunk_id: a, code: 408, node: "edge-1", at: now }]);
+    expect(await uris("442071230002")).toEqual(["a.example", "b.example"]);
+    await recordTrunkProbes(platform.live, c.f.accountId, [{ trunk_id: a, code: 408, node: "edge-1", at: now }]);
+    const d = await decideRoute(testDeps(platform), c.dial("442071230003"));
+    expect(d.reply.rtjson.routes!.map((r) => r.uri.replace(/^sip:\d+@/, ""))).toEqual(["b.example", "a.example"]);
+    expect(d.trunkId).toBe(b);
+    expect(steps(d)).toMatch(/trunk a \(proxy\): not answering OPTIONS since/);
+    // Both down: the less specific group that answers is taken.
+    await recordTrunkProbes(platform.live, c.f.accountId, [0, 1].map(() => ({ trunk_id: b, code: 503, node: "edge-1", at: now })));
+    expect(await uris("442071230004")).toEqual(["wide.example"]);
+    // Nothing answers (wide is disabled): the down trunks are tried anyway.
+    await platform.db.update(sipTrunks).set({ status: "disabled" }).where(eq(sipTrunks.id, wide));
+    const anyway = await decideRoute(testDeps(platform), c.dial("442071230005"));
+    expect(anyway.reply.rtjson.routes!.map((r) => r.uri.replace(/^sip:\d+@/, ""))).toEqual(["a.example", "b.example"]);
+    expect(steps(anyway)).toContain("every usable trunk stopped answering OPTIONS: tried anyway");
+    // An answer brings a back; a record the pings stopped refreshing says nothing.
+    await recordTrunkProbes(platform.live, c.f.accountId, [{ trunk_id: a, code: 200, node: "edge-1", at: now }]);
+    expect(await uris("442071230006")).toEqual(["a.example", "b.example"]);
+    const later = await decideRoute(testDeps(platform, { now: new Date(now + 60_000) }), c.dial("442071230007"));
+    expect(later.reply.rtjson.routes!.map((r) => r.uri.replace(/^sip:\d+@/, ""))).toEqual(["a.example", "b.example"]);
   });
 });

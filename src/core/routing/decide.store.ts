@@ -152,6 +152,10 @@ export interface RouteTrunk {
   from_user: string | null;
   /** Whether the trunk has credentials to answer its digest challenges with (auth_username and auth_password). */
   auth: boolean;
+  /** ip, register (a PBX that registers to us: calls to it go to its registration) or digest. */
+  inbound_auth: string;
+  /** Seconds between the edge's OPTIONS probes; null when it is not probed. */
+  ping_sec: number | null;
 }
 
 export interface RouteOutboundRoute {
@@ -259,7 +263,8 @@ const ROUTED = (t: string) =>
 const TRUNK = (t: string) =>
   sql.raw(`json_build_object('id', ${t}.id, 'name', ${t}.name, 'account_id', ${t}.account_id, 'status', ${t}.status, 'direction', ${t}.direction,
   'proxy', ${t}.proxy, 'transport', ${t}.transport, 'max_channels', ${t}.max_channels, 'cid_number', ${t}.cid_number,
-  'from_domain', ${t}.from_domain, 'from_user', ${t}.from_user, 'auth', ${t}.auth_username is not null and ${t}.auth_secret_ref is not null)`);
+  'from_domain', ${t}.from_domain, 'from_user', ${t}.from_user, 'auth', ${t}.auth_username is not null and ${t}.auth_secret_ref is not null,
+  'inbound_auth', ${t}.inbound_auth, 'ping_sec', ${t}.ping_sec)`);
 
 const LIMIT = sql.raw(`json_build_object('id', c.id, 'name', c.name, 'scope_kind', c.scope_kind, 'scope_id', c.scope_id,
   'direction', c.direction, 'period_sec', c.period_sec, 'max_count', c.max_count, 'hard', c.hard)`);

@@ -12,7 +12,8 @@ import type { Platform } from "../platform.ts";
 import type { Cidr } from "../net/cidr.ts";
 import { ipAllowed, parseCidr, parseIp } from "../net/cidr.ts";
 import { evaluateSchedule } from "../schedules/schedule-eval.ts";
-import { userContacts, userCallCount, type RegisteredContact } from "../presence/presence.service.ts";
+import { trunkContacts, userContacts, userCallCount, type RegisteredContact, type TrunkContact } from "../presence/presence.service.ts";
+import { isTrunkDown, readTrunkHealth, type TrunkHealth } from "../trunks/trunk-health.ts";
 import type { RouteDecision, RouteRequest, RtjsonRoute } from "./route-types.ts";
 import { FEATURE_CODES } from "./route-target.ts";
 import { countryOfE164 } from "./country-codes.ts";
@@ -576,10 +577,13 @@ function setOverflow(draft: DecisionDraft, fwd: RouteForward, engine: string | n
 /**
  * Chooses outbound routes for `e164`: the matching routes with the longest prefix (a country match
  * before none, then priority) are serial failover, each to its trunk or to the carrier default; when
- * none of them is usable, the next most specific tied group. No matching or usable route: the carrier
- * default (CARRIER_URI) when set, else 503.
+ * none of them is usable, the next most specific tied group. A trunk that registers to us (inbound_auth
+ * register) is reached at its live registrations (its proxy when it has none). A trunk whose OPTIONS
+ * probes go unanswered (ping_sec) is tried after the ones that answer, and makes a group usable only
+ * when no group has an answering leg. No matching or usable route: the carrier default (CARRIER_URI)
+ * when set, else 503.
  */
-function pickRoutes(
+async function pickRoutes(
   deps: RouteDeps,
   draft: DecisionDraft,
   account: RouteAccount,
@@ -589,7 +593,7 @@ function pickRoutes(
   cid: { number: string; name: string | null },
   /** Applied to a caller-ID the leg falls back to (the trunk's cid_number, the From as sent). */
   fallbackCid: (number: string) => string = (number) => number,
-): RouteDecision {
+): Promise<RouteDecision> {
   const country = countryOfE164(e164);
   const matching = routes
     .filter((r) => (!r.match_prefix || e164.startsWith(r.match_prefix)) && (!r.match_country || r.match_country === country))
@@ -602,10 +606,7 @@ function pickRoutes(
     if (last && (last.match_prefix?.length ?? 0) === (r.match_prefix?.length ?? 0) && !!last.match_country === !!r.match_country) groups.at(-1)!.push(r);
     else groups.push([r]);
   }
-  const out: RtjsonRoute[] = [];
-  /** Each leg of `out`: its trunk (null: the carrier), for admission's failover past a full trunk. */
-  const legs: NonNullable<DecisionDraft["legs"]> = [];
-  let firstTrunk: { id: string; max: number | null } | null = null;
+  const trunkState = await trunkLiveState(deps, account.id, matching, draft.now.getTime());
   const carrier = deps.settings.carrierUri;
   const leg = (routeId: string | null, trunkId: string | null, dst: string, cidNumber: string) => {
     const inScope = (t: RouteTransform) => (t.scope_kind === "route" && t.scope_id === routeId) || (t.scope_kind === "trunk" && t.scope_id === trunkId);
@@ -616,50 +617,128 @@ function pickRoutes(
   };
   const extra = sipHeaders({ "X-Account-Id": account.id, "X-Call-Direction": draft.direction });
   const from = (cidNumber: string, domain: string) => ({ uri: `sip:${cidNumber}@${domain}`, ...(cid.name ? { display: cid.name } : {}) });
+  /** One group's legs: rtjson routes with their trunks, those through answering trunks apart from the others. */
+  type Leg = { route: RtjsonRoute; trunk: { id: string; max: number | null } | null };
+  let chosen: { up: Leg[]; down: Leg[] } | null = null;
+  let allDown: Leg[] | null = null;
   for (const group of groups) {
-    if (out.length) break;
+    const up: Leg[] = [];
+    const down: Leg[] = [];
     for (const r of group) {
       if (r.via === "trunk") {
         const t = r.trunk;
-        if (!t || t.status !== "active" || t.direction === "inbound" || !t.proxy) {
-          step(draft, "outbound_route", `${r.name}: trunk ${t?.name ?? r.id} unusable (${!t ? "missing" : t.status !== "active" ? t.status : !t.proxy ? "no proxy" : "inbound only"})`);
+        const contacts = t ? trunkState.contacts.get(t.id) : undefined;
+        const unusable = !t
+          ? "missing"
+          : t.status !== "active"
+            ? t.status
+            : t.direction === "inbound"
+              ? "inbound only"
+              : !t.proxy && !contacts?.length
+                ? t.inbound_auth === "register" ? "not registered" : "no proxy"
+                : null;
+        if (!t || unusable) {
+          step(draft, "outbound_route", `${r.name}: trunk ${t?.name ?? r.id} unusable (${unusable})`);
           continue;
         }
         const { dst, cid: c } = leg(r.id, t.id, e164, cid.number || fallbackCid(t.cid_number || draft.req.from));
-        const domain = t.from_domain ?? hostOf(t.proxy);
+        const domain = t.from_domain ?? (t.proxy ? hostOf(t.proxy) : hostOf(contacts![0]!.contact));
         // A trunk's from_user (the carrier's account) is the From's user; the caller-ID goes in P-Asserted-Identity.
         const headers = t.from_user
           ? { from: from(t.from_user, domain), extra: extra + sipHeaders({ "P-Asserted-Identity": c ? `<sip:${c}@${domain}>` : null }) }
           : { from: from(c, domain), extra };
-        out.push({ uri: trunkUri(t.proxy, t.transport, dst), headers, ...(t.auth ? { auth_trunk: t.id } : {}) });
-        legs.push({ trunk: { id: t.id, max: t.max_channels } });
-        firstTrunk ??= { id: t.id, max: t.max_channels };
-        step(draft, "outbound_route", `${r.name} (prefix ${r.match_prefix ?? "any"}, country ${r.match_country ?? "any"}, priority ${r.priority}) → trunk ${t.name}`);
+        const auth = t.auth ? { auth_trunk: t.id } : {};
+        const isDown = trunkState.down.has(t.id);
+        const target = isDown ? down : up;
+        const ceiling = { id: t.id, max: t.max_channels };
+        if (contacts?.length) {
+          // Its registrations, the latest to expire first (usually the last REGISTER: where the PBX is now).
+          for (const contact of [...contacts].reverse()) target.push({ route: { ...contactRoute(contact, dst), headers, ...auth }, trunk: ceiling });
+        } else {
+          target.push({ route: { uri: trunkUri(t.proxy!, t.transport, dst), headers, ...auth }, trunk: ceiling });
+        }
+        const via = contacts?.length ? `${contacts.length} registration${contacts.length > 1 ? "s" : ""}` : "proxy";
+        step(
+          draft,
+          "outbound_route",
+          `${r.name} (prefix ${r.match_prefix ?? "any"}, country ${r.match_country ?? "any"}, priority ${r.priority}) → trunk ${t.name} (${via})${isDown ? `: not answering OPTIONS since ${new Date(trunkState.down.get(t.id)!.since).toISOString()}` : ""}`,
+        );
       } else {
         if (!carrier) {
           step(draft, "outbound_route", `${r.name}: via carrier, but no CARRIER_URI is configured`);
           continue;
         }
         const { dst, cid: c } = leg(r.id, null, e164, cid.number || fallbackCid(draft.req.from));
-        out.push({ uri: withUser(carrier, dst), headers: { from: from(c, hostOf(carrier)), extra } });
-        legs.push({ trunk: null });
+        up.push({ route: { uri: withUser(carrier, dst), headers: { from: from(c, hostOf(carrier)), extra } }, trunk: null });
         step(draft, "outbound_route", `${r.name} (prefix ${r.match_prefix ?? "any"}, country ${r.match_country ?? "any"}, priority ${r.priority}) → carrier`);
       }
     }
+    if (up.length) {
+      chosen = { up, down };
+      break;
+    }
+    if (down.length) {
+      // Every usable trunk of the group stopped answering: a less specific group is tried for one that answers.
+      step(draft, "outbound_route", "no trunk of these routes answers OPTIONS: less specific routes first");
+      allDown ??= down;
+    }
   }
-  if (out.length === 0 && carrier) {
-    out.push({ uri: withUser(carrier, e164), headers: { from: from(cid.number || fallbackCid(draft.req.from), hostOf(carrier)), extra } });
+  if (!chosen && allDown) {
+    step(draft, "outbound_route", "every usable trunk stopped answering OPTIONS: tried anyway");
+    chosen = { up: allDown, down: [] };
+  }
+  const legs: Leg[] = chosen ? [...chosen.up, ...chosen.down] : [];
+  if (legs.length === 0 && carrier) {
+    legs.push({ route: { uri: withUser(carrier, e164), headers: { from: from(cid.number || fallbackCid(draft.req.from), hostOf(carrier)), extra } }, trunk: null });
     step(draft, "outbound_route", groups.length ? "no usable route → carrier default" : "no matching route → carrier default");
   }
-  if (out.length === 0) return reject(draft, 503, "Service Unavailable", `no usable outbound route for ${e164}`);
+  if (legs.length === 0) return reject(draft, 503, "Service Unavailable", `no usable outbound route for ${e164}`);
+  const firstTrunk = legs[0]!.trunk;
   if (firstTrunk) {
     draft.trunkId = firstTrunk.id;
     addSlot(draft, "trunk", firstTrunk.id, firstTrunk.max);
-    if (firstTrunk.max !== null && legs.length > 1) draft.legs = legs;
+    if (firstTrunk.max !== null && legs.length > 1) draft.legs = legs.map((l) => ({ trunk: l.trunk }));
   }
   draft.to = e164;
   draft.vars.country = country;
-  return outbound(draft, out);
+  return outbound(draft, legs.map((l) => l.route));
+}
+
+/**
+ * What the live store says of the trunks `routes` go through: the registrations of those that register
+ * to us, and which of those probed with OPTIONS stopped answering. Reads only when some trunk needs it.
+ */
+async function trunkLiveState(
+  deps: RouteDeps,
+  accountId: string,
+  routes: readonly RouteOutboundRoute[],
+  now: number,
+): Promise<{ contacts: Map<string, TrunkContact[]>; down: Map<string, TrunkHealth> }> {
+  const trunks = new Map<string, NonNullable<RouteOutboundRoute["trunk"]>>();
+  for (const r of routes) if (r.via === "trunk" && r.trunk && r.trunk.status === "active") trunks.set(r.trunk.id, r.trunk);
+  const registering = [...trunks.values()].filter((t) => t.inbound_auth === "register");
+  const probed = [...trunks.values()].some((t) => t.ping_sec !== null);
+  const [contactLists, health] = await Promise.all([
+    Promise.all(registering.map((t) => trunkContacts(deps.live, accountId, t.id, now))),
+    probed ? readTrunkHealth(deps.live, accountId) : Promise.resolve(new Map<string, TrunkHealth>()),
+  ]);
+  const contacts = new Map(registering.map((t, i) => [t.id, contactLists[i]!]));
+  const down = new Map<string, TrunkHealth>();
+  for (const t of trunks.values()) {
+    const h = health.get(t.id);
+    if (h && isTrunkDown(h, t.ping_sec, now)) down.set(t.id, h);
+  }
+  return { contacts, down };
+}
+
+/** An rtjson route to one registration of a trunk, for `user` (its NAT source, Path and socket as registered). */
+function contactRoute(contact: TrunkContact, user: string): RtjsonRoute {
+  return {
+    uri: withUser(contact.contact, user),
+    ...(contact.received ? { dst_uri: contact.received } : {}),
+    ...(contact.path ? { path: contact.path } : {}),
+    ...(contact.socket ? { socket: contact.socket } : {}),
+  };
 }
 
 // ---- device-originated: internal and outbound ------------------------------------------------

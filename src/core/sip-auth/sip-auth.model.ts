@@ -10,7 +10,7 @@ export namespace SipAuthModel {
   export const Request = T.Object(
     {
       username: T.String({ minLength: 1, maxLength: 255, description: "Digest username: the auth username, or `user@realm` (then verified against ha1b)." }),
-      realm: T.String({ minLength: 1, maxLength: 253, description: "Digest realm: the account's SIP domain." }),
+      realm: T.String({ minLength: 1, maxLength: 253, description: "Digest realm: the account's SIP domain (any realm the edge challenged with, for a trunk)." }),
       nonce: T.String({ minLength: 1, maxLength: 255, description: "The edge's nonce (the edge checks its freshness)." }),
       uri: T.String({ minLength: 1, maxLength: 1024, description: "The digest uri as sent in the Authorization header (not the Request-URI)." }),
       response: T.String({ pattern: "^[0-9a-fA-F]{32}$", description: "The digest response: 32 hex characters." }),
@@ -30,14 +30,18 @@ export namespace SipAuthModel {
   );
   export type Request = Static<typeof Request>;
 
-  /** The success reply, exactly SPEC.md's fields. */
+  /**
+   * The success reply: SPEC.md's fields for a device. A trunk that authenticates towards us
+   * (inbound_auth register or digest) answers with `trunk_id` instead, and null user and device.
+   */
   export const Reply = T.Object(
     {
       ok: T.Literal(true),
-      account_id: T.String({ description: "acc_… of the device." }),
-      user_id: T.String({ description: "us_… owning the device." }),
-      device_id: T.String({ description: "dev_… that authenticated." }),
-      webrtc: Flag("1 when the device is a WebRTC endpoint."),
+      account_id: T.String({ description: "acc_… of the device (or trunk)." }),
+      user_id: T.Union([T.String(), T.Null()], { description: "us_… owning the device; null for a trunk." }),
+      device_id: T.Union([T.String(), T.Null()], { description: "dev_… that authenticated; null for a trunk." }),
+      webrtc: Flag("1 when the device is a WebRTC endpoint (0 for a trunk)."),
+      trunk_id: T.Optional(T.String({ description: "trk_… when a trunk (inbound_auth register or digest) authenticated instead of a device." })),
     },
     { additionalProperties: false },
   );

@@ -12,8 +12,10 @@ import type { Logger } from "../log/logger.ts";
 import type { Platform } from "../platform.ts";
 import type { SipAuthModel } from "./sip-auth.model.ts";
 import { digestEquals, expectedResponse } from "./sip-digest.ts";
-import { findDigestIdentity, findDigestIdentityWithContext, type DigestIdentity } from "./sip-auth.store.ts";
+import { findDigestIdentity, findDigestIdentityWithContext, findTrunkIdentity, type DigestIdentity, type TrunkIdentity } from "./sip-auth.store.ts";
 import type { DeviceContext } from "../routing/decide.store.ts";
+import type { SecretStore } from "../secrets/secrets.service.ts";
+import { ipAllowed, parseCidr } from "../net/cidr.ts";
 
 /** Failed attempts of one address are counted in a window that restarts with every failure. */
 export const AUTH_FAIL_WINDOW_MS = 10 * 60_000;
@@ -51,11 +53,16 @@ export interface DigestAuthDeps {
   log?: Logger;
   /** Keeps the credential and routing context between calls (POST /route); without it every call reads them. */
   configCache?: ConfigCache;
+  /**
+   * Reveals the passwords of trunks that authenticate towards us (inbound_auth register or digest);
+   * without it only devices authenticate.
+   */
+  secrets?: SecretStore;
 }
 
 /** The production wiring of `DigestAuthDeps` (POST /auth, and POST /route with `auth`). */
 export function digestAuthDeps(platform: Platform): DigestAuthDeps {
-  return { db: platform.db, live: platform.live, log: platform.log.child({ component: "sip-auth" }), configCache: platform.configCache };
+  return { db: platform.db, live: platform.live, log: platform.log.child({ component: "sip-auth" }), configCache: platform.configCache, secrets: platform.secrets };
 }
 
 export interface DigestAuthOptions {
@@ -104,7 +111,7 @@ export async function authenticateDigestForRoute(
   input: SipAuthModel.Request,
   to: string,
   options: DigestAuthOptions = {},
-): Promise<{ result: DigestAuthResult; device: DeviceContext; also: AlsoTaken }> {
+): Promise<{ result: DigestAuthResult; device: DeviceContext | null; also: AlsoTaken }> {
   const cache = deps.configCache;
   const find = (realm: string, username: string) => findDigestIdentityWithContext(deps.db, realm, username, to);
   // The answer is the same for every call from this device to `to` until the account's configuration
@@ -113,19 +120,55 @@ export async function authenticateDigestForRoute(
     ? (realm: string, username: string) => cache.read(`digest\u0000${realm}\u0000${username}\u0000${to}`, () => find(realm, username), (row) => row?.account_id ?? null)
     : find;
   const { result, identity, also } = await verifyDigest(deps, input, options, cached);
-  return { result, device: identity.ctx, also };
+  return { result, device: identity?.ctx ?? null, also };
+}
+
+/** A trunk's identity with the password it uses towards us (null when its secret is gone). */
+type TrunkCredential = { trunk: TrunkIdentity; password: string | null };
+
+/**
+ * The trunk that authenticates with `username` (inbound_username, unique platform-wide) and its
+ * password, kept under its account like the devices' credentials; null without a secret store.
+ */
+async function findTrunkCredential(deps: DigestAuthDeps, username: string): Promise<TrunkCredential | null> {
+  const { secrets, db } = deps;
+  if (!secrets) return null;
+  const load = async (): Promise<TrunkCredential | null> => {
+    const trunk = await findTrunkIdentity(db, username);
+    if (!trunk) return null;
+    const password = trunk.inbound_secret_ref ? await secrets.reveal(db, trunk.account_id, trunk.inbound_secret_ref) : null;
+    return { trunk, password };
+  };
+  const cache = deps.configCache;
+  return cache ? cache.read(`trunkcred\u0000${username}`, load, (found) => found?.trunk.account_id ?? null) : load();
 }
 
 /**
- * The verification itself, with the identity read by `find`; answers with the verified identity too,
- * and what became of `options.alsoTake`'s key (null when it was not tried).
+ * Why a trunk whose digest is right may still not use it, or null: it must be active in an active
+ * account, take inbound calls, authenticate this way (register trunks register and call, digest
+ * trunks only call), and send from its ACL when it lists one.
+ */
+function trunkRefusal(trunk: TrunkIdentity, method: string, sourceIp: string | null): string | null {
+  if (trunk.trunk_status !== "active") return `trunk ${trunk.trunk_status}`;
+  if (trunk.account_status !== "active") return `account ${trunk.account_status}`;
+  if (trunk.direction === "outbound") return "outbound-only trunk";
+  if (trunk.inbound_auth === "ip") return "trunk is recognized by its address, not by a digest";
+  if (trunk.inbound_auth === "digest" && method.toUpperCase() === "REGISTER") return "digest trunks do not register (inbound_auth register does)";
+  if (trunk.acl.length && !ipAllowed(sourceIp, trunk.acl.map(parseCidr))) return "source address not in the trunk's acl";
+  return null;
+}
+
+/**
+ * The verification itself, with the device identity read by `find` (a trunk's inbound username when no
+ * device has it); answers with the verified device identity too (null for a trunk), and what became of
+ * `options.alsoTake`'s key (null when it was not tried).
  */
 async function verifyDigest<I extends DigestIdentity>(
   deps: DigestAuthDeps,
   input: SipAuthModel.Request,
   options: DigestAuthOptions,
   find: (realm: string, authUsername: string) => Promise<I | null>,
-): Promise<{ result: DigestAuthResult; identity: I; also: AlsoTaken }> {
+): Promise<{ result: DigestAuthResult; identity: I | null; also: AlsoTaken }> {
   const { live, log } = deps;
   if (input.qop !== undefined) {
     const missing = [];
@@ -146,7 +189,10 @@ async function verifyDigest<I extends DigestIdentity>(
   const realm = input.realm.toLowerCase();
 
   const identity = await find(realm, authUsername);
-  const stored = identity ? (withDomain ? identity.ha1b : identity.ha1) : DUMMY_HA1;
+  // No device by that name: a trunk's inbound username (plain names only; any realm the edge chose).
+  const trunkCredential = identity || withDomain ? null : await findTrunkCredential(deps, input.username);
+  const trunkHa1 = trunkCredential?.password != null ? md5Hex(`${input.username}:${input.realm}:${trunkCredential.password}`) : null;
+  const stored = identity ? (withDomain ? identity.ha1b : identity.ha1) : (trunkHa1 ?? DUMMY_HA1);
   const expected = expectedResponse(stored, {
     method: input.method,
     uri: input.uri,
@@ -164,8 +210,9 @@ async function verifyDigest<I extends DigestIdentity>(
     throw new AppError("unauthorized", UNAUTHORIZED_MESSAGE);
   };
 
-  if (!identity) return fail("unknown_identity");
+  if (!identity && trunkHa1 === null) return fail("unknown_identity");
   if (!matches) return fail("wrong_response");
+  if (!identity) return verifiedTrunk(deps, input, options, trunkCredential!.trunk, realm, sourceIp, fail);
 
   // Only a verified response is remembered: nobody without the password can burn a nonce.
   const replay = { key: accountKey(identity.account_id, "digest", replayFingerprint(realm, input)), value: "1", ttlMs: options.replayWindowMs ?? DIGEST_REPLAY_WINDOW_MS };
@@ -207,6 +254,36 @@ async function verifyDigest<I extends DigestIdentity>(
     identity,
     also: also ? { entry: also, taken: existing === -1 } : null,
   };
+}
+
+/** A trunk's verified digest: replay, then whether it may use it (as for devices: digest first, then status). */
+async function verifiedTrunk<I>(
+  deps: DigestAuthDeps,
+  input: SipAuthModel.Request,
+  options: DigestAuthOptions,
+  trunk: TrunkIdentity,
+  realm: string,
+  sourceIp: string | null,
+  fail: (reason: "replay") => Promise<never>,
+): Promise<{ result: DigestAuthResult; identity: I | null; also: AlsoTaken }> {
+  const replay = { key: accountKey(trunk.account_id, "digest", replayFingerprint(realm, input)), value: "1", ttlMs: options.replayWindowMs ?? DIGEST_REPLAY_WINDOW_MS };
+  const refusal = trunkRefusal(trunk, input.method, sourceIp);
+  const also = refusal === null && options.alsoTake ? options.alsoTake(trunk.account_id) : null;
+  const existing = also ? await deps.live.setEachIfAbsent([replay, also]) : (await deps.live.setIfAbsent(replay.key, replay.value, replay.ttlMs)) ? -1 : 0;
+  if (existing === 0) return fail("replay");
+  if (refusal !== null) {
+    deps.log?.info("sip auth refused: trunk may not authenticate so", { account_id: trunk.account_id, trunk_id: trunk.trunk_id, reason: refusal, source_ip: sourceIp, method: input.method });
+    throw new AppError("forbidden", FORBIDDEN_MESSAGE);
+  }
+  return {
+    result: { ok: true, account_id: trunk.account_id, user_id: null, device_id: null, webrtc: 0, trunk_id: trunk.trunk_id },
+    identity: null,
+    also: also ? { entry: also, taken: existing === -1 } : null,
+  };
+}
+
+function md5Hex(text: string): string {
+  return new Bun.CryptoHasher("md5").update(text).digest("hex");
 }
 
 /**

@@ -9,6 +9,7 @@ import { rawJson } from "../db/sql-text.ts";
 import { accounts } from "../accounts/accounts.schema.ts";
 import { deviceCredentials, devices } from "../devices/devices.schema.ts";
 import { appUsers } from "../users/users.schema.ts";
+import { sipTrunkAcls, sipTrunks, trunkCredentials } from "../trunks/trunks.schema.ts";
 import { deviceContextSql, type DeviceContext } from "../routing/decide.store.ts";
 
 /** Everything /auth needs to decide, in one row. */
@@ -94,4 +95,52 @@ export async function findDigestIdentityWithContext(
   if (!row) return null;
   const ctx = rawJson<DeviceContext>(row.ctx);
   return { ...row, user_status: ctx.caller?.status ?? "missing", account_status: ctx.account?.status ?? "missing", ctx };
+}
+
+/** A trunk that authenticates towards us (inbound_auth register or digest), found by its inbound_username. */
+export interface TrunkIdentity {
+  account_id: string;
+  trunk_id: string;
+  /** register or digest (ip: the trunk is known by address and never authenticates). */
+  inbound_auth: string;
+  direction: string;
+  trunk_status: string;
+  account_status: string;
+  /** The secret holding the password the trunk uses towards us. */
+  inbound_secret_ref: string | null;
+  /** Where its requests may come from, when the trunk's ACL lists any (canonical CIDRs). */
+  acl: string[];
+}
+
+function prepareTrunkLookup(db: Db) {
+  return db
+    .select({
+      account_id: trunkCredentials.account_id,
+      trunk_id: sipTrunks.id,
+      inbound_auth: sipTrunks.inbound_auth,
+      direction: sipTrunks.direction,
+      trunk_status: sipTrunks.status,
+      account_status: sql<string>`coalesce((select ${accounts.status} from ${accounts} where ${accounts.id} = ${trunkCredentials.account_id}), 'missing')`,
+      inbound_secret_ref: sipTrunks.inbound_secret_ref,
+      acl: sql<string>`coalesce((select json_agg(${sipTrunkAcls.cidr})::text from ${sipTrunkAcls} where ${sipTrunkAcls.account_id} = ${sipTrunks.account_id} and ${sipTrunkAcls.trunk_id} = ${sipTrunks.id}), '[]')`,
+    })
+    .from(trunkCredentials)
+    .innerJoin(sipTrunks, and(eq(sipTrunks.account_id, trunkCredentials.account_id), eq(sipTrunks.id, trunkCredentials.trunk_id)))
+    .where(eq(trunkCredentials.username, sql.placeholder("username")))
+    .limit(1)
+    .prepare("sip_auth_trunk");
+}
+
+const preparedTrunk = new WeakMap<Db, ReturnType<typeof prepareTrunkLookup>>();
+
+/** The trunk whose inbound_username is `username`, or null (usernames are unique platform-wide). */
+export async function findTrunkIdentity(db: Db, username: string): Promise<TrunkIdentity | null> {
+  let statement = preparedTrunk.get(db);
+  if (!statement) {
+    statement = prepareTrunkLookup(db);
+    preparedTrunk.set(db, statement);
+  }
+  const [row] = await statement.execute({ username });
+  if (!row) return null;
+  return { ...row, acl: rawJson<string[]>(row.acl) };
 }

@@ -127,3 +127,15 @@ export type SipTrunkRow = typeof sipTrunks.$inferSelect;
 export type SipTrunkAclRow = typeof sipTrunkAcls.$inferSelect;
 export type OutboundRouteRow = typeof outboundRoutes.$inferSelect;
 export type NumberTransformRow = typeof numberTransforms.$inferSelect;
+
+/**
+ * The global lookup of the edge for a trunk that authenticates towards us (inbound_auth register or
+ * digest): its inbound_username, unique platform-wide (the digest names no account), to its trunk.
+ * Written with the trunk (trunks.store.ts); a reference table keyed by the value (DESIGN.md section 2).
+ */
+export const trunkCredentials = pgTable("trunk_credential", {
+  username: text("username").primaryKey(),
+  account_id: text("account_id").notNull(),
+  trunk_id: text("trunk_id").notNull(),
+});
+export type TrunkCredentialRow = typeof trunkCredentials.$inferSelect;

@@ -12,6 +12,7 @@ import {
   deleteNumberTransform,
   deleteOutboundRoute,
   deleteTrunk,
+  inboundUsernamesOfOtherAccounts,
   insertNumberTransform,
   insertOutboundRoute,
   insertTrunk,
@@ -125,7 +126,10 @@ export const trunkSection: Section<TrunkCanonical> = {
       entry.acl = [...acl].sort(byText);
 
       const has = (s: SecretSpec) => s.secret !== "none";
-      if (takesOutbound(entry.direction) && !entry.proxy) err("proxy", `A trunk with direction ${entry.direction} needs a proxy to send calls to.`);
+      // A trunk that registers to us is reached at its registration; a proxy is then its fallback.
+      if (takesOutbound(entry.direction) && !entry.proxy && entry.inbound_auth !== "register") {
+        err("proxy", `A trunk with direction ${entry.direction} needs a proxy to send calls to (or inbound_auth register: calls go to its registration).`);
+      }
       if (entry.do_register === 1) {
         if (!entry.proxy) err("proxy", "do_register needs a proxy to register with.");
         if (!entry.auth_username) err("auth_username", "do_register needs auth_username.");
@@ -161,6 +165,14 @@ export const trunkSection: Section<TrunkCanonical> = {
     const aclByTrunk = new Map<string, string[]>();
     for (const acl of acls) aclByTrunk.set(acl.trunk_id, [...(aclByTrunk.get(acl.trunk_id) ?? []), acl.cidr]);
     return rows.map((row) => ({ id: row.id, entry: trunkFromRow(row, (aclByTrunk.get(row.id) ?? []).sort(byText)) }));
+  },
+
+  async checkCreates(db, accountId, claims) {
+    const named = claims.filter((c) => c.entry.inbound_username !== null);
+    const taken = new Set(await inboundUsernamesOfOtherAccounts(db, accountId, named.map((c) => c.entry.inbound_username!)));
+    return named
+      .filter((c) => taken.has(c.entry.inbound_username!))
+      .map((c) => ({ path: `${c.at}/inbound_username`, message: `${c.entry.inbound_username} is already the inbound username of another account's trunk (the edge finds a trunk by it).` }));
   },
 
   async create(tx, w, entry) {

@@ -1,0 +1,163 @@
+/**
+ * The edge's periodic trunk work (POST /trunks/tick): each node reports how its OPTIONS probes and
+ * its registrations with trunks went, and learns which trunks to probe now and which registrations to
+ * keep. The schedule is stateless (a trunk is due when a multiple of its ping_sec, shifted by a
+ * per-trunk offset, falls within the node's last interval), so any instance answers any tick.
+ */
+import type { DbOrTx } from "../db/db.ts";
+import { accountKey, type LiveStore } from "../live/live-store.ts";
+import type { Logger } from "../log/logger.ts";
+import type { SecretStore } from "../secrets/secrets.service.ts";
+import { trunkContacts } from "../presence/presence.service.ts";
+import { hostOf } from "../routing/decide-support.ts";
+import { isTrunkDown, readTrunkHealth, recordTrunkProbes } from "./trunk-health.ts";
+import { REGISTRATION_STATES, type TrunkTickModel } from "./trunk-tick.model.ts";
+import { listProbedTrunks, listRegisteredTrunks, listTrunkStatusRows, type RegisteredTrunk } from "./trunks.store.ts";
+
+export interface TrunkTickDeps {
+  db: DbOrTx;
+  live: LiveStore;
+  secrets: SecretStore;
+  log: Logger;
+  /** The clock (epoch ms); default now. */
+  now?: () => number;
+}
+
+/** How long a node's registration report lasts without another (its key's lifetime). */
+const REGISTRATION_REPORT_TTL_MS = 10 * 60_000;
+
+type RegistrationState = (typeof REGISTRATION_STATES)[number];
+
+/** The hash of an account's registration reports: field `<trunk id> <node>`. */
+function registrationKey(accountId: string): string {
+  return accountKey(accountId, "trunks", "registration");
+}
+
+/** uac_reg_status() as a state. */
+function registrationState(status: number): RegistrationState {
+  return status === 1 ? "registered" : status === -2 ? "registering" : status === -99 ? "failed" : status === -3 ? "disabled" : "unknown";
+}
+
+/**
+ * Whether a trunk probed every `pingSec` is due in the tick at `nowSec` covering the last `interval`
+ * seconds: a multiple of pingSec, shifted by the trunk's own offset (so trunks spread over the
+ * interval instead of all at once), in (nowSec - interval, nowSec].
+ * @example probeDue("trk_…", 30, 1795877760, 5)
+ */
+export function probeDue(trunkId: string, pingSec: number, nowSec: number, interval: number): boolean {
+  const offset = hashOf(trunkId) % pingSec;
+  return Math.floor((nowSec - offset) / pingSec) > Math.floor((nowSec - interval - offset) / pingSec);
+}
+
+function hashOf(text: string): number {
+  let h = 2166136261;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 16777619);
+  return h >>> 0;
+}
+
+/** The ticks' use cases, with the registrations' derived requests kept between ticks (a secret is revealed once per change). */
+export function trunkTicker(deps: TrunkTickDeps) {
+  const built = new Map<string, { stamp: string; registration: TrunkTickModel.Reply["registrations"][number] | null }>();
+
+  /** The uac.reg_add request of a trunk we register with, or null when its password is gone. */
+  async function registrationOf(t: RegisteredTrunk): Promise<TrunkTickModel.Reply["registrations"][number] | null> {
+    const stamp = `${t.updated_at}`;
+    const kept = built.get(t.id);
+    if (kept && kept.stamp === stamp) return kept.registration;
+    const password = t.auth_secret_ref && t.auth_username ? await deps.secrets.reveal(deps.db, t.account_id, t.auth_secret_ref) : null;
+    let registration = null;
+    if (password === null || !t.proxy || !t.auth_username) {
+      deps.log.warn("a do_register trunk has no usable credentials or proxy: not registered", { account_id: t.account_id, trunk_id: t.id });
+    } else {
+      // The AoR's domain is the one calls out through the trunk name (from_domain, else the proxy's
+      // host); the realm the HA1 is for is the trunk's realm, else that domain.
+      const domain = t.from_domain ?? hostOf(t.proxy);
+      const realm = t.realm ?? domain;
+      const ha1 = new Bun.CryptoHasher("md5").update(`${t.auth_username}:${realm}:${password}`).digest("hex");
+      const proxy = `sip:${t.proxy}${t.transport === "udp" ? "" : `;transport=${t.transport}`}`;
+      // uac.reg_add: l_uuid, l_username, l_domain, r_username, r_domain, realm, auth_username,
+      // auth_password ("." = none), auth_ha1, auth_proxy, expires, flags, reg_delay, socket, contact_addr.
+      const params = [t.id, t.id, "parley", t.auth_username, domain, realm, t.auth_username, ".", ha1, proxy, t.expire_sec, 0, 0, ".", "."];
+      const rpc = JSON.stringify({ jsonrpc: "2.0", method: "uac.reg_add", params, id: 1 });
+      const version = new Bun.CryptoHasher("sha256").update(rpc).digest("base64url").slice(0, 16);
+      registration = { trunk_id: t.id, account_id: t.account_id, version, rpc };
+    }
+    built.set(t.id, { stamp, registration });
+    return registration;
+  }
+
+  return {
+    /** One node's tick: records what it reports, answers what to probe now and what to keep registered. */
+    async tick(input: TrunkTickModel.Request): Promise<TrunkTickModel.Reply> {
+      const now = deps.now?.() ?? Date.now();
+      const probesByAccount = new Map<string, Array<{ trunk_id: string; code: number; node: string; at: number }>>();
+      for (const p of input.probes ?? []) {
+        const list = probesByAccount.get(p.account_id) ?? [];
+        list.push({ trunk_id: p.trunk_id, code: p.code, node: input.node, at: now });
+        probesByAccount.set(p.account_id, list);
+      }
+      const statesByAccount = new Map<string, Record<string, string>>();
+      for (const r of input.registrations ?? []) {
+        const fields = statesByAccount.get(r.account_id) ?? {};
+        fields[`${r.trunk_id} ${input.node}`] = JSON.stringify({ state: registrationState(r.status), at: now });
+        statesByAccount.set(r.account_id, fields);
+      }
+      await Promise.all([
+        ...[...probesByAccount].map(async ([accountId, probes]) => {
+          const changes = await recordTrunkProbes(deps.live, accountId, probes);
+          for (const [trunkId, { before, after }] of Object.entries(changes)) {
+            const where = { account_id: accountId, trunk_id: trunkId, code: after.code, node: input.node };
+            if (after.state === "down" && before?.state !== "down") deps.log.warn("trunk stopped answering OPTIONS: tried after the others", where);
+            if (after.state === "up" && before?.state === "down") deps.log.info("trunk answers OPTIONS again", where);
+          }
+        }),
+        ...[...statesByAccount].map(async ([accountId, fields]) => {
+          await deps.live.hset(registrationKey(accountId), fields);
+          await deps.live.expire(registrationKey(accountId), REGISTRATION_REPORT_TTL_MS);
+        }),
+      ]);
+
+      const nowSec = Math.floor(now / 1000);
+      const [probed, registered] = await Promise.all([listProbedTrunks(deps.db), listRegisteredTrunks(deps.db, input.node)]);
+      const ping = probed
+        .filter((t) => probeDue(t.id, t.ping_sec, nowSec, input.interval))
+        .map((t) => ({ account_id: t.account_id, trunk_id: t.id, uri: `sip:${t.proxy}${t.transport === "udp" ? "" : `;transport=${t.transport}`}` }));
+      const registrations = (await Promise.all(registered.map(registrationOf))).filter((r) => r !== null);
+      const current = new Set(registered.map((t) => t.id));
+      for (const id of built.keys()) if (!current.has(id)) built.delete(id);
+      return { ok: true, ping, registrations };
+    },
+
+    /** An account's trunks with their probes' verdict, our registrations with them, and theirs with us. */
+    async status(accountId: string): Promise<TrunkTickModel.StatusReply> {
+      const now = deps.now?.() ?? Date.now();
+      const [rows, health, reports] = await Promise.all([
+        listTrunkStatusRows(deps.db, accountId),
+        readTrunkHealth(deps.live, accountId),
+        deps.live.hgetall(registrationKey(accountId)),
+      ]);
+      const contacts = await Promise.all(rows.map((r) => (r.inbound_auth === "register" ? trunkContacts(deps.live, accountId, r.id, now) : Promise.resolve([]))));
+      const data = rows.map((row, i) => {
+        const h = health.get(row.id);
+        const registrations = Object.entries(reports)
+          .filter(([field]) => field.startsWith(`${row.id} `))
+          .map(([field, raw]) => {
+            const value = JSON.parse(raw) as { state: RegistrationState; at: number };
+            return { node: field.slice(row.id.length + 1), state: value.state, at: value.at };
+          })
+          .sort((a, b) => (a.node < b.node ? -1 : 1));
+        const probedNow = row.ping_sec !== null && h !== undefined;
+        const stale = probedNow && h.state === "down" ? !isTrunkDown(h, row.ping_sec, now) : probedNow && now - h.at > row.ping_sec! * 3000 + 5000;
+        return {
+          trunk_id: row.id,
+          name: row.name,
+          status: row.status,
+          ping: probedNow ? { state: h.state, code: h.code, fails: h.fails, at: h.at, since: h.since, node: h.node, stale: stale ? 1 : 0 } : null,
+          registrations: row.do_register === 1 ? registrations : [],
+          registered_contacts: contacts[i]!.length,
+        };
+      });
+      return { ok: true, data };
+    },
+  };
+}
