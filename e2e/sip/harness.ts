@@ -169,6 +169,7 @@ async function startKamailioOn(port: number, options: { controlPort: number; con
   const args = [
     "kamailio", "-DD", "-E", "-m", "256", "-M", "16", "-x", "tlsf", "-X", "tlsf", "-f", KAMAILIO_CFG,
     "-A", `LISTEN=udp:127.0.0.1:${port}`,
+    "-A", `REG_CONTACT_ADDR="127.0.0.1:${port}"`,
     "-A", `CONTROL_CON="ctl=>http://127.0.0.1:${options.controlPort}"`,
     ...(options.control2Port ? ["-A", `CONTROL_CON2="ctl2=>http://127.0.0.1:${options.control2Port}"`] : []),
     "-A", `NODE="${options.node ?? "edge-e2e"}"`,

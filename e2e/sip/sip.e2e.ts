@@ -106,7 +106,8 @@ beforeAll(async () => {
     controlPort: parley.controlPort,
     node: "edge-e2e",
     // Report bans every 2 s; ban after 3 failed digests.
-    defines: ['REPORT_TIMER="name=secreport;mode=1;interval=2"', "AUTH_FAILS_TO_BAN=3"],
+    // Ticks of the trunk work every second, registrations managed every second.
+    defines: ['REPORT_TIMER="name=secreport;mode=1;interval=2"', "AUTH_FAILS_TO_BAN=3", "TRUNK_TICK=1", 'TRUNK_TIMER="name=trunks;mode=1;interval=1"', "REG_TIMER=1"],
   });
   deviceUas = startSipp("uas.xml", ["-p", String(devicePort), "-mp", String(nextMediaPort())]);
   carrierUas = startSipp("uas.xml", ["-p", String(carrierPort), "-mp", String(nextMediaPort())]);
@@ -629,6 +630,91 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
     }
   });
 
+  test("the edge probes trunks with ping_sec (OPTIONS): one that stops answering is tried after the one that answers, and comes back when it answers again; GET /trunks/status shows it", async () => {
+    const [upPort, downPort] = await twoUdpPorts();
+    const dir = mkdtempSync(join(tmpdir(), "sipp-probed-"));
+    const downTrace = join(dir, "down-messages.log");
+    const before = tenant.config;
+    let down = startSipp(probedUas(dir, 503), ["-p", String(downPort), "-mp", String(nextMediaPort()), "-trace_msg", "-message_file", downTrace]);
+    const up = startSipp(probedUas(dir, 200), ["-p", String(upPort), "-mp", String(nextMediaPort())]);
+    await applyTenantConfig(parley, tenant, withTrunkPair(before, "probed", "1414", [downPort, upPort], [{ ping_sec: 5 }, { ping_sec: 5 }]));
+    try {
+      const status = async () => (await api("GET", `${parley.controlUrl}/trunks/status?accountId=${tenant.accountId}`)).body.data as any[];
+      const of = (rows: any[], name: string) => rows.find((t) => t.name === name);
+      // Two refused probes (503) make the primary down; the backup answers.
+      await eventually(async () => {
+        const rows = await status();
+        expect(of(rows, "probed-primary").ping).toMatchObject({ state: "down", node: "edge-e2e", stale: 0 });
+        expect(of(rows, "probed-primary").ping.fails).toBeGreaterThanOrEqual(2);
+        expect(of(rows, "probed-backup").ping).toMatchObject({ state: "up", code: 200, fails: 0 });
+      }, 20_000);
+      expect(kamailio.log()).not.toMatch(/ctl \/trunks\/tick rc=(?!200)/);
+      const r = await invite("1001", "14145550100");
+      expect(r.code, r.stderr + kamailio.log().slice(-2000)).toBe(0);
+      expect(r.statuses).toContain(200);
+      // The call went to the backup first: the primary never got its INVITE.
+      expect(sippMessages(readFileSync(downTrace, "utf8")).filter((m) => /^INVITE sip:/m.test(m))).toEqual([]);
+      const record = await eventually(async () => {
+        const c = (await calls()).find((x) => x.sip_call_id === r.callIds.at(-1));
+        expect(c).toMatchObject({ status: "completed", direction: "outbound" });
+        return c;
+      });
+      const trace = await api("GET", `${parley.publicUrl}/v1/calls/${record.id}/trace`, undefined, { "x-api-key": tenant.key });
+      expect(JSON.stringify(trace.body)).toContain("not answering OPTIONS since");
+      // It answers again: up at its next probe.
+      await down.stop();
+      down = startSipp(probedUas(dir, 200), ["-p", String(downPort), "-mp", String(nextMediaPort())]);
+      await eventually(async () => expect(of(await status(), "probed-primary").ping).toMatchObject({ state: "up", code: 200 }), 15_000);
+    } finally {
+      await applyTenantConfig(parley, tenant, before);
+      await down.stop();
+      await up.stop();
+    }
+  });
+
+  test("the edge registers with a trunk that has do_register, answering its challenge with the HA1 of the trunk's password for its realm, with a Contact the trunk's calls come back to; it unregisters when the configuration drops it", async () => {
+    const port = await freeUdpPort();
+    const before = tenant.config;
+    let registrar = startSipp("uas-registrar.xml", ["-p", String(port), "-m", "1"]);
+    const trunk = { name: "reg-carrier", role: "carrier", direction: "both", proxy: `127.0.0.1:${port}`, do_register: 1, auth_username: "acct-88", auth_password: "reg-s3cret", realm: "registrar.test", from_domain: "carrier-reg.test", expire_sec: 300, acl: ["127.0.0.8"] };
+    await applyTenantConfig(parley, tenant, { trunks: [...(before.trunks as unknown[]), trunk] });
+    try {
+      const status = async () => ((await api("GET", `${parley.controlUrl}/trunks/status?accountId=${tenant.accountId}`)).body.data as any[]).find((t) => t.name === "reg-carrier");
+      const row = await eventually(async () => {
+        const t = await status();
+        expect(t.registrations).toEqual([{ node: "edge-e2e", state: "registered", at: expect.any(Number) }]);
+        return t;
+      }, 20_000);
+      expect(await exitOf(registrar), registrar.stderr() + registrar.stdout().slice(-1500)).toBe(0);
+      expect(kamailio.log()).toContain(`registration with trunk ${row.trunk_id} (account ${tenant.accountId}) set: 200`);
+      // Neither the password nor its HA1 is in the edge's log.
+      expect(kamailio.log()).not.toContain("reg-s3cret");
+      expect(kamailio.log()).not.toContain(new Bun.CryptoHasher("md5").update("acct-88:registrar.test:reg-s3cret").digest("hex"));
+
+      // A call the trunk sends to our registration's Contact (its user the trunk's id, the number in To)
+      // is for the number in To.
+      expect((await register("1002", devicePort)).code).toBe(0);
+      const did = `1626${String(Math.floor(Math.random() * 1e7)).padStart(7, "0")}`;
+      const num = await api("POST", `${parley.publicUrl}/v1/numbers`, { e164: did, dest_kind: "user", dest_id: tenant.users["1002"]!.userId }, { "x-api-key": tenant.key });
+      expect(num.status).toBe(201);
+      const toOurContact = join(mkdtempSync(join(tmpdir(), "sipp-to-contact-")), "invite-to-contact.xml");
+      writeFileSync(toOurContact, readFileSync(join(import.meta.dir, "scenarios", "invite-noauth.xml"), "utf8").replaceAll("To: <sip:[service]@[domain]>", `To: <sip:${did}@[domain]>`));
+      const inbound = await runSipp(toOurContact, edge(), ["-i", "127.0.0.8", "-s", row.trunk_id, "-key", "from_user", "14155559878", "-key", "domain", "127.0.0.1", "-d", "300", "-m", "1", "-timeout", "20s"]);
+      expect(inbound.code, inbound.stderr + kamailio.log().slice(-2000)).toBe(0);
+      expect(inbound.statuses).toContain(200);
+      await eventually(async () => expect((await calls()).find((x) => x.sip_call_id === inbound.callIds.at(-1))).toMatchObject({ direction: "inbound", number_id: num.body.data.id, status: "completed" }));
+
+      // Dropped from the configuration: unregistered (expires 0).
+      registrar = startSipp("uas-unregister.xml", ["-p", String(port), "-m", "1"]);
+      await applyTenantConfig(parley, tenant, before);
+      expect(await exitOf(registrar, 15_000), registrar.stderr() + registrar.stdout().slice(-1500) + kamailio.log().slice(-1500)).toBe(0);
+      expect(kamailio.log()).toContain(`registration with trunk ${row.trunk_id} dropped: 200`);
+    } finally {
+      await applyTenantConfig(parley, tenant, before);
+      await registrar.stop();
+    }
+  });
+
   test("what a device writes into its INVITE that only the edge may say (identity, X- headers, a preloaded Route) does not reach the trunk; /route's headers do", async () => {
     const trunkPort = await freeUdpPort();
     const dir = mkdtempSync(join(tmpdir(), "sipp-hygiene-"));
@@ -792,7 +878,7 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
       // to the Contact it registered.
       const reg = await runSipp("register.xml", edge(), ["-s", pbxUser, "-au", pbxUser, "-ap", "pbx-pass-1", "-key", "domain", tenant.domain, "-key", "contact_port", String(pbxPort), "-key", "expires", "300", "-m", "1", "-timeout", "15s"]);
       expect(reg.code, reg.stderr + kamailio.log().slice(-2000)).toBe(0);
-      expect(kamailio.log()).toMatch(/ctl \/presence\/event register rc=200 .* trk=trk_\w+ expires=300/);
+      expect(kamailio.log()).toMatch(/ctl \/presence\/event register rc=200 .* expires=300 .* trk=trk_\w+/);
       const out = await invite("1001", "15557770042");
       expect(out.code, out.stderr + kamailio.log().slice(-2500)).toBe(0);
       expect(out.statuses).toContain(200);
@@ -1667,6 +1753,34 @@ function withTrunkPair(config: Record<string, unknown>, name: string, prefix: st
       { name: `${name}-2`, match_prefix: prefix, via: "trunk", trunk: `${name}-backup`, priority: 20 },
     ],
   };
+}
+
+/** A callee like uas.xml that also answers OPTIONS probes with `optionsCode`, written into `dir`. */
+function probedUas(dir: string, optionsCode: number): string {
+  const path = join(dir, `uas-probed-${optionsCode}.xml`);
+  const scenario = readFileSync(join(import.meta.dir, "scenarios", "uas.xml"), "utf8")
+    .replace('<recv request="INVITE" crlf="true"/>', '<recv request="OPTIONS" optional="true" next="options"/>\n  <recv request="INVITE" crlf="true"/>')
+    .replace(
+      /<timewait milliseconds="2000"\/>\s*<\/scenario>/,
+      `<nop hide="true" next="end"/>
+  <label id="options"/>
+  <send>
+    <![CDATA[
+      SIP/2.0 ${optionsCode} ${optionsCode === 200 ? "OK" : "Service Unavailable"}
+      [last_Via:]
+      [last_From:]
+      [last_To:];tag=[pid]opt[call_number]
+      [last_Call-ID:]
+      [last_CSeq:]
+      Content-Length: 0
+    ]]>
+  </send>
+  <label id="end"/>
+  <timewait milliseconds="2000"/>
+</scenario>`,
+    );
+  writeFileSync(path, scenario);
+  return path;
 }
 
 /** A carrier that challenges an INVITE and, answered, challenges it again (as one does for wrong credentials), written into `dir`. */

@@ -9,7 +9,7 @@ import { apiModels } from "../../http/api-models.ts";
 import { errorReplies } from "../../http/reply-models.ts";
 
 export function trunkRoutes(platform: Platform) {
-  const ticker = trunkTicker({ db: platform.db, live: platform.live, secrets: platform.secrets, log: platform.log.child({ component: "trunks" }) });
+  const ticker = trunkTicker({ db: platform.db, live: platform.live, secrets: platform.secrets, log: platform.log.child({ component: "trunks" }), configCache: platform.configCache });
   return new Elysia({ name: "control-trunks", normalize: false })
     .use(apiModels)
     .post("/trunks/tick", ({ body }) => ticker.tick(body), {

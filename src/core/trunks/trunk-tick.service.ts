@@ -5,6 +5,7 @@
  * per-trunk offset, falls within the node's last interval), so any instance answers any tick.
  */
 import type { DbOrTx } from "../db/db.ts";
+import type { ConfigCache } from "../cache/config-cache.ts";
 import { accountKey, type LiveStore } from "../live/live-store.ts";
 import type { Logger } from "../log/logger.ts";
 import type { SecretStore } from "../secrets/secrets.service.ts";
@@ -21,6 +22,11 @@ export interface TrunkTickDeps {
   log: Logger;
   /** The clock (epoch ms); default now. */
   now?: () => number;
+  /**
+   * Keeps each registration's request between ticks (dropped as its account's configuration changes),
+   * so a password is revealed once per change, not every tick; without it every tick builds them.
+   */
+  configCache?: ConfigCache;
 }
 
 /** How long a node's registration report lasts without another (its key's lifetime). */
@@ -55,36 +61,37 @@ function hashOf(text: string): number {
   return h >>> 0;
 }
 
-/** The ticks' use cases, with the registrations' derived requests kept between ticks (a secret is revealed once per change). */
+/** The ticks' use cases. */
 export function trunkTicker(deps: TrunkTickDeps) {
-  const built = new Map<string, { stamp: string; registration: TrunkTickModel.Reply["registrations"][number] | null }>();
+  type Registration = TrunkTickModel.Reply["registrations"][number];
 
   /** The uac.reg_add request of a trunk we register with, or null when its password is gone. */
-  async function registrationOf(t: RegisteredTrunk): Promise<TrunkTickModel.Reply["registrations"][number] | null> {
-    const stamp = `${t.updated_at}`;
-    const kept = built.get(t.id);
-    if (kept && kept.stamp === stamp) return kept.registration;
+  async function buildRegistration(t: RegisteredTrunk): Promise<Registration | null> {
     const password = t.auth_secret_ref && t.auth_username ? await deps.secrets.reveal(deps.db, t.account_id, t.auth_secret_ref) : null;
-    let registration = null;
     if (password === null || !t.proxy || !t.auth_username) {
       deps.log.warn("a do_register trunk has no usable credentials or proxy: not registered", { account_id: t.account_id, trunk_id: t.id });
-    } else {
-      // The AoR's domain is the one calls out through the trunk name (from_domain, else the proxy's
-      // host); the realm the HA1 is for is the trunk's realm, else that domain.
-      const domain = t.from_domain ?? hostOf(t.proxy);
-      const realm = t.realm ?? domain;
-      const ha1 = new Bun.CryptoHasher("md5").update(`${t.auth_username}:${realm}:${password}`).digest("hex");
-      const proxy = `sip:${t.proxy}${t.transport === "udp" ? "" : `;transport=${t.transport}`}`;
-      // uac.reg_add: l_uuid, l_username, l_domain, r_username, r_domain, realm, auth_username,
-      // auth_password ("." = none), auth_ha1, auth_proxy, expires, flags, reg_delay, socket, contact_addr.
-      const params = [t.id, t.id, "parley", t.auth_username, domain, realm, t.auth_username, ".", ha1, proxy, t.expire_sec, 0, 0, ".", "."];
-      const rpc = JSON.stringify({ jsonrpc: "2.0", method: "uac.reg_add", params, id: 1 });
-      const version = new Bun.CryptoHasher("sha256").update(rpc).digest("base64url").slice(0, 16);
-      registration = { trunk_id: t.id, account_id: t.account_id, version, rpc };
+      return null;
     }
-    built.set(t.id, { stamp, registration });
-    return registration;
+    // The AoR's domain is the one calls out through the trunk name (from_domain, else the proxy's
+    // host); the realm the HA1 is for is the trunk's realm, else that domain.
+    const domain = t.from_domain ?? hostOf(t.proxy);
+    const realm = t.realm ?? domain;
+    const ha1 = new Bun.CryptoHasher("md5").update(`${t.auth_username}:${realm}:${password}`).digest("hex");
+    const proxy = `sip:${t.proxy}${t.transport === "udp" ? "" : `;transport=${t.transport}`}`;
+    // uac.reg_add: l_uuid, l_username, l_domain, r_username, r_domain, realm, auth_username,
+    // auth_password ("." = none), auth_ha1, auth_proxy, expires, flags, reg_delay, socket, contact_addr.
+    const params = [t.id, t.id, "parley", t.auth_username, domain, realm, t.auth_username, ".", ha1, proxy, t.expire_sec, 0, 0, ".", "."];
+    const rpc = JSON.stringify({ jsonrpc: "2.0", method: "uac.reg_add", params, id: 1 });
+    const version = new Bun.CryptoHasher("sha256").update(rpc).digest("base64url").slice(0, 16);
+    return { trunk_id: t.id, account_id: t.account_id, version, rpc };
   }
+
+  const registrationOf = (t: RegisteredTrunk): Promise<Registration | null> => {
+    const cache = deps.configCache;
+    if (!cache) return buildRegistration(t);
+    // Kept under the trunk's account: any change of its configuration (the password too) drops it.
+    return cache.read(`trunkreg\u0000${t.id}\u0000${t.updated_at}`, () => buildRegistration(t), () => t.account_id);
+  };
 
   return {
     /** One node's tick: records what it reports, answers what to probe now and what to keep registered. */
@@ -123,8 +130,6 @@ export function trunkTicker(deps: TrunkTickDeps) {
         .filter((t) => probeDue(t.id, t.ping_sec, nowSec, input.interval))
         .map((t) => ({ account_id: t.account_id, trunk_id: t.id, uri: `sip:${t.proxy}${t.transport === "udp" ? "" : `;transport=${t.transport}`}` }));
       const registrations = (await Promise.all(registered.map(registrationOf))).filter((r) => r !== null);
-      const current = new Set(registered.map((t) => t.id));
-      for (const id of built.keys()) if (!current.has(id)) built.delete(id);
       return { ok: true, ping, registrations };
     },
 

@@ -1,0 +1,146 @@
+/** POST /trunks/tick and GET /trunks/status over a real socket: probes due, outcomes recorded, registrations to keep. */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { createHash, randomUUID } from "node:crypto";
+import { eq } from "drizzle-orm";
+import type { Platform } from "../../core/platform.ts";
+import { seedTenant, storeKind, testPlatform } from "../../../test/support/platform.ts";
+import { applyConfig } from "../../core/config-file/applier.ts";
+import { sipTrunks } from "../../core/trunks/trunks.schema.ts";
+import { probeDue } from "../../core/trunks/trunk-tick.service.ts";
+import { applyTrunkRegistration } from "../../core/presence/presence.service.ts";
+import { newId } from "../../core/ids/ids.ts";
+import { trunkRoutes } from "./trunks.ts";
+import { listenControl, type ControlClient } from "./control-listener.fixture.ts";
+
+const md5 = (text: string) => createHash("md5").update(text).digest("hex");
+
+let platform: Platform;
+let client: ControlClient;
+let logged: string[];
+
+beforeAll(async () => {
+  logged = [];
+  platform = await testPlatform({ logLines: logged, logLevel: "debug" });
+  client = listenControl(platform, [trunkRoutes]);
+});
+afterAll(async () => {
+  await client.stop();
+  await platform.close();
+});
+
+/** A tenant with a probed trunk, a registered-with trunk (for any node), one for node edge-2 only, and one that registers to us. */
+async function seed() {
+  const t = await seedTenant(platform);
+  const tag = randomUUID().slice(0, 8);
+  await applyConfig(platform.db, platform.secrets, t.accountId, {
+    version: 1,
+    trunks: [
+      { name: "probed", direction: "outbound", proxy: "probe.example:5070", transport: "tcp", ping_sec: 5 },
+      { name: "registered", direction: "outbound", proxy: "10.0.0.9", do_register: 1, auth_username: `acct-${tag}`, auth_password: "reg-pa$$", realm: "reg.example", expire_sec: 600, ping_sec: 60 },
+      { name: "edge2-only", direction: "outbound", proxy: "sip.two.example", do_register: 1, auth_username: "two", auth_password: "two-pass", reg_node: "edge-2" },
+      { name: "pbx", role: "pbx", direction: "both", inbound_auth: "register", inbound_username: `pbx-${tag}`, inbound_password: "pbx-pass" },
+    ],
+  });
+  const ids = Object.fromEntries((await platform.db.select().from(sipTrunks).where(eq(sipTrunks.account_id, t.accountId))).map((r) => [r.name, r.id])) as Record<string, string>;
+  return { accountId: t.accountId, ids, tag };
+}
+
+const tick = (body: Record<string, unknown>) => client.post("/trunks/tick", { node: "edge-1", interval: 5, ...body });
+
+describe(`POST /trunks/tick [${storeKind}]`, () => {
+  test("probeDue: each trunk once per ping_sec, at its own offset, whatever the tick length", () => {
+    for (const [pingSec, interval] of [[5, 1], [30, 5], [7, 5], [60, 60]] as const) {
+      const id = newId("trk");
+      let due = 0;
+      for (let t = 1_795_000_000; t < 1_795_000_000 + pingSec * 20; t += interval) if (probeDue(id, pingSec, t, interval)) due++;
+      expect(due, `${pingSec}/${interval}`).toBe(20);
+    }
+  });
+
+  test("lists every registration the node keeps, as uac.reg_add with the HA1 for the trunk's realm (never the password); probes due now; nothing of another node's or a disabled trunk", async () => {
+    const s = await seed();
+    const r = await tick({});
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    const mine = r.body.registrations.filter((x: any) => x.account_id === s.accountId);
+    expect(mine.map((x: any) => x.trunk_id)).toEqual([s.ids.registered]);
+    const rpc = JSON.parse(mine[0].rpc);
+    expect(rpc).toEqual({
+      jsonrpc: "2.0",
+      method: "uac.reg_add",
+      params: [s.ids.registered, s.ids.registered, "parley", `acct-${s.tag}`, "10.0.0.9", "reg.example", `acct-${s.tag}`, ".", md5(`acct-${s.tag}:reg.example:reg-pa$$`), "sip:10.0.0.9", 600, 0, 0, ".", "."],
+      id: 1,
+    });
+    expect(JSON.stringify(r.body)).not.toContain("reg-pa$$");
+    expect(logged.join("\n")).not.toContain("reg-pa$$");
+    const two = await client.post("/trunks/tick", { node: "edge-2", interval: 5 });
+    expect(two.body.registrations.filter((x: any) => x.account_id === s.accountId).map((x: any) => x.trunk_id).sort()).toEqual([s.ids.registered, s.ids["edge2-only"]].sort());
+    // A tick covering a whole ping_sec (5) lists the probed trunk, at its transport (probeDue above: when).
+    const probedPing = (await tick({ interval: 5 })).body.ping.find((p: any) => p.trunk_id === s.ids.probed);
+    expect(probedPing).toEqual({ account_id: s.accountId, trunk_id: s.ids.probed, uri: "sip:probe.example:5070;transport=tcp" });
+    // A changed trunk gets a new version; a disabled one leaves the list.
+    const version = mine[0].version;
+    await applyConfig(platform.db, platform.secrets, s.accountId, {
+      version: 1,
+      trunks: [{ name: "registered", direction: "outbound", proxy: "10.0.0.9", do_register: 1, auth_username: `acct-${s.tag}`, auth_password: "new-pass", realm: "reg.example", expire_sec: 600 }],
+    });
+    const changed = (await tick({})).body.registrations.find((x: any) => x.trunk_id === s.ids.registered);
+    expect(changed.version).not.toBe(version);
+    expect(JSON.parse(changed.rpc).params[8]).toBe(md5(`acct-${s.tag}:reg.example:new-pass`));
+    await platform.db.update(sipTrunks).set({ status: "disabled", updated_at: 1 }).where(eq(sipTrunks.id, s.ids.registered!));
+    expect((await tick({})).body.registrations.find((x: any) => x.trunk_id === s.ids.registered)).toBeUndefined();
+  });
+
+  test("probe outcomes make a trunk down after two misses and up again at an answer; registration states show per node; GET /trunks/status", async () => {
+    const s = await seed();
+    const probe = (code: number) => tick({ probes: [{ account_id: s.accountId, trunk_id: s.ids.probed, code }] });
+    expect((await probe(200)).status).toBe(200);
+    await probe(408);
+    let status = await client.get(`/trunks/status?accountId=${s.accountId}`);
+    expect(status.status).toBe(200);
+    const probed = () => status.body.data.find((t: any) => t.name === "probed");
+    expect(probed().ping).toMatchObject({ state: "up", code: 408, fails: 1, node: "edge-1", stale: 0 });
+    await probe(0);
+    status = await client.get(`/trunks/status?accountId=${s.accountId}`);
+    expect(probed().ping).toMatchObject({ state: "down", code: 0, fails: 2 });
+    expect(logged.join("\n")).toContain("trunk stopped answering OPTIONS");
+    await probe(404);
+    status = await client.get(`/trunks/status?accountId=${s.accountId}`);
+    expect(probed().ping).toMatchObject({ state: "up", code: 404, fails: 0 });
+    expect(logged.join("\n")).toContain("trunk answers OPTIONS again");
+
+    await tick({ registrations: [{ account_id: s.accountId, trunk_id: s.ids.registered, status: 1 }] });
+    await client.post("/trunks/tick", { node: "edge-2", interval: 5, registrations: [{ account_id: s.accountId, trunk_id: s.ids.registered, status: -99 }] });
+    await applyTrunkRegistration(platform.live, { account_id: s.accountId, trunk_id: s.ids.pbx!, contact: "sip:pbx@192.0.2.80", expires: 60 });
+    status = await client.get(`/trunks/status?accountId=${s.accountId}`);
+    const byName = Object.fromEntries(status.body.data.map((t: any) => [t.name, t]));
+    expect(byName.registered.registrations).toEqual([
+      { node: "edge-1", state: "registered", at: expect.any(Number) },
+      { node: "edge-2", state: "failed", at: expect.any(Number) },
+    ]);
+    expect(byName.registered.ping).toBeNull();
+    expect(byName.pbx).toMatchObject({ registered_contacts: 1, registrations: [], ping: null });
+  });
+
+  test("malformed ticks: 400 naming the field; an unknown account's status: 404; another address: 403", async () => {
+    for (const [body, path] of [
+      [{ node: "edge 1", interval: 5 }, "/node"],
+      [{ node: "edge-1", interval: 0 }, "/interval"],
+      [{ node: "edge-1", interval: 5, probes: [{ account_id: "acc_x", trunk_id: newId("trk"), code: 200 }] }, "/probes/0/account_id"],
+      [{ node: "edge-1", interval: 5, probes: [{ account_id: newId("acc"), trunk_id: newId("trk"), code: 900 }] }, "/probes/0/code"],
+    ] as const) {
+      const r = await client.post("/trunks/tick", body);
+      expect(r.status, JSON.stringify(body)).toBe(400);
+      expect(r.body.details.map((d: any) => d.path)).toContain(path);
+    }
+    expect((await client.get(`/trunks/status?accountId=${newId("acc")}`)).status).toBe(404);
+    expect((await client.get(`/trunks/status?accountId=nope`)).status).toBe(400);
+    const closed = await testPlatform({ env: { CONTROL_ALLOW: "10.255.0.0/16" } });
+    const gated = listenControl(closed, [trunkRoutes]);
+    try {
+      expect((await gated.post("/trunks/tick", { node: "edge-1", interval: 5 })).status).toBe(403);
+    } finally {
+      await gated.stop();
+      await closed.close();
+    }
+  });
+});
