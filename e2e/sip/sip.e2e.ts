@@ -828,7 +828,7 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
     expect(kamailio.log()).toMatch(new RegExp(`ctl /route rc=200 us=\\d+ action=proxy to=${did}`));
   });
 
-  test("trunks that authenticate towards us: a digest trunk's call is challenged and, answered with its inbound credentials, reaches the DID (only from its acl, never with a wrong password); a PBX trunk registers (inbound_auth register), and calls routed through it reach its registration", async () => {
+  test("trunks that authenticate towards us: a digest trunk's call is challenged and, answered with its inbound credentials, reaches the DID (only from its acl, never with a wrong password); a PBX trunk registers (inbound_auth register), calls routed through it reach its registration, and its own calls reach the account's users and go out", async () => {
     const before = tenant.config;
     const tag = crypto.randomUUID().slice(0, 8);
     const digestUser = `dg-${tag}`;
@@ -884,6 +884,15 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
       expect(out.statuses).toContain(200);
       expect(await exitOf(pbx), pbx.stderr()).toBe(0);
       await eventually(async () => expect((await calls()).find((x) => x.sip_call_id === out.callIds.at(-1))).toMatchObject({ direction: "outbound", status: "completed", answered: 1 }));
+      // The PBX's own calls (role pbx), challenged and answered with its credentials: to a user of the
+      // account (internal), and out through the account's routes.
+      const pbxCall = (to: string) => runSipp("invite.xml", edge(), ["-s", to, "-au", pbxUser, "-ap", "pbx-pass-1", "-key", "from_user", "14155550177", "-key", "domain", tenant.domain, "-d", "300", "-m", "1", "-timeout", "20s"]);
+      const internal = await pbxCall("1002");
+      expect(internal.code, internal.stderr + kamailio.log().slice(-2000)).toBe(0);
+      await eventually(async () => expect((await calls()).find((x) => x.sip_call_id === internal.callIds.at(-1))).toMatchObject({ direction: "internal", status: "completed", answered: 1 }));
+      const outward = await pbxCall(tenant.trunkNumber);
+      expect(outward.code, outward.stderr + kamailio.log().slice(-2000)).toBe(0);
+      await eventually(async () => expect((await calls()).find((x) => x.sip_call_id === outward.callIds.at(-1))).toMatchObject({ direction: "outbound", status: "completed", answered: 1 }));
       // A digest trunk does not register.
       const digestReg = await runSipp("register.xml", edge(), ["-s", digestUser, "-au", digestUser, "-ap", "dg-pass-1", "-i", "127.0.0.5", "-key", "domain", tenant.domain, "-key", "contact_port", String(pbxPort), "-key", "expires", "300", "-m", "1", "-timeout", "10s"]);
       expect(digestReg.statuses.at(-1)).toBe(403);

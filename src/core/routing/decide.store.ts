@@ -156,6 +156,8 @@ export interface RouteTrunk {
   inbound_auth: string;
   /** Seconds between the edge's OPTIONS probes; null when it is not probed. */
   ping_sec: number | null;
+  /** carrier, or pbx: a customer PBX, whose calls may also go to the account's extensions and users and out. */
+  role: string;
 }
 
 export interface RouteOutboundRoute {
@@ -264,7 +266,7 @@ const TRUNK = (t: string) =>
   sql.raw(`json_build_object('id', ${t}.id, 'name', ${t}.name, 'account_id', ${t}.account_id, 'status', ${t}.status, 'direction', ${t}.direction,
   'proxy', ${t}.proxy, 'transport', ${t}.transport, 'max_channels', ${t}.max_channels, 'cid_number', ${t}.cid_number,
   'from_domain', ${t}.from_domain, 'from_user', ${t}.from_user, 'auth', ${t}.auth_username is not null and ${t}.auth_secret_ref is not null,
-  'inbound_auth', ${t}.inbound_auth, 'ping_sec', ${t}.ping_sec)`);
+  'inbound_auth', ${t}.inbound_auth, 'ping_sec', ${t}.ping_sec, 'role', ${t}.role)`);
 
 const LIMIT = sql.raw(`json_build_object('id', c.id, 'name', c.name, 'scope_kind', c.scope_kind, 'scope_id', c.scope_id,
   'direction', c.direction, 'period_sec', c.period_sec, 'max_count', c.max_count, 'hard', c.hard)`);
@@ -291,7 +293,7 @@ const trunkBySourceSql = sql`select coalesce(json_agg(m.c order by m.len desc, m
       max(masklen(acl.cidr::inet)) as len, t.id
     from sip_trunk_acl acl join sip_trunk t on t.account_id = acl.account_id and t.id = acl.trunk_id
     where t.status = 'active' and t.inbound_auth = 'ip' and t.direction <> 'outbound' and ${p("ip")}::inet <<= acl.cidr::inet
-      and (exists (select 1 from did_lookup l where l.e164 = ${p("e164")} and l.account_id = t.account_id)
+      and (t.role = 'pbx' or exists (select 1 from did_lookup l where l.e164 = ${p("e164")} and l.account_id = t.account_id)
         or exists (select 1 from number_transform x where x.account_id = t.account_id and x.direction = 'inbound_dst'
           and ((x.scope_kind = 'trunk' and x.scope_id = t.id) or (x.scope_kind = 'account' and x.scope_id = t.account_id))))
     group by t.account_id, t.id
@@ -430,9 +432,10 @@ function first<T>(rows: Array<{ ctx: unknown }>): T | null {
  * The active ip-authenticated trunks whose ACLs hold `ip` and that could take a call to `dialled`,
  * most specific ACL first (at most MAX_SOURCE_TRUNKS): accounts may share a source (one PBX host,
  * many tenants), so the called DID picks among them. A trunk that could take it is one whose account
- * owns the DID `dialled`, or that has inbound number transforms (which may turn `dialled` into one of
- * its account's DIDs); the others are left out before the limit, so however many tenants share the
- * source, the owner of the DID is among the candidates.
+ * owns the DID `dialled`, that has inbound number transforms (which may turn `dialled` into one of
+ * its account's DIDs), or a PBX's (role pbx: its calls also go to the account's extensions, users and
+ * out); the others are left out before the limit, so however many tenants share the source, the owner
+ * of the DID is among the candidates.
  */
 export async function loadTrunksBySource(db: DbOrTx, ip: string, dialled: string): Promise<TrunkContext[]> {
   return first<TrunkContext[]>(await statements(db).trunkBySource.execute({ ip, e164: dialled })) ?? [];

@@ -103,6 +103,56 @@ describe(`decideRoute classification [${storeKind}]`, () => {
     expect(wrongId.reply.rtjson).toMatchObject({ action: "reject", code: 403 });
   });
 
+  test("a customer PBX's trunk (role pbx): a DID is inbound; the account's extensions and users are internal; a number goes out under the outbound policies with the caller-ID the PBX sent; a carrier's trunk gets none of that", async () => {
+    const f = await routeFixture(platform);
+    const alice = await f.user({ username: "alice" });
+    const dev = await f.device(alice);
+    const flow = await f.flow();
+    const did = await f.number({ dest_kind: "flow", dest_id: flow, e164: freshE164("4420") });
+    const ext = await f.extension({ digits: "300", dest_kind: "user", dest_id: alice });
+    const pbx = await f.trunk({ name: "office", role: "pbx", max_channels: 8, inbound_auth: "ip" }, ["198.18.7.0/28"]);
+    const carrier = await f.trunk({ name: "carrier-in", inbound_auth: "ip" }, ["198.18.8.0/28"]);
+    const out = await f.trunk({ name: "out", proxy: "out.example", max_channels: 20 });
+    await f.route({ via: "trunk", trunk_id: out, match_prefix: "44", priority: 1 });
+    await f.cidRule({ cid_number: "4930111111", match_country: "DE" });
+    await f.phoneList("dnc_out", ["447700900999"]);
+    const fromPbx = (to: string, extra: Partial<RouteRequest> = {}) => decideRoute(testDeps(platform, { contacts: { [alice]: [contact(alice, dev, "sip:alice@192.0.2.50:5060")] } }), req({ to, from: "442071110000", fromName: "Front Desk", source_ip: "198.18.7.2", ...extra }));
+
+    expect((await fromPbx(did.e164)).reply.rtjson).toMatchObject({ action: "flow" });
+    const toExt = await fromPbx("300");
+    expect(toExt.reply.rtjson).toMatchObject({ action: "proxy" });
+    expect(toExt).toMatchObject({ direction: "internal", trunkId: pbx, userId: alice });
+    expect(toExt.slots).toContainEqual({ level: "trunk", id: pbx, limit: 8 });
+    expect(steps(toExt)).toContain("internal from PBX trunk office");
+    expect(steps(toExt)).toContain(`extension: 300 (${ext})`);
+    expect((await fromPbx("alice")).reply.rtjson).toMatchObject({ action: "proxy" });
+
+    const outbound = await fromPbx("447700900123");
+    expect(outbound.reply.rtjson).toMatchObject({ action: "outbound" });
+    expect(outbound.direction).toBe("outbound");
+    expect(outbound.reply.rtjson.routes![0]!.uri).toBe("sip:447700900123@out.example");
+    expect(outbound.reply.rtjson.routes![0]!.headers!.from).toEqual({ uri: "sip:442071110000@out.example", display: "Front Desk" });
+    expect(steps(outbound)).toContain("from the number the PBX sent");
+    // Its own trunk's ceiling and the outbound trunk's both hold; the account's outbound ceiling too.
+    expect(outbound.slots).toContainEqual({ level: "trunk", id: pbx, limit: 8 });
+    expect(outbound.slots).toContainEqual({ level: "trunk", id: out, limit: 20 });
+    // The account's caller-ID rule for the destination's country comes first; DNC holds.
+    await f.route({ via: "trunk", trunk_id: out, match_prefix: "49", priority: 1 });
+    const de = await fromPbx("4930222222");
+    expect(de.reply.rtjson.routes![0]!.headers!.from!.uri).toBe("sip:4930111111@out.example");
+    expect((await fromPbx("447700900999")).reply.rtjson).toMatchObject({ action: "reject", code: 603 });
+    expect((await fromPbx("nobody")).reply.rtjson).toMatchObject({ action: "reject", code: 404 });
+    // By trunk id (a PBX that authenticated with its digest): the same.
+    const byId = await decideRoute(testDeps(platform), req({ to: "447700900124", account_id: f.accountId, trunk_id: pbx }));
+    expect(byId.reply.rtjson).toMatchObject({ action: "outbound" });
+    // A carrier's trunk reaches DIDs only.
+    for (const to of ["300", "447700900125"]) {
+      const refused = await decideRoute(testDeps(platform), req({ to, source_ip: "198.18.8.2" }));
+      expect(refused.reply.rtjson, to).toMatchObject({ action: "reject", code: 404 });
+    }
+    expect(carrier).toMatch(/^trk_/);
+  });
+
   test(`many tenants' trunks on one source range (more than ${MAX_SOURCE_TRUNKS}): the call goes through the trunk of the DID's owner`, async () => {
     // A range of its own per run where it can (the PostgreSQL test store is shared and kept between runs).
     // Any 198.18.x but .9 (the next test's trunk range, in the same database).

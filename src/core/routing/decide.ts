@@ -219,7 +219,12 @@ async function inbound(deps: RouteDeps, draft: DecisionDraft, candidates: Array<
     draft.trace.length = mark; // this candidate's transforms did not apply
     step(draft, "number", found ? `${dst} belongs to another account than trunk ${candidate?.trunk.id}` : `no DID ${dst}`);
   }
-  if (!ctx) return reject(draft, 404, "Not Found", "unknown number");
+  if (!ctx) {
+    // No DID: a customer PBX's call may be for the account's extensions and users, or go out.
+    const pbx = candidates.find((c) => c?.trunk.role === "pbx");
+    if (pbx) return fromPbx(deps, draft, pbx);
+    return reject(draft, 404, "Not Found", "unknown number");
+  }
   if (source) {
     draft.accountId = source.trunk.account_id;
     draft.trunkId = source.trunk.id;
@@ -741,6 +746,53 @@ function contactRoute(contact: TrunkContact, user: string): RtjsonRoute {
   };
 }
 
+// ---- from a customer PBX (a trunk with role pbx) -----------------------------------------------
+
+/**
+ * A call from a customer's PBX (a trunk with role pbx) to a number that is none of the account's
+ * DIDs: the PBX's users reach the account's extensions and users (internal), and call out through the
+ * account's routes (outbound, under every outbound policy: the account's transforms, DNC and geo
+ * policies, call limits, caller-ID rules and ceilings), as its devices do. The trunk's max_channels
+ * counts them. The caller-ID is the number the PBX sends (after the trunk's inbound_cid transforms), as
+ * a user's out_cid would be: a caller-ID rule of the account for the destination's country comes first.
+ */
+async function fromPbx(deps: RouteDeps, draft: DecisionDraft, source: TrunkContext): Promise<RouteDecision> {
+  const trunk = source.trunk;
+  const ctx = await loadDevice(deps.db, trunk.account_id, "", draft.req.to);
+  const account = ctx.account;
+  draft.accountId = trunk.account_id;
+  draft.trunkId = trunk.id;
+  if (!account || account.status !== "active") return reject(draft, 403, "Forbidden", `account ${account?.status ?? "missing"}`);
+  const cid = applyTransforms(draft, "inbound_cid", source.transforms, draft.from);
+  const number = cid.replace(/^\+/, "");
+  // Where the account's devices may call from: the PBX's address as much.
+  const acl = aclVerdict(draft, (ctx.acls ?? []).filter((r) => r.scope_kind === "account"));
+  if (acl) return acl;
+  addSlot(draft, "trunk", trunk.id, trunk.max_channels);
+  const caller: OutboundCaller = { pbx: { number: E164.test(number) ? number : null, name: draft.req.fromName ?? null } };
+  if (ctx.extension) {
+    draft.direction = "internal";
+    step(draft, "classify", `internal from PBX trunk ${trunk.name} (${trunk.id}) to extension ${ctx.extension.digits}`);
+    step(draft, "extension", `${ctx.extension.digits} (${ctx.extension.id})`);
+    const target = scheduledTarget(draft, ctx.extension, ctx.extension.schedule, account.timezone);
+    if (!target) return reject(draft, 480, "Temporarily Unavailable", "extension closed, and no closed destination");
+    return routeTo(deps, draft, account, target, 1);
+  }
+  if (ctx.user) {
+    draft.direction = "internal";
+    step(draft, "classify", `internal from PBX trunk ${trunk.name} (${trunk.id}) to user ${ctx.user.username}`);
+    return toUser(deps, draft, account, ctx.user);
+  }
+  const digits = dialledDigits(draft.req.to);
+  if (!/^[0-9]+$/.test(digits)) {
+    step(draft, "classify", `PBX trunk ${trunk.name}: no DID, extension or user ${draft.req.to} in the account`);
+    return reject(draft, 404, "Not Found", "no such number, extension or user");
+  }
+  draft.direction = "outbound";
+  step(draft, "classify", `outbound from PBX trunk ${trunk.name} (${trunk.id}) to ${digits}`);
+  return outboundCall(deps, draft, account, caller, digits, ctx.outTransforms);
+}
+
 // ---- device-originated: internal and outbound ------------------------------------------------
 
 async function fromDevice(deps: RouteDeps, draft: DecisionDraft, accountId: string, deviceId: string, known?: DeviceContext): Promise<RouteDecision> {
@@ -807,14 +859,17 @@ async function fromDevice(deps: RouteDeps, draft: DecisionDraft, accountId: stri
     return reject(draft, 404, "Not Found", "no such extension or user");
   }
   step(draft, "classify", `outbound from ${caller.username} (${ctx.device.id}) to ${digits}`);
-  return outboundCall(deps, draft, account, caller, digits, ctx.outTransforms);
+  return outboundCall(deps, draft, account, { user: caller }, digits, ctx.outTransforms);
 }
+
+/** Who places an outbound call: a user (through a device), or a customer PBX with the caller-ID it sent. */
+type OutboundCaller = { user: RouteUser } | { pbx: { number: string | null; name: string | null } };
 
 async function outboundCall(
   deps: RouteDeps,
   draft: DecisionDraft,
   account: RouteAccount,
-  caller: RouteUser,
+  caller: OutboundCaller,
   digits: string,
   transforms: readonly RouteTransform[],
 ): Promise<RouteDecision> {
@@ -829,12 +884,13 @@ async function outboundCall(
   }
   draft.to = e164;
   const country = countryOfE164(e164);
-  const ctx = await loadOutbound(deps.db, account.id, caller.id, e164, Math.floor(draft.now.getTime() / 1000));
+  const user = "user" in caller ? caller.user : null;
+  const ctx = await loadOutbound(deps.db, account.id, user?.id ?? "", e164, Math.floor(draft.now.getTime() / 1000));
   const refused = destinationVerdict(draft, ctx, e164);
   if (refused) return refused;
   addSlot(draft, "account_out", account.id, account.max_out);
-  addSlot(draft, "user", caller.id, caller.max_simultaneous);
-  const limited = await callLimits(deps, draft, ctx.limits, "out", (l) => (l.scope_kind === "user" ? ["user", caller.id] : ["account_out", account.id]));
+  if (user) addSlot(draft, "user", user.id, user.max_simultaneous);
+  const limited = await callLimits(deps, draft, ctx.limits, "out", (l) => (l.scope_kind === "user" && user ? ["user", user.id] : ["account_out", account.id]));
   if (limited) return limited;
   const cid = callerId(draft, account, caller, ctx.cidRules, country);
   // The account's outbound_cid transforms apply to whichever caller-ID the call presents: the one
@@ -857,7 +913,7 @@ function dncReject(draft: DecisionDraft, why: string, e164 = draft.to): RouteDec
 function callerId(
   draft: DecisionDraft,
   account: RouteAccount,
-  caller: RouteUser,
+  caller: OutboundCaller,
   rules: readonly RouteCidRule[],
   country: string | null,
 ): { number: string; name: string | null } {
@@ -868,11 +924,14 @@ function callerId(
   const accountAny = rules.filter((r) => r.scope_kind === "account" && r.match_country === null).sort(byPriority)[0];
   const rule = user ?? accountCountry;
   let chosen: { number: string; name: string | null; why: string };
+  const own = "user" in caller
+    ? { number: caller.user.out_cid_number, name: caller.user.out_cid_name, why: "user out_cid" }
+    : { number: caller.pbx.number, name: caller.pbx.name, why: "the number the PBX sent" };
   if (rule) chosen = { number: rule.cid_number, name: rule.cid_name, why: `rule ${rule.name}` };
-  else if (caller.out_cid_number) chosen = { number: caller.out_cid_number, name: caller.out_cid_name, why: "user out_cid" };
+  else if (own.number) chosen = { number: own.number, name: own.name, why: own.why };
   else if (accountAny) chosen = { number: accountAny.cid_number, name: accountAny.cid_name, why: `rule ${accountAny.name}` };
-  else if (account.default_cid_number) chosen = { number: account.default_cid_number, name: caller.out_cid_name, why: "account default_cid_number" };
-  else chosen = { number: "", name: caller.out_cid_name, why: "none (trunk cid_number or From as sent)" };
+  else if (account.default_cid_number) chosen = { number: account.default_cid_number, name: own.name, why: "account default_cid_number" };
+  else chosen = { number: "", name: own.name, why: "none (trunk cid_number or From as sent)" };
   step(draft, "caller_id", `${chosen.number || "(unchanged)"}${chosen.name ? ` "${chosen.name}"` : ""} from ${chosen.why}`);
   if (chosen.number) {
     draft.from = chosen.number;

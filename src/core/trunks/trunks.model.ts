@@ -36,7 +36,7 @@ export namespace TrunkModel {
     {
       name: Name(100),
       provider: T.Optional(lit(PROVIDERS, "generic (any SIP peer) or carrier (a PSTN carrier's profile). Default generic.")),
-      role: T.Optional(lit(ROLES, "carrier: reaches the PSTN; pbx: a customer PBX behind the trunk. Default carrier.")),
+      role: T.Optional(lit(ROLES, "carrier: reaches the PSTN, its calls in reach DIDs only; pbx: a customer PBX behind the trunk, whose calls in also reach the account's extensions and users and go out through its routes. Default carrier.")),
       direction: T.Optional(lit(DIRECTIONS, "Which calls the trunk carries. Default both.")),
       proxy: T.Optional(Nullable(T.String({ pattern: PROXY_PATTERN, description: "host[:port] calls are sent to (and registered with). Required for outbound use and for do_register." }))),
       transport: T.Optional(lit(TRANSPORTS, "Default udp.")),
@@ -47,7 +47,7 @@ export namespace TrunkModel {
       from_domain: T.Optional(Nullable(T.String({ pattern: HOST_PATTERN, description: "Host part of the From header on calls we send." }))),
       from_user: T.Optional(Nullable(T.String({ pattern: SIP_USER_PATTERN, description: "User part of the From header (some carriers want the account number)." }))),
       expire_sec: T.Optional(T.Integer({ minimum: 60, maximum: 86400, description: "Registration lifetime asked for. Default 3600." })),
-      inbound_auth: T.Optional(lit(INBOUND_AUTHS, "How calls from the trunk are recognized: ip (source address in acl), register (it registers to us), digest (it answers our challenge). Default ip.")),
+      inbound_auth: T.Optional(lit(INBOUND_AUTHS, "How calls from the trunk are recognized: ip (source address in acl), digest (its calls answer the edge's challenge with inbound_username and inbound_password), register (it also registers to us with them; calls out through it go to its registration). Default ip.")),
       inbound_username: T.Optional(Nullable(T.String({ pattern: SIP_USER_PATTERN, description: "Username the trunk uses towards us (register, digest)." }))),
       inbound_password: T.Optional(Nullable(SecretInput("Password the trunk uses towards us (register, digest)."))),
       reg_node: T.Optional(Nullable(T.String({ minLength: 1, maxLength: 100, description: "Edge node that keeps the registration; null = any." }))),
