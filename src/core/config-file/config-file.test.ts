@@ -243,7 +243,7 @@ describe(`config file: secrets [${storeKind}]`, () => {
     const password = env.CARRIER_PASSWORD;
     const file = load(seed);
     file.trunks[1].inbound_auth = "digest";
-    file.trunks[1].inbound_username = "pbx-in";
+    file.trunks[1].inbound_username = `pbx-in-${seed.accountId.slice(-8)}`; // unique platform-wide
     file.trunks[1].inbound_password = "plain-Inbound-Pw-42";
     const { plan } = await applyConfig(platform.db, platform.secrets, seed.accountId, file, { env });
     expect(JSON.stringify(plan)).not.toContain(password);

@@ -286,22 +286,32 @@ const userOf = (where: SQL) => sql`(select ${USER_FIELDS("u")}, 'forwards', ${fo
 /** Most trunks recognized by one source address that a call is tried against (see loadTrunksBySource). */
 export const MAX_SOURCE_TRUNKS = 16;
 
-const trunkBySourceSql = sql`select coalesce(json_agg(m.c order by m.len desc, m.id), '[]'::json) as ctx from (
+// A trunk that could take the number (its account owns the DID, or inbound transforms may make it
+// one) comes before a PBX's that could only take it as its account's internal or outbound call: however
+// many PBXs share the source, the DID's owner stays among the candidates.
+const takesDid = sql`(exists (select 1 from did_lookup l where l.e164 = ${p("e164")} and l.account_id = t.account_id)
+        or exists (select 1 from number_transform x where x.account_id = t.account_id and x.direction = 'inbound_dst'
+          and ((x.scope_kind = 'trunk' and x.scope_id = t.id) or (x.scope_kind = 'account' and x.scope_id = t.account_id))))`;
+
+const trunkBySourceSql = sql`select coalesce(json_agg(m.c order by m.takes desc, m.len desc, m.id), '[]'::json) as ctx from (
     select json_build_object('trunk', ${TRUNK("t")}, 'transforms', ${list(sql`select json_agg(${TRANSFORM} ${TRANSFORM_ORDER})
       from number_transform x where x.account_id = t.account_id and x.direction in ('inbound_dst','inbound_cid')
       and ((x.scope_kind = 'trunk' and x.scope_id = t.id) or (x.scope_kind = 'account' and x.scope_id = t.account_id))`)}) as c,
-      max(masklen(acl.cidr::inet)) as len, t.id
+      max(masklen(acl.cidr::inet)) as len, t.id, ${takesDid} as takes
     from sip_trunk_acl acl join sip_trunk t on t.account_id = acl.account_id and t.id = acl.trunk_id
     where t.status = 'active' and t.inbound_auth = 'ip' and t.direction <> 'outbound' and ${p("ip")}::inet <<= acl.cidr::inet
-      and (t.role = 'pbx' or exists (select 1 from did_lookup l where l.e164 = ${p("e164")} and l.account_id = t.account_id)
-        or exists (select 1 from number_transform x where x.account_id = t.account_id and x.direction = 'inbound_dst'
-          and ((x.scope_kind = 'trunk' and x.scope_id = t.id) or (x.scope_kind = 'account' and x.scope_id = t.account_id))))
+      and (t.role = 'pbx' or ${takesDid})
     group by t.account_id, t.id
-    order by len desc, t.id limit ${sql.raw(String(MAX_SOURCE_TRUNKS))}) m`;
+    order by takes desc, len desc, t.id limit ${sql.raw(String(MAX_SOURCE_TRUNKS))}) m`;
 
 /** Whether `ip` is in an ACL of any active, ip-authenticated, inbound-capable trunk (whatever it is calling). */
 const trunkSourceSql = sql`select exists (select 1 from sip_trunk_acl acl join sip_trunk t on t.account_id = acl.account_id and t.id = acl.trunk_id
     where t.status = 'active' and t.inbound_auth = 'ip' and t.direction <> 'outbound' and ${p("ip")}::inet <<= acl.cidr::inet) as ctx`;
+
+/** Whether `ip` is in an ACL of an active, ip-authenticated, inbound-capable trunk of another account than `account`. */
+const otherAccountSourceSql = sql`select exists (select 1 from sip_trunk_acl acl join sip_trunk t on t.account_id = acl.account_id and t.id = acl.trunk_id
+    where t.status = 'active' and t.inbound_auth = 'ip' and t.direction <> 'outbound' and t.account_id <> ${p("account")}
+      and ${p("ip")}::inet <<= acl.cidr::inet) as ctx`;
 
 /** A trunk the edge authenticated (register / digest): by account and id. */
 const trunkByIdSql = sql`select json_build_object('trunk', ${TRUNK("t")}, 'transforms', ${list(sql`select json_agg(${TRANSFORM} ${TRANSFORM_ORDER})
@@ -401,6 +411,7 @@ function prepareAll(db: DbOrTx) {
     trunkBySource: one("route_trunk_by_source", trunkBySourceSql),
     trunkById: one("route_trunk_by_id", trunkByIdSql),
     trunkSource: one("route_trunk_source", trunkSourceSql),
+    otherAccountSource: one("route_other_account_source", otherAccountSourceSql),
     did: one("route_did", didSql),
     device: one("route_device", deviceSql),
     target: one("route_target", targetSql),
@@ -448,6 +459,11 @@ export async function loadTrunksBySource(db: DbOrTx, ip: string, dialled: string
  */
 export async function isTrunkSource(db: DbOrTx, ip: string): Promise<boolean> {
   return first<boolean>(await statements(db).trunkSource.execute({ ip })) === true;
+}
+
+/** Whether another account than `accountId` has an IP-authenticated trunk whose ACL holds `ip` (a shared source). */
+export async function isOtherAccountsTrunkSource(db: DbOrTx, ip: string, accountId: string): Promise<boolean> {
+  return first<boolean>(await statements(db).otherAccountSource.execute({ ip, account: accountId })) === true;
 }
 
 /** An active, inbound-capable trunk of the account by id (authenticated by the edge), or null. */

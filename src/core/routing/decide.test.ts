@@ -110,13 +110,15 @@ describe(`decideRoute classification [${storeKind}]`, () => {
     const flow = await f.flow();
     const did = await f.number({ dest_kind: "flow", dest_id: flow, e164: freshE164("4420") });
     const ext = await f.extension({ digits: "300", dest_kind: "user", dest_id: alice });
-    const pbx = await f.trunk({ name: "office", role: "pbx", max_channels: 8, inbound_auth: "ip" }, ["198.18.7.0/28"]);
-    const carrier = await f.trunk({ name: "carrier-in", inbound_auth: "ip" }, ["198.18.8.0/28"]);
+    // Ranges of this run's own (a database kept from an earlier run holds other accounts' trunks).
+    const net = `198.19.${Math.floor(Math.random() * 250)}`;
+    const pbx = await f.trunk({ name: "office", role: "pbx", max_channels: 8, inbound_auth: "ip" }, [`${net}.0/28`]);
+    const carrier = await f.trunk({ name: "carrier-in", inbound_auth: "ip" }, [`${net}.16/28`]);
     const out = await f.trunk({ name: "out", proxy: "out.example", max_channels: 20 });
     await f.route({ via: "trunk", trunk_id: out, match_prefix: "44", priority: 1 });
     await f.cidRule({ cid_number: "4930111111", match_country: "DE" });
     await f.phoneList("dnc_out", ["447700900999"]);
-    const fromPbx = (to: string, extra: Partial<RouteRequest> = {}) => decideRoute(testDeps(platform, { contacts: { [alice]: [contact(alice, dev, "sip:alice@192.0.2.50:5060")] } }), req({ to, from: "442071110000", fromName: "Front Desk", source_ip: "198.18.7.2", ...extra }));
+    const fromPbx = (to: string, extra: Partial<RouteRequest> = {}) => decideRoute(testDeps(platform, { contacts: { [alice]: [contact(alice, dev, "sip:alice@192.0.2.50:5060")] } }), req({ to, from: "442071110000", fromName: "Front Desk", source_ip: `${net}.2`, ...extra }));
 
     expect((await fromPbx(did.e164)).reply.rtjson).toMatchObject({ action: "flow" });
     const toExt = await fromPbx("300");
@@ -147,10 +149,17 @@ describe(`decideRoute classification [${storeKind}]`, () => {
     expect(byId.reply.rtjson).toMatchObject({ action: "outbound" });
     // A carrier's trunk reaches DIDs only.
     for (const to of ["300", "447700900125"]) {
-      const refused = await decideRoute(testDeps(platform), req({ to, source_ip: "198.18.8.2" }));
+      const refused = await decideRoute(testDeps(platform), req({ to, source_ip: `${net}.18` }));
       expect(refused.reply.rtjson, to).toMatchObject({ action: "reject", code: 404 });
     }
     expect(carrier).toMatch(/^trk_/);
+    // An address another account's trunk shares names no account for a call that is no DID.
+    const shared = await routeFixture(platform);
+    await shared.trunk({ name: "neighbour", inbound_auth: "ip" }, [`${net}.0/24`]);
+    const ambiguous = await fromPbx("447700900126");
+    expect(ambiguous.reply.rtjson).toMatchObject({ action: "reject", code: 404 });
+    expect(steps(ambiguous)).toContain("address is shared with other accounts' trunks or the carrier");
+    expect((await fromPbx(did.e164)).reply.rtjson).toMatchObject({ action: "flow" });
   });
 
   test(`many tenants' trunks on one source range (more than ${MAX_SOURCE_TRUNKS}): the call goes through the trunk of the DID's owner`, async () => {

@@ -27,6 +27,7 @@ import {
   loadTrunkById,
   loadTrunksBySource,
   isTrunkSource,
+  isOtherAccountsTrunkSource,
   type DeviceContext,
   type RouteAccount,
   type RouteAclRule,
@@ -140,7 +141,7 @@ export async function decideRoute(deps: RouteDeps, req: RouteRequest, known: { d
       // so such an ACL can never capture calls to other tenants' numbers.
       const via = trunks.map((t) => `${t.trunk.name} (${t.trunk.id})`).join(" or ");
       step(draft, "classify", `inbound from trunk ${via}${carrier ? " or the carrier" : ""} by source ${ip}`);
-      return inbound(deps, draft, carrier ? [...trunks, null] : trunks);
+      return inbound(deps, draft, carrier ? [...trunks, null] : trunks, ip);
     }
     if (carrier) {
       step(draft, "classify", `inbound from the carrier (${ip})`);
@@ -191,12 +192,13 @@ function isAnonymous(req: RouteRequest): boolean {
 }
 
 /**
- * Inbound to a DID, from the carrier (`trunks` null) or from one of the trunks the source matched:
+ * Inbound to a DID, from the carrier (a null candidate) or from one of the trunks the source matched:
  * each candidate's inbound transforms run before the lookup, and the first whose account owns the
- * resulting DID is the source (a trunk never reaches another account's numbers).
+ * resulting DID is the source (a trunk never reaches another account's numbers). No DID: a customer
+ * PBX's call (see fromPbx) when its source is its account's alone (`byAddress`: the address the
+ * candidates were found by; null when the edge authenticated the trunk by its digest).
  */
-/** Inbound to a DID from the first candidate source (a trunk, or null for the carrier) whose account owns it. */
-async function inbound(deps: RouteDeps, draft: DecisionDraft, candidates: Array<TrunkContext | null>): Promise<RouteDecision> {
+async function inbound(deps: RouteDeps, draft: DecisionDraft, candidates: Array<TrunkContext | null>, byAddress: string | null = null): Promise<RouteDecision> {
   draft.direction = "inbound";
   const dialled = dialledDigits(draft.req.to);
   let source: TrunkContext | null = null;
@@ -220,9 +222,14 @@ async function inbound(deps: RouteDeps, draft: DecisionDraft, candidates: Array<
     step(draft, "number", found ? `${dst} belongs to another account than trunk ${candidate?.trunk.id}` : `no DID ${dst}`);
   }
   if (!ctx) {
-    // No DID: a customer PBX's call may be for the account's extensions and users, or go out.
+    // No DID: a customer PBX's call may be for the account's extensions and users, or go out. Only
+    // when its source names one account: an address several accounts' trunks (or the carrier) share
+    // says whose call it is only through the DID called.
     const pbx = candidates.find((c) => c?.trunk.role === "pbx");
-    if (pbx) return fromPbx(deps, draft, pbx);
+    const shared = async (account: string) =>
+      candidates.some((c) => c === null || c.trunk.account_id !== account) || (byAddress !== null && (await isOtherAccountsTrunkSource(deps.db, byAddress, account)));
+    if (pbx && !(await shared(pbx.trunk.account_id))) return fromPbx(deps, draft, pbx);
+    if (pbx) step(draft, "classify", `PBX trunk ${pbx.trunk.name}'s address is shared with other accounts' trunks or the carrier: only DIDs are reached from it`);
     return reject(draft, 404, "Not Found", "unknown number");
   }
   if (source) {
