@@ -56,18 +56,25 @@ export async function handleRegister(platform: Platform, input: PresenceModel.Re
       account_id: input.account_id,
       user_id: device.user_id,
       device_id: deviceId,
-      contact: input.contact,
-      expires: input.expires,
       webrtc: device.is_webrtc === 1 ? 1 : 0,
-      user_agent: input.user_agent ?? null,
-      transport: input.transport?.toLowerCase() ?? null,
-      source_ip: input.source_ip ?? null,
-      received: input.received ?? null,
-      path: input.path ?? null,
-      socket: input.socket ?? null,
+      ...bindingOf(input),
     },
     clock.now?.() ?? Date.now(),
   );
+}
+
+/** The binding a register event asks for, as presence keeps it (a device's or a trunk's). */
+function bindingOf(input: PresenceModel.Register) {
+  return {
+    contact: input.contact,
+    expires: input.expires,
+    user_agent: input.user_agent ?? null,
+    transport: input.transport?.toLowerCase() ?? null,
+    source_ip: input.source_ip ?? null,
+    received: input.received ?? null,
+    path: input.path ?? null,
+    socket: input.socket ?? null,
+  };
 }
 
 /**
@@ -93,14 +100,7 @@ async function handleTrunkRegister(platform: Platform, input: PresenceModel.Regi
     {
       account_id: input.account_id,
       trunk_id: input.trunk_id,
-      contact: input.contact,
-      expires: input.expires,
-      user_agent: input.user_agent ?? null,
-      transport: input.transport?.toLowerCase() ?? null,
-      source_ip: input.source_ip ?? null,
-      received: input.received ?? null,
-      path: input.path ?? null,
-      socket: input.socket ?? null,
+      ...bindingOf(input),
     },
     now,
   );

@@ -155,6 +155,19 @@ export interface RegistrationInput {
   socket?: string | null;
 }
 
+/** What is kept of a binding whoever it is of (a device's, a trunk's): its Contact and how it is reached. */
+function bindingDetail(input: Omit<TrunkRegistrationInput, "account_id" | "trunk_id" | "expires">): Pick<RegisteredContact, "contact" | "received" | "path" | "socket" | "transport" | "user_agent" | "source_ip"> {
+  return {
+    contact: input.contact,
+    received: input.received ?? null,
+    path: input.path ?? null,
+    socket: input.socket ?? null,
+    transport: input.transport ?? null,
+    user_agent: input.user_agent ?? null,
+    source_ip: input.source_ip ?? null,
+  };
+}
+
 /**
  * Stores or removes one binding in the three views (user, device, account) and its detail in one
  * atomic live-store step (one round trip), evicting the soonest-expiring bindings of the device beyond
@@ -163,18 +176,7 @@ export interface RegistrationInput {
  */
 export async function applyRegistration(live: LiveStore, input: RegistrationInput, now: number = Date.now()): Promise<void> {
   const { account_id: acc, user_id: userId, device_id: deviceId, contact } = input;
-  const stored: StoredContact = {
-    device_id: deviceId,
-    user_id: userId,
-    contact,
-    received: input.received ?? null,
-    path: input.path ?? null,
-    socket: input.socket ?? null,
-    transport: input.transport ?? null,
-    user_agent: input.user_agent ?? null,
-    source_ip: input.source_ip ?? null,
-    webrtc: input.webrtc,
-  };
+  const stored: StoredContact = { device_id: deviceId, user_id: userId, ...bindingDetail(input), contact, webrtc: input.webrtc };
   await live.bindExpiring({
     // The members: `<deviceId> <contact>`, `<contact>`, `<userId> <deviceId> <contact>` (presence-keys.ts).
     views: [
@@ -216,16 +218,7 @@ export type TrunkRegistrationInput = Omit<RegistrationInput, "user_id" | "device
  * Trunks are not users, so the roster does not count them.
  */
 export async function applyTrunkRegistration(live: LiveStore, input: TrunkRegistrationInput, now: number = Date.now()): Promise<void> {
-  const stored: Omit<TrunkContact, "expires_at"> = {
-    trunk_id: input.trunk_id,
-    contact: input.contact,
-    received: input.received ?? null,
-    path: input.path ?? null,
-    socket: input.socket ?? null,
-    transport: input.transport ?? null,
-    user_agent: input.user_agent ?? null,
-    source_ip: input.source_ip ?? null,
-  };
+  const stored: Omit<TrunkContact, "expires_at"> = { trunk_id: input.trunk_id, ...bindingDetail(input) };
   await live.bindExpiring({
     views: [{ key: presenceKeys.trunkContacts(input.account_id, input.trunk_id), prefix: "" }],
     detail: { key: presenceKeys.trunkContactInfo(input.account_id, input.trunk_id), view: 0, value: JSON.stringify(stored) },
