@@ -57,37 +57,73 @@ describe(`POST /trunks/tick [${storeKind}]`, () => {
     }
   });
 
-  test("lists every registration the node keeps, as uac.reg_add with the HA1 for the trunk's realm (never the password); probes due now; nothing of another node's or a disabled trunk", async () => {
+  /**
+   * Ticks as an edge node does until nothing changes: it keeps what each reply adds (at its version)
+   * and drops what it says to unregister. The database holds other tests' trunks too (and a reply
+   * carries a few registrations at a time): the node's whole set, by trunk id.
+   */
+  async function syncNode(node: string, held = new Map<string, { account_id: string; version: string; rpc: string }>()) {
+    const dropped: string[] = [];
+    for (let round = 0; round < 1000; round++) {
+      const registrations = [...held].map(([trunk_id, r]) => ({ account_id: r.account_id, trunk_id, status: 1, version: r.version }));
+      const r = await client.post("/trunks/tick", { node, interval: 5, registrations });
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      expect(r.body.registrations.length).toBeLessThanOrEqual(40);
+      for (const x of r.body.registrations) held.set(x.trunk_id, { account_id: x.account_id, version: x.version, rpc: x.rpc });
+      for (const id of r.body.unregister) {
+        held.delete(id);
+        dropped.push(id);
+      }
+      if (!r.body.registrations.length && !r.body.unregister.length) return { held, dropped };
+    }
+    throw new Error("the node's registrations never settled");
+  }
+
+  test("a node gets every registration it should keep, as uac.reg_add with the HA1 for the trunk's realm (never the password), a few per tick until it keeps them all; a changed one again; a dropped one to unregister; nothing of another node's", async () => {
     const s = await seed();
-    const r = await tick({});
-    expect(r.status, JSON.stringify(r.body)).toBe(200);
-    const mine = r.body.registrations.filter((x: any) => x.account_id === s.accountId);
-    expect(mine.map((x: any) => x.trunk_id)).toEqual([s.ids.registered]);
-    const rpc = JSON.parse(mine[0].rpc);
+    const { held } = await syncNode("edge-1");
+    const mine = [...held].filter(([, r]) => r.account_id === s.accountId);
+    expect(mine.map(([id]) => id)).toEqual([s.ids.registered]);
+    const rpc = JSON.parse(mine[0]![1].rpc);
     expect(rpc).toEqual({
       jsonrpc: "2.0",
       method: "uac.reg_add",
       params: [s.ids.registered, s.ids.registered, "parley", `acct-${s.tag}`, "10.0.0.9", "reg.example", `acct-${s.tag}`, ".", md5(`acct-${s.tag}:reg.example:reg-pa$$`), "sip:10.0.0.9", 600, 0, 0, ".", "."],
       id: 1,
     });
-    expect(JSON.stringify(r.body)).not.toContain("reg-pa$$");
+    expect(JSON.stringify([...held])).not.toContain("reg-pa$$");
     expect(logged.join("\n")).not.toContain("reg-pa$$");
-    const two = await client.post("/trunks/tick", { node: "edge-2", interval: 5 });
-    expect(two.body.registrations.filter((x: any) => x.account_id === s.accountId).map((x: any) => x.trunk_id).sort()).toEqual([s.ids.registered, s.ids["edge2-only"]].sort());
+    // Kept at its version: not sent again.
+    const again = await client.post("/trunks/tick", { node: "edge-1", interval: 5, registrations: [...held].map(([trunk_id, r]) => ({ account_id: r.account_id, trunk_id, status: 1, version: r.version })) });
+    expect(again.body.registrations).toEqual([]);
+    const two = await syncNode("edge-2");
+    expect([...two.held].filter(([, r]) => r.account_id === s.accountId).map(([id]) => id).sort()).toEqual([s.ids.registered, s.ids["edge2-only"]].sort());
     // A tick covering a whole ping_sec (5) lists the probed trunk, at its transport (probeDue above: when).
     const probedPing = (await tick({ interval: 5 })).body.ping.find((p: any) => p.trunk_id === s.ids.probed);
     expect(probedPing).toEqual({ account_id: s.accountId, trunk_id: s.ids.probed, uri: "sip:probe.example:5070;transport=tcp" });
-    // A changed trunk gets a new version; a disabled one leaves the list.
-    const version = mine[0].version;
+    // A changed trunk comes again at a new version; a disabled one is to be unregistered.
+    const version = mine[0]![1].version;
     await applyConfig(platform.db, platform.secrets, s.accountId, {
       version: 1,
       trunks: [{ name: "registered", direction: "outbound", proxy: "10.0.0.9", do_register: 1, auth_username: `acct-${s.tag}`, auth_password: "new-pass", realm: "reg.example", expire_sec: 600 }],
     });
-    const changed = (await tick({})).body.registrations.find((x: any) => x.trunk_id === s.ids.registered);
+    const changed = (await syncNode("edge-1", held)).held.get(s.ids.registered!)!;
     expect(changed.version).not.toBe(version);
     expect(JSON.parse(changed.rpc).params[8]).toBe(md5(`acct-${s.tag}:reg.example:new-pass`));
     await platform.db.update(sipTrunks).set({ status: "disabled", updated_at: 1 }).where(eq(sipTrunks.id, s.ids.registered!));
-    expect((await tick({})).body.registrations.find((x: any) => x.trunk_id === s.ids.registered)).toBeUndefined();
+    const after = await syncNode("edge-1", held);
+    expect(after.dropped).toContain(s.ids.registered);
+    expect(after.held.has(s.ids.registered!)).toBe(false);
+  });
+
+  test("a reply holds at most 40 registrations: a node with more gets them over several ticks", async () => {
+    const t = await seedTenant(platform);
+    const trunks = Array.from({ length: 45 }, (_, i) => ({ name: `r${i}`, direction: "outbound", proxy: `10.1.0.${i + 1}`, do_register: 1, auth_username: `u${i}`, auth_password: `p${i}-password`, reg_node: "edge-many" }));
+    await applyConfig(platform.db, platform.secrets, t.accountId, { version: 1, trunks });
+    const first = await client.post("/trunks/tick", { node: "edge-many", interval: 5 });
+    expect(first.body.registrations.length).toBe(40);
+    const { held } = await syncNode("edge-many");
+    expect([...held].filter(([, r]) => r.account_id === t.accountId)).toHaveLength(45);
   });
 
   test("probe outcomes make a trunk down after two misses and up again at an answer; registration states show per node; GET /trunks/status", async () => {

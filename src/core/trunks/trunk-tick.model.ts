@@ -5,6 +5,13 @@ import { IdOf } from "../validation/fields.ts";
 /** Most probe results or registration states one tick reports. */
 export const MAX_TICK_ITEMS = 10_000;
 
+/**
+ * Most probes and registrations (added or changed) one tick's reply asks for: the edge handles a reply
+ * as one string of at most its pv buffer (64 KB); what is left waits for the next tick.
+ */
+export const MAX_TICK_PROBES = 200;
+export const MAX_TICK_REGISTRATIONS = 40;
+
 /** The states of a registration with a trunk, from the edge's uac_reg_status(). */
 export const REGISTRATION_STATES = ["registered", "registering", "failed", "disabled", "unknown"] as const;
 
@@ -33,10 +40,11 @@ export namespace TrunkTickModel {
               account_id: IdOf("acc"),
               trunk_id: IdOf("trk"),
               status: T.Integer({ minimum: -99, maximum: 1, description: "uac_reg_status(): 1 registered, -2 registering, -99 failed (retrying later), -3 disabled, -1 unknown." }),
+              version: T.Optional(T.String({ pattern: "^[A-Za-z0-9_-]{0,64}$", description: "The version of the registration the node keeps (from an earlier reply)." })),
             },
             { additionalProperties: false },
           ),
-          { maxItems: MAX_TICK_ITEMS, description: "Where each registration the node keeps stands." },
+          { maxItems: MAX_TICK_ITEMS, description: "Where each registration the node keeps stands, and which version it keeps." },
         ),
       ),
     },
@@ -69,8 +77,11 @@ export namespace TrunkTickModel {
   export const Reply = T.Object(
     {
       ok: T.Literal(true),
-      ping: T.Array(Ping, { description: "Trunks to probe now (ping_sec elapsed): active, with a proxy." }),
-      registrations: T.Array(Registration, { description: "Every registration the node should keep (do_register trunks for it), each with its version." }),
+      ping: T.Array(Ping, { description: `Trunks to probe now (ping_sec elapsed): active, with a proxy; at most ${MAX_TICK_PROBES}.` }),
+      registrations: T.Array(Registration, {
+        description: `The registrations the node should keep (do_register trunks for it) that it does not keep at their version: new or changed; at most ${MAX_TICK_REGISTRATIONS}, the rest in later ticks.`,
+      }),
+      unregister: T.Array(T.String(), { description: "Trunk ids of registrations the node keeps and should not any more (removed, disabled, for another node)." }),
     },
     { additionalProperties: false },
   );

@@ -12,7 +12,7 @@ import type { SecretStore } from "../secrets/secrets.service.ts";
 import { trunkContacts } from "../presence/presence.service.ts";
 import { hostOf } from "../routing/decide-support.ts";
 import { isTrunkDown, readTrunkHealth, recordTrunkProbes } from "./trunk-health.ts";
-import { REGISTRATION_STATES, type TrunkTickModel } from "./trunk-tick.model.ts";
+import { MAX_TICK_PROBES, MAX_TICK_REGISTRATIONS, REGISTRATION_STATES, type TrunkTickModel } from "./trunk-tick.model.ts";
 import { listProbedTrunks, listRegisteredTrunks, listTrunkStatusRows, type RegisteredTrunk } from "./trunks.store.ts";
 
 export interface TrunkTickDeps {
@@ -126,11 +126,19 @@ export function trunkTicker(deps: TrunkTickDeps) {
 
       const nowSec = Math.floor(now / 1000);
       const [probed, registered] = await Promise.all([listProbedTrunks(deps.db), listRegisteredTrunks(deps.db, input.node)]);
-      const ping = probed
-        .filter((t) => probeDue(t.id, t.ping_sec, nowSec, input.interval))
+      const due = probed.filter((t) => probeDue(t.id, t.ping_sec, nowSec, input.interval));
+      if (due.length > MAX_TICK_PROBES) deps.log.warn("more trunks due for a probe than one tick sends: some are probed less often", { node: input.node, due: due.length });
+      const ping = due
+        .slice(0, MAX_TICK_PROBES)
         .map((t) => ({ account_id: t.account_id, trunk_id: t.id, uri: `sip:${t.proxy}${t.transport === "udp" ? "" : `;transport=${t.transport}`}` }));
-      const registrations = (await Promise.all(registered.map(registrationOf))).filter((r) => r !== null);
-      return { ok: true, ping, registrations };
+      // Only what the node does not keep as it should: new and changed registrations, a few per tick
+      // (the rest next time, once it reports these kept), and the ones it should drop.
+      const held = new Map((input.registrations ?? []).map((r) => [r.trunk_id, r.version ?? ""]));
+      const wanted = (await Promise.all(registered.map(registrationOf))).filter((r) => r !== null);
+      const registrations = wanted.filter((r) => held.get(r.trunk_id) !== r.version).slice(0, MAX_TICK_REGISTRATIONS);
+      const keep = new Set(wanted.map((r) => r.trunk_id));
+      const unregister = [...held.keys()].filter((id) => !keep.has(id));
+      return { ok: true, ping, registrations, unregister };
     },
 
     /** An account's trunks with their probes' verdict, our registrations with them, and theirs with us. */
