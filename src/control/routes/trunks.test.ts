@@ -83,7 +83,7 @@ describe(`POST /trunks/tick [${storeKind}]`, () => {
     const s = await seed();
     const { held } = await syncNode("edge-1");
     const mine = [...held].filter(([, r]) => r.account_id === s.accountId);
-    expect(mine.map(([id]) => id)).toEqual([s.ids.registered]);
+    expect(mine.map(([id]) => id)).toEqual([s.ids.registered!]);
     const rpc = JSON.parse(mine[0]![1].rpc);
     expect(rpc).toEqual({
       jsonrpc: "2.0",
@@ -97,7 +97,7 @@ describe(`POST /trunks/tick [${storeKind}]`, () => {
     const again = await client.post("/trunks/tick", { node: "edge-1", interval: 5, registrations: [...held].map(([trunk_id, r]) => ({ account_id: r.account_id, trunk_id, status: 1, version: r.version })) });
     expect(again.body.registrations).toEqual([]);
     const two = await syncNode("edge-2");
-    expect([...two.held].filter(([, r]) => r.account_id === s.accountId).map(([id]) => id).sort()).toEqual([s.ids.registered, s.ids["edge2-only"]].sort());
+    expect([...two.held].filter(([, r]) => r.account_id === s.accountId).map(([id]) => id).sort()).toEqual([s.ids.registered!, s.ids["edge2-only"]!].sort());
     // A tick covering a whole ping_sec (5) lists the probed trunk, at its transport (probeDue above: when).
     const probedPing = (await tick({ interval: 5 })).body.ping.find((p: any) => p.trunk_id === s.ids.probed);
     expect(probedPing).toEqual({ account_id: s.accountId, trunk_id: s.ids.probed, uri: "sip:probe.example:5070;transport=tcp" });
@@ -112,7 +112,7 @@ describe(`POST /trunks/tick [${storeKind}]`, () => {
     expect(JSON.parse(changed.rpc).params[8]).toBe(md5(`acct-${s.tag}:reg.example:new-pass`));
     await platform.db.update(sipTrunks).set({ status: "disabled", updated_at: 1 }).where(eq(sipTrunks.id, s.ids.registered!));
     const after = await syncNode("edge-1", held);
-    expect(after.dropped).toContain(s.ids.registered);
+    expect(after.dropped).toContain(s.ids.registered!);
     expect(after.held.has(s.ids.registered!)).toBe(false);
   });
 
