@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Platform } from "../platform.ts";
 import { seedTenant, storeKind, testPlatform } from "../../../test/support/platform.ts";
 import { sql } from "drizzle-orm";
-import type { PlatformEvent } from "./bus.ts";
+import { createEventBus, type PlatformEvent } from "./bus.ts";
+import type { LiveStore } from "../live/live-store.ts";
 
 let platform: Platform;
 
@@ -64,6 +65,51 @@ describe(`event bus: resume [${storeKind}]`, () => {
     } finally {
       release();
       await held;
+    }
+  });
+});
+
+describe(`event bus: unpublished events [${storeKind}]`, () => {
+  test("when a publish fails, the account's subscribers (every instance's) are told of the gap once publishing works again, so they resume", async () => {
+    const a = await seedTenant(platform);
+    let failing = 2;
+    // The live store as one instance sees it when its own connection fails: publishing throws (twice).
+    const flaky: LiveStore = new Proxy(platform.live, {
+      get(target, prop, receiver) {
+        if (prop === "publish") {
+          return async (channel: string, message: string) => {
+            if (failing > 0) {
+              failing--;
+              throw new Error("connection lost");
+            }
+            return target.publish(channel, message);
+          };
+        }
+        const value = Reflect.get(target, prop, receiver);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const bus = createEventBus({ db: platform.db, live: flaky, log: platform.log, ids: platform.events.ids });
+    const got: PlatformEvent[] = [];
+    let gaps = 0;
+    // Another instance's subscriber: on the store itself.
+    const stop = await platform.events.subscribe(a.accountId, (e) => got.push(e), () => gaps++);
+    try {
+      await bus.emit(a.accountId, "test", { message: "lost", webhook_id: null, ts: Date.now() });
+      // The event never reached it; the notice does, after the notice's own first try failed too.
+      const deadline = Date.now() + 5000;
+      while (gaps === 0 && Date.now() < deadline) await Bun.sleep(20);
+      expect(gaps).toBe(1);
+      expect(got).toEqual([]);
+      // Published again normally: events flow, no more notices.
+      await bus.emit(a.accountId, "test", { message: "later", webhook_id: null, ts: Date.now() });
+      const until = Date.now() + 5000;
+      while (got.length === 0 && Date.now() < until) await Bun.sleep(20);
+      expect(got.map((e) => (e.data as { message: string }).message)).toEqual(["later"]);
+      await Bun.sleep(1200);
+      expect(gaps).toBe(1);
+    } finally {
+      await stop();
     }
   });
 });

@@ -172,6 +172,12 @@ function toEvent(row: Pick<typeof events.$inferSelect, "account_id" | "id" | "na
   return { id: row.id, account_id: row.account_id, event: row.name as EventName, data: row.data as Record<string, unknown>, ts: row.ts };
 }
 
+/** The message that tells an account's subscribers some of its events were not published to them. */
+export const GAP_NOTICE = '{"gap":true}';
+/** How often an unpublished account's gap notice is tried, and for how long. */
+const GAP_NOTICE_RETRY_MS = 1000;
+const GAP_NOTICE_GIVE_UP_MS = 10 * 60_000;
+
 export function createEventBus(deps: { db: Db; live: LiveStore; log: Logger; ids: EventIdCodec }): EventBus {
   const { db, live, log, ids } = deps;
   const planners: EventPlanner[] = [];
@@ -226,7 +232,41 @@ export function createEventBus(deps: { db: Db; live: LiveStore; log: Logger; ids
     }
     for (const [accountId, list] of byAccount) {
       const message = JSON.stringify(list.length === 1 ? list[0] : list);
-      live.publish(eventChannel(accountId), message).catch((error) => log.warn("event publish failed", { error: String(error) }));
+      live.publish(eventChannel(accountId), message).catch((error) => {
+        log.warn("event publish failed: the account's live subscribers are told to resume once publishing works", { account_id: accountId, error: String(error) });
+        missedPublish(accountId);
+      });
+    }
+  }
+
+  /**
+   * Accounts whose events were not published (the live store unreachable from here, others perhaps
+   * not): a gap notice goes out on their channel as soon as a publish works again, so every instance's
+   * subscribers (a realtime socket) know to resume from the table instead of silently missing them.
+   * Given up after GAP_NOTICE_GIVE_UP_MS (a stream reconnects long before).
+   */
+  const missed = new Map<string, number>();
+  let noticeTimer: ReturnType<typeof setTimeout> | null = null;
+  function missedPublish(accountId: string): void {
+    if (!missed.has(accountId)) missed.set(accountId, Date.now());
+    if (noticeTimer) return;
+    noticeTimer = setTimeout(sendGapNotices, GAP_NOTICE_RETRY_MS);
+    noticeTimer.unref?.();
+  }
+  async function sendGapNotices(): Promise<void> {
+    noticeTimer = null;
+    for (const [accountId, since] of [...missed]) {
+      try {
+        await live.publish(eventChannel(accountId), GAP_NOTICE);
+        missed.delete(accountId);
+      } catch {
+        // Still unreachable: tried again at the next round, until it is too late to matter.
+        if (Date.now() - since > GAP_NOTICE_GIVE_UP_MS) missed.delete(accountId);
+      }
+    }
+    if (missed.size && !noticeTimer) {
+      noticeTimer = setTimeout(sendGapNotices, GAP_NOTICE_RETRY_MS);
+      noticeTimer.unref?.();
     }
   }
 
@@ -332,6 +372,11 @@ export function createEventBus(deps: { db: Db; live: LiveStore; log: Logger; ids
     },
     subscribe(accountId, handler, onGap) {
       return live.subscribe(eventChannel(accountId), (message) => {
+        if (message === GAP_NOTICE) {
+          // Some of the account's events were not published (see missedPublish).
+          onGap?.();
+          return;
+        }
         let parsed: PlatformEvent | PlatformEvent[];
         try {
           parsed = JSON.parse(message) as PlatformEvent | PlatformEvent[];
