@@ -153,7 +153,7 @@ export interface Kamailio extends Proc {
  * Starts Kamailio with the repository's config, pointed at `controlPort`. `defines` are extra -A
  * flags (e.g. `REPORT_TIMER="name=secreport;mode=1;interval=2"`).
  */
-export async function startKamailio(options: { port?: number; controlPort: number; control2Port?: number; node?: string; defines?: string[]; children?: number }): Promise<Kamailio> {
+export async function startKamailio(options: { port?: number; controlPort: number; control2Port?: number; node?: string; defines?: string[]; children?: number; ipv6?: boolean }): Promise<Kamailio> {
   // A port free when chosen may be taken before Kamailio binds it (a sipp's media port, another
   // test's socket): a port this function chose is chosen again then, up to three times.
   for (let attempt = 1; ; attempt++) {
@@ -165,11 +165,13 @@ export async function startKamailio(options: { port?: number; controlPort: numbe
   }
 }
 
-async function startKamailioOn(port: number, options: { controlPort: number; control2Port?: number; node?: string; defines?: string[]; children?: number }): Promise<Kamailio> {
+async function startKamailioOn(port: number, options: { controlPort: number; control2Port?: number; node?: string; defines?: string[]; children?: number; ipv6?: boolean }): Promise<Kamailio> {
+  // ipv6: the edge's SIP socket on ::1 instead (the control plane stays on 127.0.0.1).
+  const host = options.ipv6 ? "[::1]" : "127.0.0.1";
   const args = [
     "kamailio", "-DD", "-E", "-m", "256", "-M", "16", "-x", "tlsf", "-X", "tlsf", "-f", KAMAILIO_CFG,
-    "-A", `LISTEN=udp:127.0.0.1:${port}`,
-    "-A", `REG_CONTACT_ADDR="127.0.0.1:${port}"`,
+    "-A", `LISTEN=udp:${host}:${port}`,
+    "-A", `REG_CONTACT_ADDR="${host}:${port}"`,
     "-A", `CONTROL_CON="ctl=>http://127.0.0.1:${options.controlPort}"`,
     ...(options.control2Port ? ["-A", `CONTROL_CON2="ctl2=>http://127.0.0.1:${options.control2Port}"`] : []),
     "-A", `NODE="${options.node ?? "edge-e2e"}"`,
@@ -182,7 +184,7 @@ async function startKamailioOn(port: number, options: { controlPort: number; con
   const deadline = Date.now() + 20_000;
   for (;;) {
     if (p.proc.exitCode !== null) throw new Error(`kamailio exited ${p.proc.exitCode}:\n${k.log().slice(-4000)}`);
-    if (/INFO: .*(async|rtimer|ctl).*|main\.c.*main\(\)/.test(k.log()) && (await sipOptionsPing(port))) return k;
+    if (/INFO: .*(async|rtimer|ctl).*|main\.c.*main\(\)/.test(k.log()) && (await sipOptionsPing(port, options.ipv6 ? "::1" : "127.0.0.1"))) return k;
     if (Date.now() > deadline) {
       await k.stop();
       throw new Error(`kamailio did not come up in 20000 ms:\n${k.log().slice(-4000)}`);
@@ -192,20 +194,21 @@ async function startKamailioOn(port: number, options: { controlPort: number; con
 }
 
 /** Sends an OPTIONS to the edge and waits up to 500 ms for any reply. */
-export async function sipOptionsPing(port: number): Promise<boolean> {
+export async function sipOptionsPing(port: number, address = "127.0.0.1"): Promise<boolean> {
   let answered = false;
   let done: () => void = () => {};
   const got = new Promise<void>((res) => {
     done = res;
   });
   // error: the ICMP "port unreachable" of a Kamailio not up yet; the next try will tell.
-  const sock = await Bun.udpSocket({ hostname: "127.0.0.1", port: 0, socket: { data() { answered = true; done(); }, error() {} } });
+  const sock = await Bun.udpSocket({ hostname: address, port: 0, socket: { data() { answered = true; done(); }, error() {} } });
   try {
     const branch = `z9hG4bK${crypto.randomUUID().slice(0, 12)}`;
+    const host = address.includes(":") ? `[${address}]` : address;
     const msg =
-      `OPTIONS sip:127.0.0.1:${port} SIP/2.0\r\nVia: SIP/2.0/UDP 127.0.0.1:${sock.port};branch=${branch}\r\nMax-Forwards: 70\r\n` +
-      `From: <sip:ping@127.0.0.1>;tag=p1\r\nTo: <sip:127.0.0.1:${port}>\r\nCall-ID: ${branch}@ping\r\nCSeq: 1 OPTIONS\r\nContent-Length: 0\r\n\r\n`;
-    sock.send(msg, port, "127.0.0.1");
+      `OPTIONS sip:${host}:${port} SIP/2.0\r\nVia: SIP/2.0/UDP ${host}:${sock.port};branch=${branch}\r\nMax-Forwards: 70\r\n` +
+      `From: <sip:ping@${host}>;tag=p1\r\nTo: <sip:${host}:${port}>\r\nCall-ID: ${branch}@ping\r\nCSeq: 1 OPTIONS\r\nContent-Length: 0\r\n\r\n`;
+    sock.send(msg, port, address);
     await Promise.race([got, Bun.sleep(500)]);
     return answered;
   } finally {

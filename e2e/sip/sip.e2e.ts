@@ -1064,6 +1064,33 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
     }
   });
 
+  test("over IPv6: a phone behind a NAT (its Contact another host than its source) registers and is called through an edge listening on ::1, at the address it registered from, BYE included", async () => {
+    const v6 = await startKamailio({ controlPort: parley.controlPort, node: "edge-v6", ipv6: true });
+    const phonePort = await freeUdpPort();
+    const { userId } = await addSipUser(parley, tenant, "1480");
+    const dir = mkdtempSync(join(tmpdir(), "sipp-v6-"));
+    // The phone's own view of itself: a name of its LAN in its Contact; the edge sees ::1.
+    const registering = join(dir, "register-v6.xml");
+    writeFileSync(registering, readFileSync(join(SCENARIOS, "register.xml"), "utf8").replaceAll("@[local_ip]:[contact_port]", "@phone-1480.lan:[contact_port]"));
+    let phone: Proc | null = null;
+    try {
+      const via = `[::1]:${v6.port}`;
+      // Registered from the port it then answers on, as a phone's one socket behind its NAT.
+      const reg = await runSipp(registering, via, ["-i", "::1", "-p", String(phonePort), "-s", "1480", "-au", "1480", "-ap", PASSWORD, "-key", "domain", tenant.domain, "-key", "contact_port", String(phonePort), "-key", "expires", "300", "-m", "1", "-timeout", "15s"]);
+      expect(reg.code, reg.stderr + v6.log().slice(-2000)).toBe(0);
+      expect(v6.log()).toMatch(/ctl \/presence\/event register rc=200 /);
+      phone = startSipp("uas.xml", ["-i", "::1", "-p", String(phonePort), "-mp", String(nextMediaPort()), "-m", "1"]);
+      const call = await invite("1001", "1480", "invite.xml", ["-i", "::1"], via);
+      expect(call.code, `${call.stderr}${call.messages.slice(-2000)}\n${v6.log().slice(-2500)}`).toBe(0);
+      expect(call.statuses).toContain(200);
+      expect(await exitOf(phone), phone.stderr() + phone.stdout().slice(-1500)).toBe(0);
+      await eventually(async () => expect((await calls()).find((x) => x.sip_call_id === call.callIds.at(-1))).toMatchObject({ status: "completed", answered: 1, agent_id: userId }));
+    } finally {
+      await phone?.stop();
+      await v6.stop();
+    }
+  });
+
   test("over WebSocket (WEBSOCKET): a browser-style phone registers on its WebSocket and is called over it; WEBSOCKET_ORIGIN refuses other pages", async () => {
     const port = freePorts(1)[0]!;
     const origin = "https://softphone.example.com";
