@@ -219,6 +219,26 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
     expect(brief.messages).toContain("Min-Expires: 60\r\n");
   });
 
+  test("a REGISTER with several Contacts (in one header and in two, a display name with a comma) binds each with its own lifetime, and the 200 lists them all", async () => {
+    const { userId } = await addSipUser(parley, tenant, "1490");
+    const dir = mkdtempSync(join(tmpdir(), "sipp-multi-"));
+    const scenario = join(dir, "register-multi.xml");
+    const contact = "Contact: <sip:[service]@[local_ip]:[contact_port];transport=[transport]>";
+    const several =
+      'Contact: "Desk, Front" <sip:[service]@[local_ip]:[contact_port];transport=[transport]>;expires=600, <sip:[service]-2@[local_ip]:[contact_port];transport=[transport]>\n' +
+      "      Contact: <sip:[service]-3@[local_ip]:[contact_port];transport=[transport]>;expires=120";
+    writeFileSync(scenario, readFileSync(join(SCENARIOS, "register.xml"), "utf8").replaceAll(contact, several));
+    const reg = await runSipp(scenario, edge(), ["-s", "1490", "-au", "1490", "-ap", PASSWORD, "-key", "domain", tenant.domain, "-key", "contact_port", String(devicePort), "-key", "expires", "300", "-m", "1", "-timeout", "15s"]);
+    expect(reg.code, reg.stderr + reg.messages.slice(-2000) + kamailio.log().slice(-2000)).toBe(0);
+    const ok = sippMessages(reg.messages).find((m) => /^SIP\/2\.0 200 /m.test(m))!;
+    const granted = [...ok.matchAll(/^Contact: <sip:(1490(?:-\d)?)@[^>]+>;expires=(\d+)\r?$/gim)].map((m) => `${m[1]} ${m[2]}`).sort();
+    expect(granted).toEqual(["1490 600", "1490-2 300", "1490-3 120"]);
+    await eventually(async () => {
+      const roster = await api("GET", `${parley.controlUrl}/presence/users?accountId=${tenant.accountId}`);
+      expect(roster.body.data.find((u: any) => u.id === userId)).toMatchObject({ registered: 1, contacts: 3 });
+    });
+  });
+
   test("a digest with an expired nonce (NONCE_EXPIRE) is challenged again with stale=true, and the phone's answer to the new nonce registers", async () => {
     const short = await startKamailio({ controlPort: parley.controlPort, node: "edge-stale", defines: ["NONCE_EXPIRE=1"] });
     try {

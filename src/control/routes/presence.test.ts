@@ -86,6 +86,38 @@ describe(`POST /presence/event register [${storeKind}]`, () => {
     expect(await userContacts(platform.live, t.accountId, u.userId)).toEqual([]);
   });
 
+  test("a REGISTER with several Contacts binds each, with its own lifetime and NAT source; * goes alone", async () => {
+    const t = await seedTenant(platform);
+    const u = await seedUser(t.accountId);
+    const r = await client.post(
+      "/presence/event",
+      register(t.accountId, u.deviceId, {
+        contact: "sip:a@192.0.2.7:5060",
+        expires: 600,
+        socket: "udp:10.0.0.1:5060",
+        contacts: [
+          { contact: "sip:a@10.1.1.5:5070;transport=tcp", expires: 300, received: "sip:198.51.100.9:40000;transport=tcp" },
+          { contact: "sip:a@192.0.2.8:5060", expires: 0 },
+        ],
+      }),
+    );
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    const bound = await userContacts(platform.live, t.accountId, u.userId);
+    expect(bound.map((b) => [b.contact, b.received, b.socket])).toEqual([
+      ["sip:a@10.1.1.5:5070;transport=tcp", "sip:198.51.100.9:40000;transport=tcp", "udp:10.0.0.1:5060"],
+      ["sip:a@192.0.2.7:5060", null, "udp:10.0.0.1:5060"],
+    ]);
+    expect(bound[0]!.expires_at).toBeLessThan(bound[1]!.expires_at);
+    // The expires 0 of a further Contact removes that one binding.
+    await client.post("/presence/event", register(t.accountId, u.deviceId, { contact: "sip:a@192.0.2.7:5060", expires: 600, contacts: [{ contact: "sip:a@10.1.1.5:5070;transport=tcp", expires: 0 }] }));
+    expect((await userContacts(platform.live, t.accountId, u.userId)).map((b) => b.contact)).toEqual(["sip:a@192.0.2.7:5060"]);
+    const wildcard = await client.post("/presence/event", register(t.accountId, u.deviceId, { contact: "*", expires: 0, contacts: [{ contact: "sip:a@192.0.2.8", expires: 0 }] }));
+    expect(wildcard.status).toBe(400);
+    expect(wildcard.body.details).toEqual([{ path: "/contacts", message: "* removes every binding: send it alone." }]);
+    const tooMany = await client.post("/presence/event", register(t.accountId, u.deviceId, { contacts: Array.from({ length: 10 }, (_, i) => ({ contact: `sip:a@192.0.2.${i + 10}`, expires: 60 })) }));
+    expect(tooMany.status).toBe(400);
+  });
+
   test("a short registration expires on its own (real clock)", async () => {
     const t = await seedTenant(platform);
     const u = await seedUser(t.accountId);

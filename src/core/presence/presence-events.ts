@@ -43,38 +43,43 @@ export async function handleRegister(platform: Platform, input: PresenceModel.Re
   }
   if (input.contact === "*") {
     // `Contact: *` (RFC 3261 10.2.2): remove every binding of the device; only with expires 0.
-    if (input.expires !== 0) throw validationFailed([{ path: "/contact", message: "* removes every binding: send it with expires 0." }]);
+    checkWildcard(input);
     await forgetDevice(platform.live, input.account_id, device.user_id, deviceId, clock.now?.() ?? Date.now());
     return;
   }
-  if (input.expires > 0 && (device.device_status !== "active" || device.user_status !== "active" || device.account_status !== "active")) {
+  const bindings = bindingsOf(input);
+  if (bindings.some((b) => b.expires > 0) && (device.device_status !== "active" || device.user_status !== "active" || device.account_status !== "active")) {
     throw new AppError("forbidden", "This device may not register.");
   }
-  await applyRegistration(
-    platform.live,
-    {
-      account_id: input.account_id,
-      user_id: device.user_id,
-      device_id: deviceId,
-      webrtc: device.is_webrtc === 1 ? 1 : 0,
-      ...bindingOf(input),
-    },
-    clock.now?.() ?? Date.now(),
-  );
+  const now = clock.now?.() ?? Date.now();
+  for (const binding of bindings) {
+    await applyRegistration(platform.live, { account_id: input.account_id, user_id: device.user_id, device_id: deviceId, webrtc: device.is_webrtc === 1 ? 1 : 0, ...binding }, now);
+  }
 }
 
-/** The binding a register event asks for, as presence keeps it (a device's or a trunk's). */
-function bindingOf(input: PresenceModel.Register) {
-  return {
-    contact: input.contact,
-    expires: input.expires,
+/** `Contact: *` removes every binding, with expires 0 and alone (RFC 3261 10.2.2). */
+function checkWildcard(input: PresenceModel.Register): void {
+  if (input.expires !== 0) throw validationFailed([{ path: "/contact", message: "* removes every binding: send it with expires 0." }]);
+  if (input.contacts?.length) throw validationFailed([{ path: "/contacts", message: "* removes every binding: send it alone." }]);
+}
+
+/**
+ * The bindings a register event asks for, as presence keeps them (a device's or a trunk's): its
+ * Contact, then the REGISTER's further ones, each with its own lifetime and NAT source and the rest
+ * shared (one REGISTER: one transport, source, socket and User-Agent).
+ */
+function bindingsOf(input: PresenceModel.Register) {
+  const shared = {
     user_agent: input.user_agent ?? null,
     transport: input.transport?.toLowerCase() ?? null,
     source_ip: input.source_ip ?? null,
-    received: input.received ?? null,
     path: input.path ?? null,
     socket: input.socket ?? null,
   };
+  return [
+    { ...shared, contact: input.contact, expires: input.expires, received: input.received ?? null },
+    ...(input.contacts ?? []).map((c) => ({ ...shared, contact: c.contact, expires: c.expires, received: c.received ?? null })),
+  ];
 }
 
 /**
@@ -88,22 +93,15 @@ async function handleTrunkRegister(platform: Platform, input: PresenceModel.Regi
   if (!trunk) throw notFound("trunk");
   const now = clock.now?.() ?? Date.now();
   if (input.contact === "*") {
-    if (input.expires !== 0) throw validationFailed([{ path: "/contact", message: "* removes every binding: send it with expires 0." }]);
+    checkWildcard(input);
     await forgetTrunk(platform.live, input.account_id, input.trunk_id, now);
     return;
   }
-  if (input.expires > 0 && (trunk.status !== "active" || trunk.account_status !== "active" || trunk.inbound_auth !== "register" || trunk.direction === "outbound")) {
+  const bindings = bindingsOf(input);
+  if (bindings.some((b) => b.expires > 0) && (trunk.status !== "active" || trunk.account_status !== "active" || trunk.inbound_auth !== "register" || trunk.direction === "outbound")) {
     throw new AppError("forbidden", "This trunk may not register.");
   }
-  await applyTrunkRegistration(
-    platform.live,
-    {
-      account_id: input.account_id,
-      trunk_id: input.trunk_id,
-      ...bindingOf(input),
-    },
-    now,
-  );
+  for (const binding of bindings) await applyTrunkRegistration(platform.live, { account_id: input.account_id, trunk_id: input.trunk_id, ...binding }, now);
 }
 
 /**

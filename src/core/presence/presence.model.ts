@@ -3,7 +3,7 @@ import { Type as T, type Static } from "@sinclair/typebox";
 import { t } from "elysia";
 import { Flag, IdOf, IpAddress, Nullable } from "../validation/fields.ts";
 import { DialogEvent } from "../routing/route-types.ts";
-import { MAX_REGISTER_EXPIRES_SEC } from "./presence.service.ts";
+import { MAX_CONTACTS_PER_DEVICE, MAX_REGISTER_EXPIRES_SEC } from "./presence.service.ts";
 
 export const AGENT_STATES = ["logged_out", "ready", "paused", "on_call", "wrap_up"] as const;
 export type AgentStateName = (typeof AGENT_STATES)[number];
@@ -33,6 +33,19 @@ export namespace PresenceModel {
         description: "The Contact URI (one binding: sip: or sips:), or * with expires 0 (every binding of the device).",
       }),
       expires: T.Integer({ minimum: 0, maximum: MAX_REGISTER_EXPIRES_SEC, description: `Seconds the binding lives, 0–${MAX_REGISTER_EXPIRES_SEC}; 0 removes it.` }),
+      contacts: T.Optional(
+        T.Array(
+          T.Object(
+            {
+              contact: T.String({ minLength: 1, maxLength: 1024, format: "sip-uri", description: "Another Contact URI of the same REGISTER." }),
+              expires: T.Integer({ minimum: 0, maximum: MAX_REGISTER_EXPIRES_SEC, description: "Its own lifetime, seconds; 0 removes it." }),
+              received: T.Optional(T.String({ maxLength: 1024, format: "sip-uri", description: "Where it is reached when that is not its Contact (NAT)." })),
+            },
+            { additionalProperties: false },
+          ),
+          { maxItems: MAX_CONTACTS_PER_DEVICE - 1, description: "The REGISTER's further Contacts (RFC 3261 allows several), each with its own lifetime; not with contact *." },
+        ),
+      ),
       user_agent: T.Optional(T.String({ maxLength: 255 })),
       transport: T.Optional(T.String({ pattern: "^(?:udp|tcp|tls|ws|wss|sctp|UDP|TCP|TLS|WS|WSS|SCTP)$", description: "udp, tcp, tls, ws, wss or sctp." })),
       source_ip: T.Optional(IpAddress("Address the REGISTER came from.")),
