@@ -671,7 +671,7 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
         expect(of(rows, "probed-backup").ping).toMatchObject({ state: "up", code: 200, fails: 0 });
       }, 20_000);
       expect(kamailio.log()).not.toMatch(/ctl \/trunks\/tick rc=(?!200)/);
-      const r = await invite("1001", "14145550100");
+      const r = await invite("1001", "14147770100");
       expect(r.code, r.stderr + kamailio.log().slice(-2000)).toBe(0);
       expect(r.statuses).toContain(200);
       // The call went to the backup first: the primary never got its INVITE.
@@ -871,7 +871,7 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
       const num = await api("POST", `${parley.publicUrl}/v1/numbers`, { e164: did, dest_kind: "user", dest_id: tenant.users["1002"]!.userId }, { "x-api-key": tenant.key });
       expect(num.status, JSON.stringify(num.body)).toBe(201);
       const fromTrunk = (ip: string, password: string, scenario = "invite.xml") =>
-        runSipp(scenario, edge(), ["-i", ip, "-s", did, "-au", digestUser, "-ap", password, "-key", "from_user", "14155550111", "-key", "domain", "carrier-dg.example", "-d", "300", "-m", "1", "-timeout", "20s"]);
+        runSipp(scenario, edge(), ["-i", ip, "-s", did, "-au", digestUser, "-ap", password, "-key", "from_user", "14155559111", "-key", "domain", "carrier-dg.example", "-d", "300", "-m", "1", "-timeout", "20s"]);
 
       // The digest trunk: no address of an ip trunk, so challenged; its answer is verified against the
       // trunk's inbound password, and the call is the trunk's, inbound to the DID.
@@ -908,7 +908,7 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
       await eventually(async () => expect((await calls()).find((x) => x.sip_call_id === out.callIds.at(-1))).toMatchObject({ direction: "outbound", status: "completed", answered: 1 }));
       // The PBX's own calls (role pbx), challenged and answered with its credentials: to a user of the
       // account (internal), and out through the account's routes.
-      const pbxCall = (to: string) => runSipp("invite.xml", edge(), ["-s", to, "-au", pbxUser, "-ap", "pbx-pass-1", "-key", "from_user", "14155550177", "-key", "domain", tenant.domain, "-d", "300", "-m", "1", "-timeout", "20s"]);
+      const pbxCall = (to: string) => runSipp("invite.xml", edge(), ["-s", to, "-au", pbxUser, "-ap", "pbx-pass-1", "-key", "from_user", "14155559177", "-key", "domain", tenant.domain, "-d", "300", "-m", "1", "-timeout", "20s"]);
       const internal = await pbxCall("1002");
       expect(internal.code, internal.stderr + kamailio.log().slice(-2000)).toBe(0);
       await eventually(async () => expect((await calls()).find((x) => x.sip_call_id === internal.callIds.at(-1))).toMatchObject({ direction: "internal", status: "completed", answered: 1 }));

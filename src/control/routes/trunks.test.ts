@@ -7,6 +7,7 @@ import { seedTenant, storeKind, testPlatform } from "../../../test/support/platf
 import { applyConfig } from "../../core/config-file/applier.ts";
 import { sipTrunks } from "../../core/trunks/trunks.schema.ts";
 import { probeDue } from "../../core/trunks/trunk-tick.service.ts";
+import { readTrunkHealth } from "../../core/trunks/trunk-health.ts";
 import { applyTrunkRegistration } from "../../core/presence/presence.service.ts";
 import { newId } from "../../core/ids/ids.ts";
 import { trunkRoutes } from "./trunks.ts";
@@ -155,6 +156,27 @@ describe(`POST /trunks/tick [${storeKind}]`, () => {
     ]);
     expect(byName.registered.ping).toBeNull();
     expect(byName.pbx).toMatchObject({ registered_contacts: 1, registrations: [], ping: null });
+  });
+
+  test("reports of what the node was not asked to do are left out: a probe of a trunk that is not probed or of another account, the state of another node's registration", async () => {
+    const s = await seed();
+    const stranger = newId("acc");
+    for (let i = 0; i < 2; i++) {
+      const r = await tick({
+        probes: [
+          { account_id: s.accountId, trunk_id: s.ids.pbx, code: 408 },
+          { account_id: stranger, trunk_id: s.ids.probed, code: 408 },
+        ],
+        registrations: [{ account_id: s.accountId, trunk_id: s.ids["edge2-only"], status: 1, version: "x" }],
+      });
+      expect(r.status).toBe(200);
+    }
+    const status = await client.get(`/trunks/status?accountId=${s.accountId}`);
+    const byName = Object.fromEntries(status.body.data.map((t: any) => [t.name, t]));
+    expect([...(await readTrunkHealth(platform.live, s.accountId)).keys()]).toEqual([]);
+    expect(byName.probed.ping).toBeNull();
+    expect(byName["edge2-only"].registrations).toEqual([]);
+    expect(await readTrunkHealth(platform.live, stranger)).toEqual(new Map());
   });
 
   test("malformed ticks: 400 naming the field; an unknown account's status: 404; another address: 403", async () => {

@@ -94,7 +94,12 @@ export async function forgetTrunkHealth(live: LiveStore, accountId: string, trun
  */
 export function isTrunkDown(health: TrunkHealth | undefined, pingSec: number | null, now: number): boolean {
   if (!health || pingSec === null || health.state !== "down") return false;
-  return now - health.at <= pingSec * 1000 * STALE_AFTER_INTERVALS + 5_000;
+  return !isHealthStale(health, pingSec, now);
+}
+
+/** Whether a record is too old for its trunk's ping interval to say anything (the probes stopped). */
+export function isHealthStale(health: TrunkHealth, pingSec: number, now: number): boolean {
+  return now - health.at > pingSec * 1000 * STALE_AFTER_INTERVALS + 5_000;
 }
 
 function parseHealth(raw: string | undefined): TrunkHealth | null {

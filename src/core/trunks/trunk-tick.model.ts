@@ -12,10 +12,12 @@ export const MAX_TICK_ITEMS = 10_000;
 export const MAX_TICK_PROBES = 200;
 export const MAX_TICK_REGISTRATIONS = 40;
 
-/** The states of a registration with a trunk, from the edge's uac_reg_status(). */
-export const REGISTRATION_STATES = ["registered", "registering", "failed", "disabled", "unknown"] as const;
 
 export namespace TrunkTickModel {
+  /** Where a registration with a trunk stands (the edge's uac_reg_status()). */
+  export const RegistrationState = T.Union([T.Literal("registered"), T.Literal("registering"), T.Literal("failed"), T.Literal("disabled"), T.Literal("unknown")]);
+  export type RegistrationState = Static<typeof RegistrationState>;
+
   export const Request = T.Object(
     {
       node: T.String({ pattern: "^[A-Za-z0-9._-]{1,64}$", description: "The edge node ticking (its NODE): a trunk with reg_node is registered by that node only." }),
@@ -112,7 +114,7 @@ export namespace TrunkTickModel {
       registrations: T.Array(
         T.Object({
           node: T.String({ description: "The edge node that keeps the registration." }),
-          state: T.Union([T.Literal("registered"), T.Literal("registering"), T.Literal("failed"), T.Literal("disabled"), T.Literal("unknown")]),
+          state: RegistrationState,
           at: T.Integer({ description: "When the node last reported it, epoch ms." }),
         }),
         { description: "Our registrations with the trunk (do_register), one per edge node keeping one." },

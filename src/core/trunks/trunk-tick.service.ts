@@ -11,8 +11,8 @@ import type { Logger } from "../log/logger.ts";
 import type { SecretStore } from "../secrets/secrets.service.ts";
 import { trunkContacts } from "../presence/presence.service.ts";
 import { hostOf } from "../routing/decide-support.ts";
-import { isTrunkDown, readTrunkHealth, recordTrunkProbes } from "./trunk-health.ts";
-import { MAX_TICK_PROBES, MAX_TICK_REGISTRATIONS, REGISTRATION_STATES, type TrunkTickModel } from "./trunk-tick.model.ts";
+import { isHealthStale, readTrunkHealth, recordTrunkProbes } from "./trunk-health.ts";
+import { MAX_TICK_PROBES, MAX_TICK_REGISTRATIONS, type TrunkTickModel } from "./trunk-tick.model.ts";
 import { listProbedTrunks, listRegisteredTrunks, listTrunkStatusRows, type RegisteredTrunk } from "./trunks.store.ts";
 
 export interface TrunkTickDeps {
@@ -32,7 +32,7 @@ export interface TrunkTickDeps {
 /** How long a node's registration report lasts without another (its key's lifetime). */
 const REGISTRATION_REPORT_TTL_MS = 10 * 60_000;
 
-type RegistrationState = (typeof REGISTRATION_STATES)[number];
+type RegistrationState = TrunkTickModel.RegistrationState;
 
 /** The hash of an account's registration reports: field `<trunk id> <node>`. */
 function registrationKey(accountId: string): string {
@@ -53,6 +53,11 @@ function registrationState(status: number): RegistrationState {
 export function probeDue(trunkId: string, pingSec: number, nowSec: number, interval: number): boolean {
   const offset = hashOf(trunkId) % pingSec;
   return Math.floor((nowSec - offset) / pingSec) > Math.floor((nowSec - interval - offset) / pingSec);
+}
+
+/** A trunk's proxy (`host[:port]`) as a SIP URI, with its transport when not UDP. */
+function proxyUri(proxy: string, transport: string): string {
+  return `sip:${proxy}${transport === "udp" ? "" : `;transport=${transport}`}`;
 }
 
 function hashOf(text: string): number {
@@ -77,7 +82,7 @@ export function trunkTicker(deps: TrunkTickDeps) {
     const domain = t.from_domain ?? hostOf(t.proxy);
     const realm = t.realm ?? domain;
     const ha1 = new Bun.CryptoHasher("md5").update(`${t.auth_username}:${realm}:${password}`).digest("hex");
-    const proxy = `sip:${t.proxy}${t.transport === "udp" ? "" : `;transport=${t.transport}`}`;
+    const proxy = proxyUri(t.proxy, t.transport);
     // uac.reg_add: l_uuid, l_username, l_domain, r_username, r_domain, realm, auth_username,
     // auth_password ("." = none), auth_ha1, auth_proxy, expires, flags, reg_delay, socket, contact_addr.
     const params = [t.id, t.id, "parley", t.auth_username, domain, realm, t.auth_username, ".", ha1, proxy, t.expire_sec, 0, 0, ".", "."];
@@ -97,14 +102,22 @@ export function trunkTicker(deps: TrunkTickDeps) {
     /** One node's tick: records what it reports, answers what to probe now and what to keep registered. */
     async tick(input: TrunkTickModel.Request): Promise<TrunkTickModel.Reply> {
       const now = deps.now?.() ?? Date.now();
+      const [probed, registered] = await Promise.all([listProbedTrunks(deps.db), listRegisteredTrunks(deps.db, input.node)]);
+      // Only reports of what the node was asked to do are kept: a probe of a trunk that is not probed
+      // (any more), a registration state of one that is not this node's, are left out.
+      const key = (accountId: string, trunkId: string) => `${accountId}\u0000${trunkId}`;
+      const probedKeys = new Set(probed.map((t) => key(t.account_id, t.id)));
+      const registeredKeys = new Set(registered.map((t) => key(t.account_id, t.id)));
       const probesByAccount = new Map<string, Array<{ trunk_id: string; code: number; node: string; at: number }>>();
       for (const p of input.probes ?? []) {
+        if (!probedKeys.has(key(p.account_id, p.trunk_id))) continue;
         const list = probesByAccount.get(p.account_id) ?? [];
         list.push({ trunk_id: p.trunk_id, code: p.code, node: input.node, at: now });
         probesByAccount.set(p.account_id, list);
       }
       const statesByAccount = new Map<string, Record<string, string>>();
       for (const r of input.registrations ?? []) {
+        if (!registeredKeys.has(key(r.account_id, r.trunk_id))) continue;
         const fields = statesByAccount.get(r.account_id) ?? {};
         fields[`${r.trunk_id} ${input.node}`] = JSON.stringify({ state: registrationState(r.status), at: now });
         statesByAccount.set(r.account_id, fields);
@@ -125,12 +138,9 @@ export function trunkTicker(deps: TrunkTickDeps) {
       ]);
 
       const nowSec = Math.floor(now / 1000);
-      const [probed, registered] = await Promise.all([listProbedTrunks(deps.db), listRegisteredTrunks(deps.db, input.node)]);
       const due = probed.filter((t) => probeDue(t.id, t.ping_sec, nowSec, input.interval));
       if (due.length > MAX_TICK_PROBES) deps.log.warn("more trunks due for a probe than one tick sends: some are probed less often", { node: input.node, due: due.length });
-      const ping = due
-        .slice(0, MAX_TICK_PROBES)
-        .map((t) => ({ account_id: t.account_id, trunk_id: t.id, uri: `sip:${t.proxy}${t.transport === "udp" ? "" : `;transport=${t.transport}`}` }));
+      const ping = due.slice(0, MAX_TICK_PROBES).map((t) => ({ account_id: t.account_id, trunk_id: t.id, uri: proxyUri(t.proxy, t.transport) }));
       // Only what the node does not keep as it should: new and changed registrations, a few per tick
       // (the rest next time, once it reports these kept), and the ones it should drop.
       const held = new Map((input.registrations ?? []).map((r) => [r.trunk_id, r.version ?? ""]));
@@ -160,7 +170,7 @@ export function trunkTicker(deps: TrunkTickDeps) {
           })
           .sort((a, b) => (a.node < b.node ? -1 : 1));
         const probedNow = row.ping_sec !== null && h !== undefined;
-        const stale = probedNow && h.state === "down" ? !isTrunkDown(h, row.ping_sec, now) : probedNow && now - h.at > row.ping_sec! * 3000 + 5000;
+        const stale = probedNow && isHealthStale(h, row.ping_sec!, now);
         return {
           trunk_id: row.id,
           name: row.name,
