@@ -17,6 +17,10 @@ const NO_CONTROL = "^[^\\u0000-\\u001f\\u007f]*$";
 /** Most queues one agent event names. */
 export const MAX_AGENT_QUEUES = 100;
 
+/** A binding's lifetime and NAT source: the same rules for a REGISTER's first Contact and its others. */
+const Expires = (description: string) => T.Integer({ minimum: 0, maximum: MAX_REGISTER_EXPIRES_SEC, description });
+const Received = (description: string) => T.Optional(T.String({ maxLength: 1024, format: "sip-uri", description }));
+
 export namespace PresenceModel {
   /** type register: a REGISTER the edge accepted (expires 0 = the binding is removed), of a device or of a trunk. */
   export const Register = T.Object(
@@ -32,14 +36,14 @@ export namespace PresenceModel {
         format: "sip-contact",
         description: "The Contact URI (one binding: sip: or sips:), or * with expires 0 (every binding of the device).",
       }),
-      expires: T.Integer({ minimum: 0, maximum: MAX_REGISTER_EXPIRES_SEC, description: `Seconds the binding lives, 0–${MAX_REGISTER_EXPIRES_SEC}; 0 removes it.` }),
+      expires: Expires(`Seconds the binding lives, 0–${MAX_REGISTER_EXPIRES_SEC}; 0 removes it.`),
       contacts: T.Optional(
         T.Array(
           T.Object(
             {
               contact: T.String({ minLength: 1, maxLength: 1024, format: "sip-uri", description: "Another Contact URI of the same REGISTER." }),
-              expires: T.Integer({ minimum: 0, maximum: MAX_REGISTER_EXPIRES_SEC, description: "Its own lifetime, seconds; 0 removes it." }),
-              received: T.Optional(T.String({ maxLength: 1024, format: "sip-uri", description: "Where it is reached when that is not its Contact (NAT)." })),
+              expires: Expires("Its own lifetime, seconds; 0 removes it."),
+              received: Received("Where it is reached when that is not its Contact (NAT)."),
             },
             { additionalProperties: false },
           ),
@@ -50,7 +54,7 @@ export namespace PresenceModel {
       transport: T.Optional(T.String({ pattern: "^(?:udp|tcp|tls|ws|wss|sctp|UDP|TCP|TLS|WS|WSS|SCTP)$", description: "udp, tcp, tls, ws, wss or sctp." })),
       source_ip: T.Optional(IpAddress("Address the REGISTER came from.")),
       source_port: T.Optional(T.Integer({ minimum: 1, maximum: 65535 })),
-      received: T.Optional(T.String({ maxLength: 1024, format: "sip-uri", description: "Received URI (sip:<source ip>:<port>) when the source differs from the Contact (NAT)." })),
+      received: Received("Received URI (sip:<source ip>:<port>) when the source differs from the Contact (NAT)."),
       // path and socket go back to the edge as routing data of /route's branches: no control characters.
       path: T.Optional(T.String({ maxLength: 2048, pattern: NO_CONTROL, description: "Path header (RFC 3327), no control characters." })),
       socket: T.Optional(
