@@ -43,11 +43,13 @@ export function deriveEventIdKey(masterKey: Uint8Array): Uint8Array {
 /** A codec for `key` (32 bytes from deriveEventIdKey). */
 export function createEventIdCodec(key: Uint8Array): EventIdCodec {
   const input = new Uint8Array(1 + HALF);
+  /** HMAC(key) with nothing hashed yet: each round copies it (the key's pads are set up once). */
+  const keyed = new Bun.CryptoHasher("sha256", key);
   /** out ^= F(round, half): the first 5 bytes of HMAC(key, round ‖ half). */
   function mix(round: number, half: Uint8Array, out: Uint8Array): void {
     input[0] = round;
     input.set(half, 1);
-    const digest = new Bun.CryptoHasher("sha256", key).update(input).digest();
+    const digest = keyed.copy().update(input).digest();
     for (let i = 0; i < HALF; i++) out[i]! ^= digest[i]!;
   }
   const cache = new Map<number, string>();

@@ -532,11 +532,15 @@ export class HttpsPool {
 
 /** The request's bytes: request line, Host, the caller's headers, Content-Length, body. */
 function requestHead(request: HttpsPost): Buffer {
-  const body = Buffer.from(request.body);
   const lines = request.headers;
   if (!TARGET.test(request.path) || !TARGET.test(request.hostHeader) || !HEADER_LINES.test(lines)) {
     throw new HttpsPostError("EBADREQUEST", "a request line or header holds a character HTTP does not allow", false, false);
   }
-  const head = `POST ${request.path} HTTP/1.1\r\nhost: ${request.hostHeader}\r\n${lines}content-length: ${body.length}\r\n\r\n`;
-  return Buffer.concat([Buffer.from(head, "latin1"), body]);
+  const bodyBytes = Buffer.byteLength(request.body, "utf8");
+  const head = `POST ${request.path} HTTP/1.1\r\nhost: ${request.hostHeader}\r\n${lines}content-length: ${bodyBytes}\r\n\r\n`;
+  // One buffer, written in place: the head is visible ASCII (checked above), one byte a character.
+  const bytes = Buffer.allocUnsafe(head.length + bodyBytes);
+  bytes.write(head, 0, "latin1");
+  bytes.write(request.body, head.length, "utf8");
+  return bytes;
 }
