@@ -4,7 +4,7 @@
  * CPU accounting per process from /proc.
  */
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { availableParallelism, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { RedisClient } from "bun";
 import postgres from "postgres";
@@ -222,6 +222,39 @@ export function cpuSeconds(statPath: string): number {
   } catch {
     return 0; // gone, or not Linux
   }
+}
+
+/** The whole machine's CPU time so far (Linux /proc/stat, in USER_HZ ticks): busy, interrupts, all. */
+export interface MachineTicks {
+  /** Every state but idle and iowait: processes, the kernel, interrupts, steal. */
+  busy: number;
+  /** Hard and soft interrupts: network packet processing no process is charged with. */
+  irq: number;
+  total: number;
+}
+
+/** The machine's CPU ticks so far; all zero where there is no /proc/stat. */
+export function machineTicks(): MachineTicks {
+  try {
+    const line = readFileSync("/proc/stat", "utf8").split("\n", 1)[0]!;
+    const [user, nice, system, idle, iowait, irq, softirq, steal] = line.trim().split(/\s+/).slice(1, 9).map(Number) as number[];
+    const busy = user! + nice! + system! + irq! + softirq! + steal!;
+    return { busy, irq: irq! + softirq!, total: busy + idle! + iowait! };
+  } catch {
+    return { busy: 0, irq: 0, total: 0 };
+  }
+}
+
+/**
+ * Percent of one core the whole machine was busy between two readings, and how much of it went to
+ * interrupts (which per-process figures leave out: the kernel charges a packet's softirq work to no
+ * process, so the groups of cpuPercent add up to less than the machine used). Null without /proc/stat.
+ */
+export function machinePercent(from: MachineTicks, to: MachineTicks): { busy: number; irq: number } | null {
+  const total = to.total - from.total;
+  if (total <= 0) return null;
+  const cores = availableParallelism();
+  return { busy: (100 * cores * (to.busy - from.busy)) / total, irq: (100 * cores * (to.irq - from.irq)) / total };
 }
 
 /**
