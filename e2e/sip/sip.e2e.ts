@@ -726,6 +726,25 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
       expect(inbound.statuses).toContain(200);
       await eventually(async () => expect((await calls()).find((x) => x.sip_call_id === inbound.callIds.at(-1))).toMatchObject({ direction: "inbound", number_id: num.body.data.id, status: "completed" }));
 
+      // A new password reaches the edge: it registers again with it (uac.reg_add refuses an id it holds,
+      // so before the edge removed the old registration first, the change never took effect).
+      const rotated = join(mkdtempSync(join(tmpdir(), "sipp-registrar-")), "uas-registrar-rotated.xml");
+      writeFileSync(rotated, readFileSync(join(import.meta.dir, "scenarios", "uas-registrar.xml"), "utf8").replace('password="reg-s3cret"', 'password="reg-r0tated"'));
+      registrar = startSipp(rotated, ["-p", String(port), "-m", "1"]);
+      await applyTenantConfig(parley, tenant, { trunks: [...(before.trunks as unknown[]), { ...trunk, auth_password: "reg-r0tated" }] });
+      expect(await exitOf(registrar, 20_000), registrar.stderr() + registrar.stdout().slice(-1500) + kamailio.log().slice(-1500)).toBe(0);
+      expect(kamailio.log().split(`registration with trunk ${row.trunk_id} (account ${tenant.accountId}) set: 200`).length - 1).toBe(2);
+
+      // Disabled, then enabled again: unregistered, then registered again under the same id (the module
+      // keeps an unregistered record, idle, which the new add replaces).
+      registrar = startSipp("uas-unregister.xml", ["-p", String(port), "-m", "1"]);
+      await applyTenantConfig(parley, tenant, { trunks: [...(before.trunks as unknown[]), { ...trunk, status: "disabled" }] });
+      expect(await exitOf(registrar, 15_000), registrar.stderr() + registrar.stdout().slice(-1500) + kamailio.log().slice(-1500)).toBe(0);
+      registrar = startSipp("uas-registrar.xml", ["-p", String(port), "-m", "1"]);
+      await applyTenantConfig(parley, tenant, { trunks: [...(before.trunks as unknown[]), trunk] });
+      expect(await exitOf(registrar, 20_000), registrar.stderr() + registrar.stdout().slice(-1500) + kamailio.log().slice(-1500)).toBe(0);
+      expect((await status()).trunk_id).toBe(row.trunk_id);
+
       // Dropped from the configuration: unregistered (expires 0).
       registrar = startSipp("uas-unregister.xml", ["-p", String(port), "-m", "1"]);
       await applyTenantConfig(parley, tenant, before);

@@ -1,11 +1,12 @@
 /** POST /trunks/tick and GET /trunks/status over a real socket: probes due, outcomes recorded, registrations to keep. */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createHash, randomUUID } from "node:crypto";
-import { eq } from "drizzle-orm";
+import { and, eq } from "drizzle-orm";
 import type { Platform } from "../../core/platform.ts";
 import { seedTenant, storeKind, testPlatform } from "../../../test/support/platform.ts";
 import { applyConfig } from "../../core/config-file/applier.ts";
 import { sipTrunks } from "../../core/trunks/trunks.schema.ts";
+import { secrets } from "../../core/secrets/secrets.schema.ts";
 import { probeDue } from "../../core/trunks/trunk-tick.service.ts";
 import { readTrunkHealth } from "../../core/trunks/trunk-health.ts";
 import { applyTrunkRegistration } from "../../core/presence/presence.service.ts";
@@ -115,6 +116,43 @@ describe(`POST /trunks/tick [${storeKind}]`, () => {
     const after = await syncNode("edge-1", held);
     expect(after.dropped).toContain(s.ids.registered!);
     expect(after.held.has(s.ids.registered!)).toBe(false);
+  });
+
+  test("a trunk whose password cannot be read is left out of the registrations, logged; the tick still answers, with the others", async () => {
+    const t = await seedTenant(platform);
+    const node = `edge-sec-${randomUUID().slice(0, 8)}`;
+    await applyConfig(platform.db, platform.secrets, t.accountId, {
+      version: 1,
+      trunks: [
+        { name: "readable", direction: "outbound", proxy: "10.2.0.1", do_register: 1, auth_username: "ok-user", auth_password: "ok-password", reg_node: node },
+        { name: "unreadable", direction: "outbound", proxy: "10.2.0.2", do_register: 1, auth_username: "bad-user", auth_password: "bad-password", reg_node: node },
+      ],
+    });
+    const rows = await platform.db.select().from(sipTrunks).where(eq(sipTrunks.account_id, t.accountId));
+    const ids = Object.fromEntries(rows.map((r) => [r.name, r.id])) as Record<string, string>;
+    const refs = Object.fromEntries(rows.map((r) => [r.name, r.auth_secret_ref!])) as Record<string, string>;
+    // The other trunk's ciphertext under this one's ref: its AAD (account and ref) no longer matches.
+    const [good] = await platform.db.select().from(secrets).where(and(eq(secrets.accountId, t.accountId), eq(secrets.id, refs.readable!)));
+    await platform.db.update(secrets).set({ ciphertext: good!.ciphertext }).where(and(eq(secrets.accountId, t.accountId), eq(secrets.id, refs.unreadable!)));
+    try {
+      const reply = await client.post("/trunks/tick", { node, interval: 5 });
+      expect(reply.status).toBe(200);
+      const mine = (reply.body.registrations as Array<{ trunk_id: string }>).map((r) => r.trunk_id);
+      expect(mine).toContain(ids.readable!);
+      expect(mine).not.toContain(ids.unreadable!);
+      expect(logged.join("\n")).toContain("a do_register trunk's password cannot be read: not registered");
+    } finally {
+      // Not left for other tests' ticks (the test database is shared).
+      await platform.db.update(sipTrunks).set({ status: "disabled", updated_at: 2 }).where(eq(sipTrunks.account_id, t.accountId));
+    }
+  });
+
+  test("reg_node must be a node name (letters, digits, ., _, -): any other is a 400, nothing applied", async () => {
+    const t = await seedTenant(platform);
+    await expect(
+      applyConfig(platform.db, platform.secrets, t.accountId, { version: 1, trunks: [{ name: "spaced", direction: "outbound", proxy: "10.2.0.3", do_register: 1, auth_username: "u", auth_password: "password-1", reg_node: "edge 1" }] }),
+    ).rejects.toMatchObject({ status: 400 });
+    expect(await platform.db.select().from(sipTrunks).where(eq(sipTrunks.account_id, t.accountId))).toEqual([]);
   });
 
   test("a reply holds at most 40 registrations: a node with more gets them over several ticks", async () => {

@@ -286,23 +286,24 @@ const userOf = (where: SQL) => sql`(select ${USER_FIELDS("u")}, 'forwards', ${fo
 /** Most trunks recognized by one source address that a call is tried against (see loadTrunksBySource). */
 export const MAX_SOURCE_TRUNKS = 16;
 
-// A trunk that could take the number (its account owns the DID, or inbound transforms may make it
-// one) comes before a PBX's that could only take it as its account's internal or outbound call: however
-// many PBXs share the source, the DID's owner stays among the candidates.
-const takesDid = sql`(exists (select 1 from did_lookup l where l.e164 = ${p("e164")} and l.account_id = t.account_id)
+// The DID's owner's trunks come first, then a trunk that could take the number (inbound transforms may
+// make it its account's), then a PBX's that could only take it as its account's internal or outbound
+// call: however many trunks other accounts put on the source, the owner's stays among the candidates.
+const ownsDid = sql`exists (select 1 from did_lookup l where l.e164 = ${p("e164")} and l.account_id = t.account_id)`;
+const takesDid = sql`(${ownsDid}
         or exists (select 1 from number_transform x where x.account_id = t.account_id and x.direction = 'inbound_dst'
           and ((x.scope_kind = 'trunk' and x.scope_id = t.id) or (x.scope_kind = 'account' and x.scope_id = t.account_id))))`;
 
-const trunkBySourceSql = sql`select coalesce(json_agg(m.c order by m.takes desc, m.len desc, m.id), '[]'::json) as ctx from (
+const trunkBySourceSql = sql`select coalesce(json_agg(m.c order by m.owns desc, m.takes desc, m.len desc, m.id), '[]'::json) as ctx from (
     select json_build_object('trunk', ${TRUNK("t")}, 'transforms', ${list(sql`select json_agg(${TRANSFORM} ${TRANSFORM_ORDER})
       from number_transform x where x.account_id = t.account_id and x.direction in ('inbound_dst','inbound_cid')
       and ((x.scope_kind = 'trunk' and x.scope_id = t.id) or (x.scope_kind = 'account' and x.scope_id = t.account_id))`)}) as c,
-      max(masklen(acl.cidr::inet)) as len, t.id, ${takesDid} as takes
+      max(masklen(acl.cidr::inet)) as len, t.id, ${ownsDid} as owns, ${takesDid} as takes
     from sip_trunk_acl acl join sip_trunk t on t.account_id = acl.account_id and t.id = acl.trunk_id
     where t.status = 'active' and t.inbound_auth = 'ip' and t.direction <> 'outbound' and ${p("ip")}::inet <<= acl.cidr::inet
       and (t.role = 'pbx' or ${takesDid})
     group by t.account_id, t.id
-    order by takes desc, len desc, t.id limit ${sql.raw(String(MAX_SOURCE_TRUNKS))}) m`;
+    order by owns desc, takes desc, len desc, t.id limit ${sql.raw(String(MAX_SOURCE_TRUNKS))}) m`;
 
 /** Whether `ip` is in an ACL of any active, ip-authenticated, inbound-capable trunk (whatever it is calling). */
 const trunkSourceSql = sql`select exists (select 1 from sip_trunk_acl acl join sip_trunk t on t.account_id = acl.account_id and t.id = acl.trunk_id

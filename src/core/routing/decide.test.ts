@@ -189,6 +189,22 @@ describe(`decideRoute classification [${storeKind}]`, () => {
     expect(short.accountId).toBe(last.f.accountId);
   });
 
+  test(`another account's trunks with narrower ACLs and inbound transforms cannot push the DID owner's trunk out of the ${MAX_SOURCE_TRUNKS} candidates`, async () => {
+    const net = `198.19.${10 + Math.floor(Math.random() * 246)}`;
+    const owner = await routeFixture(platform);
+    const did = await owner.number({ dest_kind: "hangup" });
+    const ownTrunk = await owner.trunk({ name: "owner-carrier" }, [`${net}.0/24`]);
+    // An account-scope inbound transform makes every trunk of the other account a possible taker of any
+    // number, and /32s are more specific than the owner's /24: before, they sorted first and filled the list.
+    const rival = await routeFixture(platform);
+    await rival.transform({ scope_kind: "account", scope_id: rival.accountId, direction: "inbound_dst", match_regex: "^0(\\d+)$", replacement: "44$1" });
+    for (let i = 0; i < MAX_SOURCE_TRUNKS; i++) await rival.trunk({ name: `narrow-${i}` }, [`${net}.9/32`]);
+    const d = await decideRoute(testDeps(platform), req({ to: did.e164, source_ip: `${net}.9` }));
+    expect(d.accountId).toBe(owner.accountId);
+    expect(d.trunkId).toBe(ownTrunk);
+    expect(d.reply.rtjson).toMatchObject({ action: "reject", code: 603 });
+  });
+
   test("a trunk's address calling a number none of its accounts holds gets 404, never a challenge", async () => {
     const f = await routeFixture(platform);
     const other = await routeFixture(platform);

@@ -11,6 +11,7 @@ import type { Logger } from "../log/logger.ts";
 import type { SecretStore } from "../secrets/secrets.service.ts";
 import { trunkContacts } from "../presence/presence.service.ts";
 import { hostOf } from "../routing/decide-support.ts";
+import { describeError } from "../../http/describe-error.ts";
 import { isHealthStale, readTrunkHealth, recordTrunkProbes } from "./trunk-health.ts";
 import { MAX_TICK_PROBES, MAX_TICK_REGISTRATIONS, type TrunkTickModel } from "./trunk-tick.model.ts";
 import { listProbedTrunks, listRegisteredTrunks, listTrunkStatusRows, type RegisteredTrunk } from "./trunks.store.ts";
@@ -72,7 +73,14 @@ export function trunkTicker(deps: TrunkTickDeps) {
 
   /** The uac.reg_add request of a trunk we register with, or null when its password is gone. */
   async function buildRegistration(t: RegisteredTrunk): Promise<Registration | null> {
-    const password = t.auth_secret_ref && t.auth_username ? await deps.secrets.reveal(deps.db, t.account_id, t.auth_secret_ref) : null;
+    let password: string | null = null;
+    try {
+      password = t.auth_secret_ref && t.auth_username ? await deps.secrets.reveal(deps.db, t.account_id, t.auth_secret_ref) : null;
+    } catch (error) {
+      // One unreadable secret must not fail every node's tick (no probes, no registration changes anywhere).
+      deps.log.error("a do_register trunk's password cannot be read: not registered", { account_id: t.account_id, trunk_id: t.id, error: describeError(error) });
+      return null;
+    }
     if (password === null || !t.proxy || !t.auth_username) {
       deps.log.warn("a do_register trunk has no usable credentials or proxy: not registered", { account_id: t.account_id, trunk_id: t.id });
       return null;

@@ -50,7 +50,7 @@ export namespace TrunkModel {
       inbound_auth: T.Optional(lit(INBOUND_AUTHS, "How calls from the trunk are recognized: ip (source address in acl), digest (its calls answer the edge's challenge with inbound_username and inbound_password), register (it also registers to us with them; calls out through it go to its registration). Default ip.")),
       inbound_username: T.Optional(Nullable(T.String({ pattern: SIP_USER_PATTERN, description: "Username the trunk uses towards us (register, digest)." }))),
       inbound_password: T.Optional(Nullable(SecretInput("Password the trunk uses towards us (register, digest)."))),
-      reg_node: T.Optional(Nullable(T.String({ minLength: 1, maxLength: 100, description: "Edge node that keeps the registration; null = any." }))),
+      reg_node: T.Optional(Nullable(T.String({ pattern: "^[A-Za-z0-9._-]{1,64}$", description: "Edge node (its NODE: letters, digits, ., _, -) that keeps the registration; null = any." }))),
       max_channels: T.Optional(Nullable(Positive({ maximum: 100000, description: "Concurrent calls on the trunk; null = unlimited." }))),
       cid_number: T.Optional(Nullable(PhoneInput("Caller-ID presented on calls out through this trunk when nothing more specific applies."))),
       ping_sec: T.Optional(Nullable(T.Integer({ minimum: 5, maximum: 3600, description: "SIP OPTIONS keep-alive interval; null = off." }))),
