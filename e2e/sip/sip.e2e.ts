@@ -849,6 +849,30 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
     expect((await first).code).toBe(0);
   });
 
+  test("another account's phone behind a PBX trunk's address is challenged, not routed as the PBX's; the challenge is not cached for the address, so the PBX's next call goes through at once", async () => {
+    const other = await createSipTenant(parley, { carrierPort, users: [{ username: "5001" }] });
+    // From the PBX's address, in the other account's domain, to a name that is no DID: before, routed as
+    // the PBX's own (internal) call without credentials.
+    const foreign = await runSipp("invite-refused.xml", edge(), ["-i", TRUNK_IP, "-s", "5001", "-au", "5001", "-ap", PASSWORD, "-key", "from_user", "5001", "-key", "domain", other.domain, "-m", "1", "-timeout", "20s"]);
+    expect(foreign.code, foreign.stderr + kamailio.log().slice(-2000)).toBe(0);
+    expect(foreign.statuses).toContain(407);
+    expect(kamailio.log()).toContain(`INVITE from ${TRUNK_IP} challenged, not cached`);
+    // Its digest answered, it is that account's device's call (to its own user, not registered: refused).
+    await eventually(async () => {
+      const list = (await api("GET", `${parley.publicUrl}/v1/calls?limit=20`, undefined, { "x-api-key": other.key })).body.data as any[];
+      expect(list.find((c) => c.sip_call_id === foreign.callIds.at(-1))).toMatchObject({ status: "rejected", direction: "internal", device_id: other.users["5001"]!.deviceId });
+    });
+    // The PBX's own call right after (within the edge's challenge cache window): not challenged.
+    expect((await register("1002", devicePort)).code).toBe(0);
+    const did = `1627${String(Math.floor(Math.random() * 1e7)).padStart(7, "0")}`;
+    const num = await api("POST", `${parley.publicUrl}/v1/numbers`, { e164: did, dest_kind: "user", dest_id: tenant.users["1002"]!.userId }, { "x-api-key": tenant.key });
+    expect(num.status, JSON.stringify(num.body)).toBe(201);
+    const r = await runSipp("invite-noauth.xml", edge(), ["-i", TRUNK_IP, "-s", did, "-key", "from_user", "14155559875", "-key", "domain", "127.0.0.1", "-d", "300", "-m", "1", "-timeout", "20s"]);
+    expect(r.code, r.stderr + kamailio.log().slice(-2000)).toBe(0);
+    expect(r.statuses).not.toContain(407);
+    expect(r.statuses).toContain(200);
+  });
+
   test("inbound from an IP-authenticated trunk to a DID → registered user: no challenge; CDR inbound with number and trunk", async () => {
     expect((await register("1002", devicePort)).code).toBe(0);
     const did = `1628${String(Math.floor(Math.random() * 1e7)).padStart(7, "0")}`;

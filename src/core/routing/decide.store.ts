@@ -314,6 +314,9 @@ const otherAccountSourceSql = sql`select exists (select 1 from sip_trunk_acl acl
     where t.status = 'active' and t.inbound_auth = 'ip' and t.direction <> 'outbound' and t.account_id <> ${p("account")}
       and ${p("ip")}::inet <<= acl.cidr::inet) as ctx`;
 
+/** Whether `domain` is a SIP domain of another account than `account` (its devices' realm). */
+const otherAccountDomainSql = sql`select exists (select 1 from sip_domain d where d.domain = lower(${p("domain")}) and d.account_id <> ${p("account")}) as ctx`;
+
 /** A trunk the edge authenticated (register / digest): by account and id. */
 const trunkByIdSql = sql`select json_build_object('trunk', ${TRUNK("t")}, 'transforms', ${list(sql`select json_agg(${TRANSFORM} ${TRANSFORM_ORDER})
     from number_transform x where x.account_id = t.account_id and x.direction in ('inbound_dst','inbound_cid')
@@ -413,6 +416,7 @@ function prepareAll(db: DbOrTx) {
     trunkById: one("route_trunk_by_id", trunkByIdSql),
     trunkSource: one("route_trunk_source", trunkSourceSql),
     otherAccountSource: one("route_other_account_source", otherAccountSourceSql),
+    otherAccountDomain: one("route_other_account_domain", otherAccountDomainSql),
     did: one("route_did", didSql),
     device: one("route_device", deviceSql),
     target: one("route_target", targetSql),
@@ -465,6 +469,11 @@ export async function isTrunkSource(db: DbOrTx, ip: string): Promise<boolean> {
 /** Whether another account than `accountId` has an IP-authenticated trunk whose ACL holds `ip` (a shared source). */
 export async function isOtherAccountsTrunkSource(db: DbOrTx, ip: string, accountId: string): Promise<boolean> {
   return first<boolean>(await statements(db).otherAccountSource.execute({ ip, account: accountId })) === true;
+}
+
+/** Whether `domain` is a SIP domain of another account than `accountId` (a device of that account calling). */
+export async function isOtherAccountsDomain(db: DbOrTx, domain: string, accountId: string): Promise<boolean> {
+  return first<boolean>(await statements(db).otherAccountDomain.execute({ domain, account: accountId })) === true;
 }
 
 /** An active, inbound-capable trunk of the account by id (authenticated by the edge), or null. */

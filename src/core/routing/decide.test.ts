@@ -6,6 +6,8 @@ import { decideRoute } from "./decide.ts";
 import { MAX_SOURCE_TRUNKS } from "./decide.store.ts";
 import { contact, freshE164, routeFixture, testDeps } from "./decide.fixture.ts";
 import type { RouteRequest } from "./route-types.ts";
+import { sipDomains } from "../sip-domains/sip-domains.schema.ts";
+import { nowSeconds } from "../db/columns.ts";
 
 let platform: Platform;
 beforeAll(async () => {
@@ -128,6 +130,21 @@ describe(`decideRoute classification [${storeKind}]`, () => {
     expect(steps(toExt)).toContain("internal from PBX trunk office");
     expect(steps(toExt)).toContain(`extension: 300 (${ext})`);
     expect((await fromPbx("alice")).reply.rtjson).toMatchObject({ action: "proxy" });
+    // Another account's phone behind the PBX's address names its own account's domain: it is challenged
+    // (not cached at the edge, so the PBX's next calls are still asked about), never routed as the PBX's.
+    const neighbour = await routeFixture(platform);
+    const theirDomain = `nb-${crypto.randomUUID().slice(0, 8)}.example`;
+    await platform.db.insert(sipDomains).values({ domain: theirDomain, account_id: neighbour.accountId, is_primary: 1, created_at: nowSeconds() });
+    for (const fromDomain of [theirDomain, theirDomain.toUpperCase()]) {
+      const foreign = await fromPbx("300", { fromDomain });
+      expect(foreign.reply.rtjson, fromDomain).toMatchObject({ action: "reject", code: 407, account_id: null });
+      expect(foreign.reply.rtjson.vars).toMatchObject({ auth_required: 1, no_challenge_cache: 1 });
+      expect(steps(foreign)).toContain("another account's SIP domain");
+    }
+    // Its calls to the account's DIDs are DID calls as before; its own account's domain is the PBX's call.
+    expect((await fromPbx(did.e164, { fromDomain: theirDomain })).reply.rtjson).toMatchObject({ action: "flow" });
+    await platform.db.insert(sipDomains).values({ domain: `own-${theirDomain}`, account_id: f.accountId, is_primary: 0, created_at: nowSeconds() });
+    expect((await fromPbx("300", { fromDomain: `own-${theirDomain}` })).reply.rtjson).toMatchObject({ action: "proxy" });
 
     const outbound = await fromPbx("447700900123");
     expect(outbound.reply.rtjson).toMatchObject({ action: "outbound" });
@@ -190,7 +207,7 @@ describe(`decideRoute classification [${storeKind}]`, () => {
   });
 
   test(`another account's trunks with narrower ACLs and inbound transforms cannot push the DID owner's trunk out of the ${MAX_SOURCE_TRUNKS} candidates`, async () => {
-    const net = `198.19.${10 + Math.floor(Math.random() * 246)}`;
+    const net = `100.65.${Math.floor(Math.random() * 256)}`;
     const owner = await routeFixture(platform);
     const did = await owner.number({ dest_kind: "hangup" });
     const ownTrunk = await owner.trunk({ name: "owner-carrier" }, [`${net}.0/24`]);

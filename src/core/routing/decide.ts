@@ -27,7 +27,7 @@ import {
   loadTrunkById,
   loadTrunksBySource,
   isTrunkSource,
-  isOtherAccountsTrunkSource,
+  isOtherAccountsTrunkSource, isOtherAccountsDomain,
   type DeviceContext,
   type RouteAccount,
   type RouteAclRule,
@@ -228,6 +228,18 @@ async function inbound(deps: RouteDeps, draft: DecisionDraft, candidates: Array<
     const pbx = candidates.find((c) => c?.trunk.role === "pbx");
     const shared = async (account: string) =>
       candidates.some((c) => c === null || c.trunk.account_id !== account) || (byAddress !== null && (await isOtherAccountsTrunkSource(deps.db, byAddress, account)));
+    // A phone of another account behind the PBX's address (the same NAT, or an ACL that claims more
+    // than the PBX) names its own account's domain: it must authenticate, never ride on the PBX.
+    const fromDomain = draft.req.fromDomain?.replace(/^\[|\]$/g, "") ?? "";
+    if (pbx && byAddress !== null && fromDomain !== "" && (await isOtherAccountsDomain(deps.db, fromDomain, pbx.trunk.account_id))) {
+      step(draft, "classify", `from ${fromDomain}, another account's SIP domain, at PBX trunk ${pbx.trunk.name}'s address: credentials required`);
+      const challenge = reject(draft, 407, "Proxy Authentication Required", "another account's device");
+      challenge.reply.rtjson.vars.auth_required = 1;
+      // The edge challenges this call without caching the challenge for the address: the PBX's own
+      // calls from it go on being asked about.
+      challenge.reply.rtjson.vars.no_challenge_cache = 1;
+      return challenge;
+    }
     if (pbx && !(await shared(pbx.trunk.account_id))) return fromPbx(deps, draft, pbx);
     if (pbx) step(draft, "classify", `PBX trunk ${pbx.trunk.name}'s address is shared with other accounts' trunks or the carrier: only DIDs are reached from it`);
     return reject(draft, 404, "Not Found", "unknown number");

@@ -38,6 +38,10 @@ import {
 } from "../config-file/section.ts";
 import { resolveScope, scopeIdFor, scopeKeyFor, type ScopeKind } from "../config-file/scope.ts";
 
+/** The widest ACL ranges a PBX trunk recognized by its address alone (inbound_auth ip) may list. */
+export const PBX_MIN_PREFIX_V4 = 24;
+export const PBX_MIN_PREFIX_V6 = 56;
+
 /** A trunk in canonical form. */
 export type TrunkCanonical = {
   name: string;
@@ -140,6 +144,17 @@ export const trunkSection: Section<TrunkCanonical> = {
       if (takesInbound(entry.direction)) {
         if (entry.inbound_auth === "ip" && entry.acl.length === 0) {
           err("acl", "inbound_auth ip recognizes the trunk by its source address: list at least one range in acl.");
+        }
+        // A PBX known by its address alone takes every call from it that is no DID (to the account's
+        // users, and out): it is pinned to its own hosts, never a range other customers' phones share.
+        if (entry.role === "pbx" && entry.inbound_auth === "ip") {
+          entry.acl.forEach((cidr, j) => {
+            const v6 = cidr.includes(":");
+            const bits = Number(cidr.split("/")[1] ?? (v6 ? 128 : 32));
+            if (bits < (v6 ? PBX_MIN_PREFIX_V6 : PBX_MIN_PREFIX_V4)) {
+              err(`acl/${j}`, `${cidr} is wider than /${v6 ? PBX_MIN_PREFIX_V6 : PBX_MIN_PREFIX_V4}: a PBX trunk recognized by its address (inbound_auth ip) lists its own hosts; use inbound_auth register or digest for one behind a shared or changing address.`);
+            }
+          });
         }
         if (entry.inbound_auth !== "ip") {
           if (!entry.inbound_username) err("inbound_username", `inbound_auth ${entry.inbound_auth} needs inbound_username.`);
