@@ -7,7 +7,7 @@ import { seedTenant, storeKind, testPlatform } from "../../../test/support/platf
 import { applyConfig } from "../../core/config-file/applier.ts";
 import { sipTrunks } from "../../core/trunks/trunks.schema.ts";
 import { secrets } from "../../core/secrets/secrets.schema.ts";
-import { probeDue } from "../../core/trunks/trunk-tick.service.ts";
+import { probeDue, trunkTicker } from "../../core/trunks/trunk-tick.service.ts";
 import { readTrunkHealth } from "../../core/trunks/trunk-health.ts";
 import { applyTrunkRegistration } from "../../core/presence/presence.service.ts";
 import { newId } from "../../core/ids/ids.ts";
@@ -153,6 +153,27 @@ describe(`POST /trunks/tick [${storeKind}]`, () => {
       applyConfig(platform.db, platform.secrets, t.accountId, { version: 1, trunks: [{ name: "spaced", direction: "outbound", proxy: "10.2.0.3", do_register: 1, auth_username: "u", auth_password: "password-1", reg_node: "edge 1" }] }),
     ).rejects.toMatchObject({ status: 400 });
     expect(await platform.db.select().from(sipTrunks).where(eq(sipTrunks.account_id, t.accountId))).toEqual([]);
+  });
+
+  test("GET /trunks/status shows what nodes keep now: a registration moved to another node leaves the first one's report; a node that stopped reporting drops out", async () => {
+    let clock = Date.now();
+    const ticker = trunkTicker({ db: platform.db, live: platform.live, secrets: platform.secrets, log: platform.log, now: () => clock });
+    const t = await seedTenant(platform);
+    const cfg = (node: string) => applyConfig(platform.db, platform.secrets, t.accountId, { version: 1, trunks: [{ name: "moving", direction: "outbound", proxy: "10.3.0.1", do_register: 1, auth_username: "mv", auth_password: "moving-pass", reg_node: node }] });
+    await cfg("edge-a");
+    const [row] = await platform.db.select().from(sipTrunks).where(eq(sipTrunks.account_id, t.accountId));
+    const report = (node: string, version = "v") => ticker.tick({ node, interval: 5, registrations: [{ account_id: t.accountId, trunk_id: row!.id, status: 1, version }] });
+    const nodes = async () => (await ticker.status(t.accountId)).data[0]!.registrations.map((r) => `${r.node}:${r.state}`);
+    await report("edge-a");
+    expect(await nodes()).toEqual(["edge-a:registered"]);
+    // Moved to edge-b: edge-a is told to drop it, and its report goes with it.
+    await cfg("edge-b");
+    expect((await report("edge-a")).unregister).toContain(row!.id);
+    await report("edge-b");
+    expect(await nodes()).toEqual(["edge-b:registered"]);
+    // edge-b stops ticking: three minutes on, its report no longer says registered.
+    clock += 181_000;
+    expect(await nodes()).toEqual([]);
   });
 
   test("a reply holds at most 40 registrations: a node with more gets them over several ticks", async () => {

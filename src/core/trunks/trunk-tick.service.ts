@@ -32,6 +32,11 @@ export interface TrunkTickDeps {
 
 /** How long a node's registration report lasts without another (its key's lifetime). */
 const REGISTRATION_REPORT_TTL_MS = 10 * 60_000;
+/**
+ * A node's report of a registration older than this is not shown (three ticks of the longest interval):
+ * a node that stopped ticking, or stopped keeping it, no longer says it is registered.
+ */
+const REGISTRATION_REPORT_FRESH_MS = 180_000;
 
 type RegistrationState = TrunkTickModel.RegistrationState;
 
@@ -124,8 +129,13 @@ export function trunkTicker(deps: TrunkTickDeps) {
         probesByAccount.set(p.account_id, list);
       }
       const statesByAccount = new Map<string, Record<string, string>>();
+      /** This node's reports of registrations it is not to keep any more (told to drop them now). */
+      const droppedByAccount = new Map<string, string[]>();
       for (const r of input.registrations ?? []) {
-        if (!registeredKeys.has(key(r.account_id, r.trunk_id))) continue;
+        if (!registeredKeys.has(key(r.account_id, r.trunk_id))) {
+          droppedByAccount.set(r.account_id, [...(droppedByAccount.get(r.account_id) ?? []), `${r.trunk_id} ${input.node}`]);
+          continue;
+        }
         const fields = statesByAccount.get(r.account_id) ?? {};
         fields[`${r.trunk_id} ${input.node}`] = JSON.stringify({ state: registrationState(r.status), at: now });
         statesByAccount.set(r.account_id, fields);
@@ -143,6 +153,7 @@ export function trunkTicker(deps: TrunkTickDeps) {
           await deps.live.hset(registrationKey(accountId), fields);
           await deps.live.expire(registrationKey(accountId), REGISTRATION_REPORT_TTL_MS);
         }),
+        ...[...droppedByAccount].map(([accountId, fields]) => deps.live.hdel(registrationKey(accountId), ...fields)),
       ]);
 
       const nowSec = Math.floor(now / 1000);
@@ -176,6 +187,7 @@ export function trunkTicker(deps: TrunkTickDeps) {
             const value = JSON.parse(raw) as { state: RegistrationState; at: number };
             return { node: field.slice(row.id.length + 1), state: value.state, at: value.at };
           })
+          .filter((r) => now - r.at <= REGISTRATION_REPORT_FRESH_MS)
           .sort((a, b) => (a.node < b.node ? -1 : 1));
         const probedNow = row.ping_sec !== null && h !== undefined;
         const stale = probedNow && isHealthStale(h, row.ping_sec!, now);
