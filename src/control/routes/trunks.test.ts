@@ -5,7 +5,7 @@ import { and, eq } from "drizzle-orm";
 import type { Platform } from "../../core/platform.ts";
 import { seedTenant, storeKind, testPlatform } from "../../../test/support/platform.ts";
 import { applyConfig } from "../../core/config-file/applier.ts";
-import { sipTrunks } from "../../core/trunks/trunks.schema.ts";
+import { sipTrunks, trunkCredentials } from "../../core/trunks/trunks.schema.ts";
 import { secrets } from "../../core/secrets/secrets.schema.ts";
 import { probeDue, trunkTicker } from "../../core/trunks/trunk-tick.service.ts";
 import { readTrunkHealth } from "../../core/trunks/trunk-health.ts";
@@ -174,6 +174,25 @@ describe(`POST /trunks/tick [${storeKind}]`, () => {
     // edge-b stops ticking: three minutes on, its report no longer says registered.
     clock += 181_000;
     expect(await nodes()).toEqual([]);
+  });
+
+  test("two trunks of one account swap their inbound usernames in one apply, or one takes the other's as that one takes a new one", async () => {
+    const t = await seedTenant(platform);
+    const tag = randomUUID().slice(0, 8);
+    const [x, y, z] = [`x-${tag}`, `y-${tag}`, `z-${tag}`];
+    const pbx = (name: string, username: string) => ({ name, role: "pbx", direction: "inbound", inbound_auth: "digest", inbound_username: username, inbound_password: "pbx-password" });
+    const owners = async () => {
+      const rows = await platform.db.select().from(trunkCredentials).where(eq(trunkCredentials.account_id, t.accountId));
+      const names = Object.fromEntries((await platform.db.select().from(sipTrunks).where(eq(sipTrunks.account_id, t.accountId))).map((r) => [r.id, r.name]));
+      return Object.fromEntries(rows.map((r) => [r.username, names[r.trunk_id]]));
+    };
+    await applyConfig(platform.db, platform.secrets, t.accountId, { version: 1, trunks: [pbx("a", x), pbx("b", y)] });
+    expect(await owners()).toEqual({ [x]: "a", [y]: "b" });
+    // Before, the first update's insert met the other trunk's row: 409 "taken while it was being applied", every time.
+    await applyConfig(platform.db, platform.secrets, t.accountId, { version: 1, trunks: [pbx("a", y), pbx("b", x)] });
+    expect(await owners()).toEqual({ [y]: "a", [x]: "b" });
+    await applyConfig(platform.db, platform.secrets, t.accountId, { version: 1, trunks: [pbx("a", x), pbx("b", z)] });
+    expect(await owners()).toEqual({ [x]: "a", [z]: "b" });
   });
 
   test("a reply holds at most 40 registrations: a node with more gets them over several ticks", async () => {

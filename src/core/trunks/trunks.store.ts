@@ -1,6 +1,7 @@
 /** Queries on trunks, their ACLs, outbound routes and number transforms. The only file of this capability that touches drizzle. */
 import { and, asc, eq, inArray, sql } from "drizzle-orm";
 import type { DbOrTx } from "../db/db.ts";
+import { conflict } from "../errors/app-error.ts";
 import {
   numberTransforms,
   outboundRoutes,
@@ -31,12 +32,23 @@ export async function insertTrunk(db: DbOrTx, row: NewSipTrunkRow): Promise<void
   if (row.inbound_username) await db.insert(trunkCredentials).values({ username: row.inbound_username, account_id: row.account_id, trunk_id: row.id });
 }
 
-/** Updates a trunk; a changed inbound_username moves in the platform-wide lookup too. */
+/**
+ * Updates a trunk; a changed inbound_username moves in the platform-wide lookup too. A name another trunk
+ * of the same account holds is taken over (two trunks swapping names, one after the other, within one
+ * apply: the other's update then finds its row gone and claims its new name); another account's is a
+ * conflict.
+ */
 export async function updateTrunk(db: DbOrTx, accountId: string, id: string, patch: Partial<NewSipTrunkRow>): Promise<void> {
   await db.update(sipTrunks).set(patch).where(and(eq(sipTrunks.account_id, accountId), eq(sipTrunks.id, id)));
   if (patch.inbound_username === undefined) return;
   await db.delete(trunkCredentials).where(and(eq(trunkCredentials.account_id, accountId), eq(trunkCredentials.trunk_id, id)));
-  if (patch.inbound_username) await db.insert(trunkCredentials).values({ username: patch.inbound_username, account_id: accountId, trunk_id: id });
+  if (!patch.inbound_username) return;
+  const claimed = await db
+    .insert(trunkCredentials)
+    .values({ username: patch.inbound_username, account_id: accountId, trunk_id: id })
+    .onConflictDoUpdate({ target: trunkCredentials.username, set: { trunk_id: id }, setWhere: eq(trunkCredentials.account_id, accountId) })
+    .returning({ username: trunkCredentials.username });
+  if (!claimed.length) throw conflict("A value in the file was taken while it was being applied; plan again.");
 }
 
 /** Deletes a trunk, its ACL and its inbound username. */
