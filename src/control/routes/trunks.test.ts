@@ -195,6 +195,24 @@ describe(`POST /trunks/tick [${storeKind}]`, () => {
     expect(await owners()).toEqual({ [x]: "a", [z]: "b" });
   });
 
+  test("more trunks due than one tick probes: consecutive ticks take turns, so every trunk is probed", async () => {
+    const t = await seedTenant(platform);
+    const trunks = Array.from({ length: 230 }, (_, i) => ({ name: `p${i}`, direction: "outbound", proxy: `10.4.${Math.floor(i / 200)}.${(i % 200) + 1}`, ping_sec: 5 }));
+    await applyConfig(platform.db, platform.secrets, t.accountId, { version: 1, trunks });
+    let clock = Math.floor(Date.now() / 5000) * 5000;
+    const ticker = trunkTicker({ db: platform.db, live: platform.live, secrets: platform.secrets, log: platform.log, now: () => clock });
+    const probed = new Set<string>();
+    // Every trunk with ping_sec 5 is due at each 5 s tick; a reply holds at most 200. (Other tests' trunks
+    // in a shared database are due too: enough ticks for all of them.)
+    for (let i = 0; i < 8; i++, clock += 5000) {
+      const reply = await ticker.tick({ node: "edge-turns", interval: 5 });
+      expect(reply.ping.length).toBeLessThanOrEqual(200);
+      for (const p of reply.ping) if (p.account_id === t.accountId) probed.add(p.trunk_id);
+    }
+    expect(probed.size).toBe(230);
+    await platform.db.update(sipTrunks).set({ status: "disabled", updated_at: 3 }).where(eq(sipTrunks.account_id, t.accountId));
+  });
+
   test("a reply holds at most 40 registrations: a node with more gets them over several ticks", async () => {
     const t = await seedTenant(platform);
     const trunks = Array.from({ length: 45 }, (_, i) => ({ name: `r${i}`, direction: "outbound", proxy: `10.1.0.${i + 1}`, do_register: 1, auth_username: `u${i}`, auth_password: `p${i}-password`, reg_node: "edge-many" }));

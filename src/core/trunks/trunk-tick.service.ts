@@ -158,8 +158,15 @@ export function trunkTicker(deps: TrunkTickDeps) {
 
       const nowSec = Math.floor(now / 1000);
       const due = probed.filter((t) => probeDue(t.id, t.ping_sec, nowSec, input.interval));
-      if (due.length > MAX_TICK_PROBES) deps.log.warn("more trunks due for a probe than one tick sends: some are probed less often", { node: input.node, due: due.length });
-      const ping = due.slice(0, MAX_TICK_PROBES).map((t) => ({ account_id: t.account_id, trunk_id: t.id, uri: proxyUri(t.proxy, t.transport) }));
+      let sent = due;
+      if (due.length > MAX_TICK_PROBES) {
+        deps.log.warn("more trunks due for a probe than one tick sends: some are probed less often", { node: input.node, due: due.length });
+        // Each tick starts where the one before left off, so every trunk gets its turn (a fixed order
+        // never probed the same tail).
+        const start = (Math.floor(nowSec / input.interval) * MAX_TICK_PROBES) % due.length;
+        sent = [...due.slice(start), ...due.slice(0, start)].slice(0, MAX_TICK_PROBES);
+      }
+      const ping = sent.map((t) => ({ account_id: t.account_id, trunk_id: t.id, uri: proxyUri(t.proxy, t.transport) }));
       // Only what the node does not keep as it should: new and changed registrations, a few per tick
       // (the rest next time, once it reports these kept), and the ones it should drop.
       const held = new Map((input.registrations ?? []).map((r) => [r.trunk_id, r.version ?? ""]));
