@@ -120,7 +120,7 @@ describe(`decideRoute classification [${storeKind}]`, () => {
     await f.route({ via: "trunk", trunk_id: out, match_prefix: "44", priority: 1 });
     await f.cidRule({ cid_number: "4930111111", match_country: "DE" });
     await f.phoneList("dnc_out", ["447700900999"]);
-    const fromPbx = (to: string, extra: Partial<RouteRequest> = {}) => decideRoute(testDeps(platform, { contacts: { [alice]: [contact(alice, dev, "sip:alice@192.0.2.50:5060")] } }), req({ to, from: "442071110000", fromName: "Front Desk", source_ip: `${net}.2`, ...extra }));
+    const fromPbx = (to: string, extra: Partial<RouteRequest> = {}) => decideRoute(testDeps(platform, { contacts: { [alice]: [contact(alice, dev, "sip:alice@192.0.2.50:5060")] } }), req({ to, from: "442071110000", fromName: "Front Desk", source_ip: `${net}.2`, transport: "tcp", ...extra }));
 
     expect((await fromPbx(did.e164)).reply.rtjson).toMatchObject({ action: "flow" });
     const toExt = await fromPbx("300");
@@ -146,6 +146,12 @@ describe(`decideRoute classification [${storeKind}]`, () => {
     await platform.db.insert(sipDomains).values({ domain: `own-${theirDomain}`, account_id: f.accountId, is_primary: 0, created_at: nowSeconds() });
     expect((await fromPbx("300", { fromDomain: `own-${theirDomain}` })).reply.rtjson).toMatchObject({ action: "proxy" });
 
+    // Out over UDP from an address alone: refused (toll-fraud gate: the source can be forged); over TCP or TLS it goes.
+    for (const transport of [undefined, "udp", "ws"]) {
+      const forged = await fromPbx("447700900123", { transport });
+      expect(forged.reply.rtjson, transport).toMatchObject({ action: "reject", code: 403 });
+      expect(steps(forged)).toContain("known by its address alone");
+    }
     const outbound = await fromPbx("447700900123");
     expect(outbound.reply.rtjson).toMatchObject({ action: "outbound" });
     expect(outbound.direction).toBe("outbound");

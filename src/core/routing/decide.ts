@@ -240,7 +240,7 @@ async function inbound(deps: RouteDeps, draft: DecisionDraft, candidates: Array<
       challenge.reply.rtjson.vars.no_challenge_cache = 1;
       return challenge;
     }
-    if (pbx && !(await shared(pbx.trunk.account_id))) return fromPbx(deps, draft, pbx);
+    if (pbx && !(await shared(pbx.trunk.account_id))) return fromPbx(deps, draft, pbx, byAddress !== null);
     if (pbx) step(draft, "classify", `PBX trunk ${pbx.trunk.name}'s address is shared with other accounts' trunks or the carrier: only DIDs are reached from it`);
     return reject(draft, 404, "Not Found", "unknown number");
   }
@@ -774,8 +774,9 @@ function contactRoute(contact: TrunkContact, user: string): RtjsonRoute {
  * policies, call limits, caller-ID rules and ceilings), as its devices do. The trunk's max_channels
  * counts them. The caller-ID is the number the PBX sends (after the trunk's inbound_cid transforms), as
  * a user's out_cid would be: a caller-ID rule of the account for the destination's country comes first.
+ * `byAddress`: recognized by its source address (inbound_auth ip), not by a digest the edge checked.
  */
-async function fromPbx(deps: RouteDeps, draft: DecisionDraft, source: TrunkContext): Promise<RouteDecision> {
+async function fromPbx(deps: RouteDeps, draft: DecisionDraft, source: TrunkContext, byAddress: boolean): Promise<RouteDecision> {
   const trunk = source.trunk;
   const ctx = await loadDevice(deps.db, trunk.account_id, "", draft.req.to);
   const account = ctx.account;
@@ -808,6 +809,14 @@ async function fromPbx(deps: RouteDeps, draft: DecisionDraft, source: TrunkConte
     return reject(draft, 404, "Not Found", "no such number, extension or user");
   }
   draft.direction = "outbound";
+  // The toll-fraud gate (SPEC.md section 5: outbound PSTN only from what the account owns, proven): a
+  // PBX proves itself by its digest (inbound_auth register or digest), or by a connection (TCP, TLS)
+  // from its address; a UDP source address alone can be forged by anyone.
+  const transport = (draft.req.transport ?? "").toLowerCase();
+  if (byAddress && transport !== "tcp" && transport !== "tls") {
+    step(draft, "classify", `outbound from PBX trunk ${trunk.name} (${trunk.id}), known by its address alone over ${transport || "an unknown transport"}: a forgeable source (use TCP or TLS, or inbound_auth register or digest)`);
+    return reject(draft, 403, "Forbidden", "toll-fraud gate: a PBX calls out over TCP or TLS, or with its credentials");
+  }
   step(draft, "classify", `outbound from PBX trunk ${trunk.name} (${trunk.id}) to ${digits}`);
   return outboundCall(deps, draft, account, caller, digits, ctx.outTransforms);
 }
