@@ -10,8 +10,11 @@ import { describeError } from "../http/describe-error.ts";
 
 export type EventListener = (event: PlatformEvent) => void;
 
-/** Told when the account's live events may have missed some (see LiveStore.subscribe). */
-export type GapListener = () => void;
+/**
+ * Told when the account's live events may have missed some: from event `from` on (an instance could not
+ * publish them), or from anywhere (`from` undefined: the live store reconnected; see EventBus.subscribe).
+ */
+export type GapListener = (from?: number) => void;
 
 interface AccountSubscription {
   /** Each listener with its gap listener. */
@@ -50,11 +53,11 @@ export class EventHub {
             }
           }
         },
-        () => {
-          this.log.warn("live events of an account may have been missed (the live store reconnected)", { account_id: accountId });
+        (from) => {
+          this.log.warn("live events of an account may have been missed", { account_id: accountId, from: from ?? "unknown (the live store reconnected)" });
           for (const gap of [...created.listeners.values()]) {
             try {
-              gap?.();
+              gap?.(from);
             } catch (error) {
               this.log.error("stream gap listener failed", { error: describeError(error) });
             }

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { connect as tcpConnect, type Socket } from "node:net";
 import type { Platform } from "../core/platform.ts";
-import { eventChannel, type PlatformEvent } from "../core/events/bus.ts";
+import { createEventBus, eventChannel, type PlatformEvent } from "../core/events/bus.ts";
 import { openLiveStore } from "../core/live/index.ts";
 import type { LiveStore } from "../core/live/live-store.ts";
 import { createPublicApp } from "../public/app.ts";
@@ -340,6 +340,41 @@ describe(`realtime stream: delivery [${storeKind}]`, () => {
     const closed = await conn.closed;
     expect(closed.code).toBe(1011);
     expect(closed.reason).toStartWith("interrupted:");
+  });
+
+  test("an event another instance could not publish reaches the open sockets once that instance publishes again (replayed from the store, nothing sent twice, no reconnect)", async () => {
+    const t = await seedTenant(platform);
+    const conn = await open(t.key, "");
+    const before = await testEvent(t.accountId, "before");
+    await conn.until(() => ids(conn.messages).includes(before.id));
+    // Another instance whose live-store connection fails for its first publish (and its first notice).
+    let failing = 2;
+    const flaky: LiveStore = new Proxy(platform.live, {
+      get(target, prop, receiver) {
+        if (prop === "publish") {
+          return async (channel: string, message: string) => {
+            if (failing > 0) {
+              failing--;
+              throw new Error("connection lost");
+            }
+            return target.publish(channel, message);
+          };
+        }
+        const value = Reflect.get(target, prop, receiver);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const other = createEventBus({ db: platform.db, live: flaky, log: platform.log, ids: platform.events.ids });
+    const lost = await other.emit(t.accountId, "test", { message: "not published", webhook_id: null, ts: Date.now() });
+    // A later event from this instance arrives first; the lost one follows once the notice gets through.
+    const later = await testEvent(t.accountId, "later");
+    await conn.until(() => ids(conn.messages).includes(lost.id), 5000);
+    // Each once (the replay skips what the socket sent), and the socket still open: before, it was
+    // closed 1011 and a resume from the last id it got (the later event) skipped the lost one.
+    const seen = ids(conn.messages);
+    for (const e of [before, lost, later]) expect(seen.filter((id) => id === e.id)).toHaveLength(1);
+    expect(await Promise.race([conn.closed.then(() => "closed"), Bun.sleep(100).then(() => "open")])).toBe("open");
+    conn.close();
   });
 
   test("the instance subscribes once per account and unsubscribes when the account's last socket closes", async () => {

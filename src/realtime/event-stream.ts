@@ -189,11 +189,19 @@ class StreamClient {
       this.expiry = setTimeout(() => this.close(CLOSE.credentialRevoked, reason), minter.expiresAt - Date.now());
       this.expiry.unref();
     }
-    // Live events this socket may have missed (the live store reconnected): the client resumes from
-    // the last id it got, which replays them from the store.
-    await this.deps.hub.attach(this.accountId, this.listener, () =>
-      this.close(CLOSE.internal, closeReason("interrupted", "the live feed was interrupted; reconnect and resume")),
-    );
+    // Live events this socket may have missed: those an instance could not publish (from a known
+    // event on) are replayed from the store here, the ones already sent skipped; when what was missed
+    // is unknown (the live store reconnected), the client resumes from the last id it got.
+    await this.deps.hub.attach(this.accountId, this.listener, (from) => {
+      if (from !== undefined && !this.buffering && !this.closed) {
+        this.backfill(from - 1).catch((error: unknown) => {
+          this.deps.platform.log.warn("replaying unpublished events failed: the socket is closed to resume", { account_id: this.accountId, error: describeError(error) });
+          this.close(CLOSE.internal, closeReason("interrupted", "the live feed was interrupted; reconnect and resume"));
+        });
+        return;
+      }
+      this.close(CLOSE.internal, closeReason("interrupted", "the live feed was interrupted; reconnect and resume"));
+    });
     if (this.closed) {
       // Closed while subscribing: dispose() ran before the listener was attached.
       this.deps.hub.detach(this.accountId, this.listener);

@@ -92,14 +92,20 @@ describe(`event bus: unpublished events [${storeKind}]`, () => {
     const bus = createEventBus({ db: platform.db, live: flaky, log: platform.log, ids: platform.events.ids });
     const got: PlatformEvent[] = [];
     let gaps = 0;
+    let from: number | undefined;
     // Another instance's subscriber: on the store itself.
-    const stop = await platform.events.subscribe(a.accountId, (e) => got.push(e), () => gaps++);
+    const stop = await platform.events.subscribe(a.accountId, (e) => got.push(e), (first) => {
+      gaps++;
+      from = first;
+    });
     try {
-      await bus.emit(a.accountId, "test", { message: "lost", webhook_id: null, ts: Date.now() });
+      const lost = await bus.emit(a.accountId, "test", { message: "lost", webhook_id: null, ts: Date.now() });
       // The event never reached it; the notice does, after the notice's own first try failed too.
       const deadline = Date.now() + 5000;
       while (gaps === 0 && Date.now() < deadline) await Bun.sleep(20);
       expect(gaps).toBe(1);
+      // The notice names the first event that was not published: subscribers replay from it.
+      expect(from).toBe(lost.id);
       expect(got).toEqual([]);
       // Published again normally: events flow, no more notices.
       await bus.emit(a.accountId, "test", { message: "later", webhook_id: null, ts: Date.now() });

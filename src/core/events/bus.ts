@@ -120,9 +120,11 @@ export interface EventBus {
   onCommitted(listener: (events: PlatformEvent[]) => void): () => void;
   /**
    * Live events of one account, from every instance (via the live store's pub/sub). `onGap`: some may
-   * have been missed (the live store's connection was lost and renewed; see LiveStore.subscribe).
+   * have been missed: from event `from` on when an instance could not publish them (replay from there),
+   * or from anywhere (`from` undefined: the live store's connection was lost and renewed; see
+   * LiveStore.subscribe).
    */
-  subscribe(accountId: string, handler: (event: PlatformEvent) => void, onGap?: () => void): Promise<() => Promise<void>>;
+  subscribe(accountId: string, handler: (event: PlatformEvent) => void, onGap?: (from?: number) => void): Promise<() => Promise<void>>;
   /**
    * Stored events of one account a client that saw event `afterId` may have missed, oldest first
    * (resume): those with a greater id, and those with a smaller id whose transaction was still running
@@ -174,6 +176,19 @@ function toEvent(row: Pick<typeof events.$inferSelect, "account_id" | "id" | "na
 
 /** The message that tells an account's subscribers some of its events were not published to them. */
 export const GAP_NOTICE = '{"gap":true}';
+/** The gap notice naming the first of the account's events that was not published. */
+export function gapNotice(from: number): string {
+  return `{"gap":true,"from":${from}}`;
+}
+/**
+ * The first unpublished event id a gap notice names (0 when it names none: replay from where the
+ * subscriber is), or null when the message is no gap notice.
+ */
+export function gapNoticeFrom(message: string): number | null {
+  if (message === GAP_NOTICE) return 0;
+  const match = /^\{"gap":true,"from":(\d{1,15})\}$/.exec(message);
+  return match ? Number(match[1]) : null;
+}
 /** How often an unpublished account's gap notice is tried, and for how long. */
 const GAP_NOTICE_RETRY_MS = 1000;
 const GAP_NOTICE_GIVE_UP_MS = 10 * 60_000;
@@ -233,8 +248,8 @@ export function createEventBus(deps: { db: Db; live: LiveStore; log: Logger; ids
     for (const [accountId, list] of byAccount) {
       const message = JSON.stringify(list.length === 1 ? list[0] : list);
       live.publish(eventChannel(accountId), message).catch((error) => {
-        log.warn("event publish failed: the account's live subscribers are told to resume once publishing works", { account_id: accountId, error: String(error) });
-        missedPublish(accountId);
+        log.warn("event publish failed: the account's live subscribers are told to replay once publishing works", { account_id: accountId, error: String(error) });
+        missedPublish(accountId, Math.min(...list.map((e) => e.id)));
       });
     }
   }
@@ -245,20 +260,22 @@ export function createEventBus(deps: { db: Db; live: LiveStore; log: Logger; ids
    * subscribers (a realtime socket) know to resume from the table instead of silently missing them.
    * Given up after GAP_NOTICE_GIVE_UP_MS (a stream reconnects long before).
    */
-  const missed = new Map<string, number>();
+  const missed = new Map<string, { since: number; from: number }>();
   let noticeTimer: ReturnType<typeof setTimeout> | null = null;
-  function missedPublish(accountId: string): void {
-    if (!missed.has(accountId)) missed.set(accountId, Date.now());
+  function missedPublish(accountId: string, from: number): void {
+    const known = missed.get(accountId);
+    missed.set(accountId, { since: known?.since ?? Date.now(), from: Math.min(known?.from ?? from, from) });
     if (noticeTimer) return;
     noticeTimer = setTimeout(sendGapNotices, GAP_NOTICE_RETRY_MS);
     noticeTimer.unref?.();
   }
   async function sendGapNotices(): Promise<void> {
     noticeTimer = null;
-    for (const [accountId, since] of [...missed]) {
+    for (const [accountId, { since, from }] of [...missed]) {
       try {
-        await live.publish(eventChannel(accountId), GAP_NOTICE);
-        missed.delete(accountId);
+        await live.publish(eventChannel(accountId), gapNotice(from));
+        // Events that failed meanwhile (a later round) come again with their own notice.
+        if (missed.get(accountId)?.from === from) missed.delete(accountId);
       } catch {
         // Still unreachable: tried again at the next round, until it is too late to matter.
         if (Date.now() - since > GAP_NOTICE_GIVE_UP_MS) missed.delete(accountId);
@@ -372,9 +389,10 @@ export function createEventBus(deps: { db: Db; live: LiveStore; log: Logger; ids
     },
     subscribe(accountId, handler, onGap) {
       return live.subscribe(eventChannel(accountId), (message) => {
-        if (message === GAP_NOTICE) {
-          // Some of the account's events were not published (see missedPublish).
-          onGap?.();
+        const gap = gapNoticeFrom(message);
+        if (gap !== null) {
+          // Some of the account's events were not published (see missedPublish): from this id on.
+          onGap?.(gap || undefined);
           return;
         }
         let parsed: PlatformEvent | PlatformEvent[];
