@@ -23,7 +23,7 @@ import { SESSION_TOKEN_TTL_SEC } from "../core/auth/session-tokens.ts";
 import { call } from "../../test/support/http.ts";
 import { createRealtimeApp, type RealtimeOptions } from "./app.ts";
 import { EventHub } from "./event-hub.ts";
-import { CLOSE, STREAM_PATH } from "./stream-protocol.ts";
+import { CLOSE, MAX_CLIENT_MESSAGE_BYTES, STREAM_PATH } from "./stream-protocol.ts";
 import { RESUME_BURST } from "./event-stream.ts";
 import { StreamConnection, type StreamMessage } from "./ws-test-client.ts";
 
@@ -306,6 +306,18 @@ describe(`realtime stream: delivery [${storeKind}]`, () => {
     await conn.until(() => ids(conn.messages).includes(after.id));
     expect(conn.events().map((m) => m.event)).toEqual(["call.started", "call.ended", "test", "test"]);
     conn.close();
+  });
+
+  test("client messages are small: an event name over 64 characters is a bad_message, never echoed; a message over 16 KiB closes 1009", async () => {
+    const t = await seedTenant(platform);
+    const conn = await open(t.key, "");
+    conn.send({ type: "subscribe", events: ["x".repeat(65)] });
+    const error = await conn.next("error");
+    expect(error.error).toBe("bad_message");
+    expect(JSON.stringify(error).length).toBeLessThan(1000);
+    // Before, a 10 MiB name was parsed, and echoed back whole in a bad_filter error.
+    conn.send({ type: "subscribe", events: ["x".repeat(MAX_CLIENT_MESSAGE_BYTES)] });
+    expect((await conn.closed).code).toBe(1009);
   });
 
   test("heartbeats arrive every heartbeat interval; a pong is accepted silently", async () => {

@@ -30,11 +30,17 @@ export const CLOSE = {
   tooManyMessages: 4429,
 } as const;
 
+/**
+ * The largest message a client may send, in bytes (the longest valid one, a subscribe naming 64 events,
+ * is under 5 KiB); a larger one closes the connection 1009 (Bun's WebSocket limit).
+ */
+export const MAX_CLIENT_MESSAGE_BYTES = 16 * 1024;
+
 /** Messages the client may send. */
 export const ClientMessage = T.Union([
   T.Object({ type: T.Literal("pong") }, { additionalProperties: true }),
   // A list names at least one event ("*" is every event: an empty list saying so would be a surprise).
-  T.Object({ type: T.Literal("subscribe"), events: T.Union([T.Array(T.String(), { minItems: 1, maxItems: 64 }), T.Literal("*")]) }, { additionalProperties: false }),
+  T.Object({ type: T.Literal("subscribe"), events: T.Union([T.Array(T.String({ maxLength: 64 }), { minItems: 1, maxItems: 64 }), T.Literal("*")]) }, { additionalProperties: false }),
   // As the query parameter: an event id the stream sent (evt_…); the server checks it is one of ours.
   T.Object({ type: T.Literal("resume"), last_event_id: T.String({ maxLength: 64 }) }, { additionalProperties: false }),
 ]);
@@ -71,7 +77,7 @@ export function parseEventFilter(input: string | string[] | undefined | null): S
     return null;
   }
   const unknown = names.filter((n) => !KNOWN_EVENTS.has(n));
-  if (unknown.length) throw new Error(`unknown event names: ${unknown.slice(0, 5).join(", ")}`);
+  if (unknown.length) throw new Error(`unknown event names: ${unknown.slice(0, 5).map((n) => (n.length > 64 ? `${n.slice(0, 64)}…` : n)).join(", ")}`);
   return new Set(names as EventName[]);
 }
 
