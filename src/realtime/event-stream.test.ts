@@ -209,16 +209,26 @@ describe(`realtime stream: tickets [${storeKind}]`, () => {
     expect((await fetch(`${http}/healthz?x=%00`, { headers: { upgrade: "websocket", connection: "upgrade" } })).status).toBe(400);
   });
 
-  test("a wallboard-scoped credential mints a wallboard ticket that opens the same stream", async () => {
+  test("a wallboard-scoped credential mints a wallboard ticket: the stream sends it calls and agents only, live and on resume (no message bodies, faxes, recordings, campaigns or test events)", async () => {
     const t = await seedTenant(platform);
     const wallboardKey = await keyWithScopes(platform, t.accountId, ["wallboard"]);
     const minted = await ticket(wallboardKey);
     expect(minted.kind).toBe("wallboard");
     const conn = new StreamConnection(`${host.base}/v1/events/stream?ticket=${minted.ticket}`);
     expect((await conn.next("ready")).kind).toBe("wallboard");
-    await testEvent(t.accountId, "to the wallboard");
-    await conn.until(() => conn.events().length === 1);
+    const hidden = await platform.events.emit(t.accountId, "message.received", { messageId: "msg_1", from: "14155550100", to: "14155550111", body: "your code is 123456", ts: Date.now() } as never);
+    await testEvent(t.accountId, "not for the wallboard");
+    const shown = await callStarted(t.accountId, 9);
+    await conn.until(() => ids(conn.messages).includes(shown.id));
+    expect(conn.events().map((m) => m.event)).toEqual(["call.started"]);
     conn.close();
+    // On resume too: from before the hidden ones, only the call comes back.
+    const again = new StreamConnection(`${host.base}/v1/events/stream?ticket=${(await ticket(wallboardKey)).ticket}&last_event_id=${pub(hidden)}`);
+    await again.next("ready");
+    const later = await callStarted(t.accountId, 10);
+    await again.until(() => ids(again.messages).includes(later.id));
+    expect(ids(again.messages)).toEqual([shown.id, later.id]);
+    again.close();
     expect((await ticket(t.key, { kind: "wallboard" })).kind).toBe("wallboard");
   });
 

@@ -89,6 +89,13 @@ interface StreamDeps {
 type Query = Record<string, string | string[] | undefined>;
 
 /** One connected socket and its stream state. */
+/**
+ * What a wallboard ticket's socket is sent: the calls and agents a wallboard shows. The wallboard scope
+ * grants no more (SPEC.md section 5): message bodies, faxes, recordings and campaigns need their own
+ * scopes over REST, so an `events` ticket (scope events) is needed for them here too.
+ */
+export const WALLBOARD_EVENTS: ReadonlySet<EventName> = new Set<EventName>(["call.started", "call.answered", "call.ended", "agent.state"]);
+
 class StreamClient {
   private accountId: string | null = null;
   /** The credential that minted the ticket (null until the ticket is redeemed). */
@@ -224,7 +231,8 @@ class StreamClient {
     this.buffering = true;
     try {
       const limit = this.deps.backfillLimit;
-      const stored = await this.deps.platform.events.since(this.accountId!, afterId, limit + 1, this.filter ? [...this.filter] : undefined);
+      const names = this.visibleNames();
+      const stored = names?.length === 0 ? [] : await this.deps.platform.events.since(this.accountId!, afterId, limit + 1, names);
       for (const event of stored.slice(0, limit)) this.sendEvent(event);
       if (stored.length > limit) {
         const last = stored[limit - 1]!;
@@ -254,9 +262,16 @@ class StreamClient {
 
   private sendEvent(event: PlatformEvent): void {
     if (this.filter && !this.filter.has(event.event)) return;
+    if (this.kind === "wallboard" && !WALLBOARD_EVENTS.has(event.event)) return;
     if (this.sent.has(event.id)) return;
     this.sent.add(event.id);
     this.sendJson({ type: "event", id: this.deps.platform.events.ids.encode(event.id, event.ts), event: event.event, account_id: event.account_id, data: event.data, ts: event.ts });
+  }
+
+  /** The event names this socket is sent (its filter, within its ticket kind's events), or undefined for all. */
+  private visibleNames(): EventName[] | undefined {
+    if (this.kind !== "wallboard") return this.filter ? [...this.filter] : undefined;
+    return [...WALLBOARD_EVENTS].filter((n) => !this.filter || this.filter.has(n));
   }
 
   private sendJson(message: Record<string, unknown>): void {
