@@ -76,6 +76,11 @@ export class EventHub {
     }
   }
 
+  /** How many listeners (sockets) the account has on this instance. */
+  listeners(accountId: string): number {
+    return this.accounts.get(accountId)?.listeners.size ?? 0;
+  }
+
   /** Removes a listener; the account's subscription ends with its last listener. */
   detach(accountId: string, listener: EventListener): void {
     const entry = this.accounts.get(accountId);

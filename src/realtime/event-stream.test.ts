@@ -330,6 +330,27 @@ describe(`realtime stream: delivery [${storeKind}]`, () => {
     expect((await conn.closed).code).toBe(1009);
   });
 
+  test("an account's open sockets on an instance are bounded: one more closes 4429 too_many_sockets; other accounts are not affected", async () => {
+    const t = await seedTenant(platform);
+    const other = await seedTenant(platform);
+    const small = realtime({ maxSocketsPerAccount: 2 });
+    const first = await open(t.key, "", small);
+    const second = await open(t.key, "", small);
+    const third = new StreamConnection(`${small.base}/v1/events/stream?ticket=${(await ticket(t.key)).ticket}`);
+    const refused = await third.closed;
+    expect(refused.code).toBe(4429);
+    expect(refused.reason).toStartWith("too_many_sockets:");
+    const elsewhere = await open(other.key, "", small);
+    elsewhere.close();
+    // One closed: room for another.
+    first.close();
+    await first.closed;
+    await Bun.sleep(50);
+    const again = await open(t.key, "", small);
+    again.close();
+    second.close();
+  });
+
   test("heartbeats arrive every heartbeat interval; a pong is accepted silently", async () => {
     const t = await seedTenant(platform);
     const fast = realtime({ heartbeatMs: 100 });

@@ -33,6 +33,8 @@ export interface EventStreamOptions {
   maxBufferedBytes?: number;
   /** Live events a socket may hold while its resume reads stored ones. Default 10,000. */
   maxPendingEvents?: number;
+  /** Open sockets of one account on this instance; one more is closed 4429 at once. Default 1,000. */
+  maxSocketsPerAccount?: number;
   /**
    * Longest time between two checks that the credential behind each socket still stands (a safety
    * net for a missed revocation message), in ms. Default 60,000.
@@ -82,6 +84,7 @@ interface StreamDeps {
   backfillLimit: number;
   maxBufferedBytes: number;
   maxPendingEvents: number;
+  maxSocketsPerAccount: number;
   recheckMs: number;
   clock: () => number;
 }
@@ -189,6 +192,10 @@ class StreamClient {
     const ended = await this.deps.platform.credentials.credentialEnded(minter);
     if (ended) return this.close(CLOSE.ticketRefused, closeReason("ticket_refused", ended));
     if (this.closed) return;
+    // Each socket holds memory here (its send buffer, up to maxBufferedBytes): one account's are bounded.
+    if (this.deps.hub.listeners(grant.accountId) >= this.deps.maxSocketsPerAccount) {
+      return this.close(CLOSE.slowConsumer, closeReason("too_many_sockets", `the account has ${this.deps.maxSocketsPerAccount} streams open on this instance; close one, then reconnect`));
+    }
     this.accountId = grant.accountId;
     this.kind = grant.kind;
     if (minter.expiresAt !== undefined && minter.expiresAt - Date.now() <= MAX_TIMER_MS) {
@@ -357,6 +364,7 @@ export function eventStream(platform: Platform, options: EventStreamOptions = {}
     backfillLimit: options.backfillLimit ?? 1000,
     maxBufferedBytes: options.maxBufferedBytes ?? 1024 * 1024,
     maxPendingEvents: options.maxPendingEvents ?? 10_000,
+    maxSocketsPerAccount: options.maxSocketsPerAccount ?? 1000,
     recheckMs: options.recheckMs ?? 60_000,
     clock: options.clock ?? Date.now,
   };
