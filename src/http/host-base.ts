@@ -4,7 +4,7 @@
  * and /healthz and /readyz.
  */
 import { Elysia } from "elysia";
-import { AppError, ERROR_STATUS } from "../core/errors/app-error.ts";
+import { AppError, ERROR_STATUS, validationFailed } from "../core/errors/app-error.ts";
 import type { Platform } from "../core/platform.ts";
 import { describeError } from "./describe-error.ts";
 import { jsonTextProblem, MAX_JSON_DEPTH } from "./json-duplicates.ts";
@@ -173,6 +173,20 @@ function propertyError(v: { value?: unknown; all?: Array<{ message?: string }> }
 
 
 /** The 400 for a NUL character in the URL (a query value names its parameter). */
+/**
+ * What is wrong with a WebSocket upgrade request's handshake (RFC 6455 section 4.2.1), or null: refused
+ * here with the error body, before Elysia answers it in plain text ("Expected a websocket connection").
+ */
+function handshakeProblem(request: Request): AppError | null {
+  const details: Array<{ path: string; message: string }> = [];
+  if (request.method !== "GET") details.push({ path: "/method", message: "A WebSocket handshake is a GET." });
+  const key = request.headers.get("sec-websocket-key") ?? "";
+  if (!/^[A-Za-z0-9+/]{22}==$/.test(key.trim())) details.push({ path: "/headers/sec-websocket-key", message: "Expected the base64 of 16 random bytes." });
+  if (request.headers.get("sec-websocket-version")?.trim() !== "13") details.push({ path: "/headers/sec-websocket-version", message: "Only version 13 is spoken." });
+  if (!/(^|,)\s*upgrade\s*(,|$)/i.test(request.headers.get("connection") ?? "")) details.push({ path: "/headers/connection", message: "Expected Upgrade." });
+  return details.length ? validationFailed(details, "Not a valid WebSocket handshake.") : null;
+}
+
 function nulInUrl(request: Request): AppError {
   let path = "/path";
   for (const [key, value] of new URL(request.url).searchParams) {
@@ -301,6 +315,13 @@ export function hostBase(platform: Platform, options: HostBaseOptions) {
       const meta = beginRequest(request);
       set.headers["x-request-id"] = meta.id;
       if (request.url.includes("%00") && !socketUpgrade(request)) return refuse(request, nulInUrl(request), set.headers);
+      if (socketUpgrade(request)) {
+        const problem = handshakeProblem(request);
+        if (problem) {
+          set.headers["sec-websocket-version"] = "13";
+          return refuse(request, problem, set.headers);
+        }
+      }
       if (options.cors) {
         const origin = corsOriginFor(platform, request.headers.get("origin"));
         if (origin) {

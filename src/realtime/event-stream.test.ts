@@ -351,6 +351,36 @@ describe(`realtime stream: delivery [${storeKind}]`, () => {
     second.close();
   });
 
+  test("a malformed WebSocket handshake is a 400 with the error body naming the header (was plain text, or a bare 426)", async () => {
+    const raw = async (headers: string) => {
+      const socket: Socket = tcpConnect(host.port, "127.0.0.1");
+      await new Promise<void>((resolve) => socket.once("connect", () => resolve()));
+      let text = "";
+      const done = new Promise<string>((resolve) => {
+        socket.on("data", (chunk) => {
+          text += chunk.toString("latin1");
+          const head = text.indexOf("\r\n\r\n");
+          const length = /content-length: (\d+)/i.exec(text)?.[1];
+          if (head >= 0 && length !== undefined && text.length >= head + 4 + Number(length)) resolve(text);
+        });
+        socket.on("end", () => resolve(text));
+      });
+      socket.write(`GET /v1/events/stream?ticket=x HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n${headers}\r\n`);
+      const reply = await done;
+      socket.destroy();
+      const status = Number(reply.slice(9, 12));
+      const body = JSON.parse(reply.slice(reply.indexOf("\r\n\r\n") + 4));
+      return { status, body, head: reply.slice(0, reply.indexOf("\r\n\r\n")).toLowerCase() };
+    };
+    const noKey = await raw("Sec-WebSocket-Version: 13\r\n");
+    expect(noKey.status).toBe(400);
+    expect(noKey.body).toMatchObject({ ok: false, error: "validation_failed", details: [{ path: "/headers/sec-websocket-key" }] });
+    const oldVersion = await raw(`Sec-WebSocket-Key: ${Buffer.from(new Uint8Array(16)).toString("base64")}\r\nSec-WebSocket-Version: 8\r\n`);
+    expect(oldVersion.status).toBe(400);
+    expect(oldVersion.body.details).toEqual([{ path: "/headers/sec-websocket-version", message: "Only version 13 is spoken." }]);
+    expect(oldVersion.head).toContain("sec-websocket-version: 13");
+  });
+
   test("heartbeats arrive every heartbeat interval; a pong is accepted silently", async () => {
     const t = await seedTenant(platform);
     const fast = realtime({ heartbeatMs: 100 });
