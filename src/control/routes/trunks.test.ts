@@ -213,6 +213,22 @@ describe(`POST /trunks/tick [${storeKind}]`, () => {
     await platform.db.update(sipTrunks).set({ status: "disabled", updated_at: 3 }).where(eq(sipTrunks.account_id, t.accountId));
   });
 
+  test("a trunk's probe record goes once it is no longer probed (deleted, or ping_sec dropped): the account's next probe report clears it", async () => {
+    const t = await seedTenant(platform);
+    const apply = (trunks: unknown[]) => applyConfig(platform.db, platform.secrets, t.accountId, { version: 1, trunks });
+    await apply([
+      { name: "keeps", direction: "outbound", proxy: "10.5.0.1", ping_sec: 30 },
+      { name: "goes", direction: "outbound", proxy: "10.5.0.2", ping_sec: 30 },
+    ]);
+    const ids = Object.fromEntries((await platform.db.select().from(sipTrunks).where(eq(sipTrunks.account_id, t.accountId))).map((r) => [r.name, r.id])) as Record<string, string>;
+    const report = () => tick({ probes: [ids.keeps, ids.goes].map((trunk_id) => ({ account_id: t.accountId, trunk_id, code: 200 })) });
+    await report();
+    expect([...(await readTrunkHealth(platform.live, t.accountId)).keys()].sort()).toEqual([ids.keeps, ids.goes].sort());
+    await apply([{ name: "keeps", direction: "outbound", proxy: "10.5.0.1", ping_sec: 30 }]);
+    await report();
+    expect([...(await readTrunkHealth(platform.live, t.accountId)).keys()]).toEqual([ids.keeps]);
+  });
+
   test("a reply holds at most 40 registrations: a node with more gets them over several ticks", async () => {
     const t = await seedTenant(platform);
     const trunks = Array.from({ length: 45 }, (_, i) => ({ name: `r${i}`, direction: "outbound", proxy: `10.1.0.${i + 1}`, do_register: 1, auth_username: `u${i}`, auth_password: `p${i}-password`, reg_node: "edge-many" }));

@@ -52,12 +52,14 @@ export function nextHealth(current: TrunkHealth | null, code: number, node: stri
 
 /**
  * Records the outcomes of probes of one account's trunks (read, then written: two round trips);
- * answers each probed trunk's record before and after.
+ * answers each probed trunk's record before and after. With `probed` (the account's trunks that are
+ * probed now), the records of any others (deleted, or no longer pinged) are dropped.
  */
 export async function recordTrunkProbes(
   live: LiveStore,
   accountId: string,
   probes: ReadonlyArray<{ trunk_id: string; code: number; node: string; at: number }>,
+  probed?: ReadonlySet<string>,
 ): Promise<Record<string, { before: TrunkHealth | null; after: TrunkHealth }>> {
   const key = trunkHealthKey(accountId);
   const stored = await live.hgetall(key);
@@ -69,6 +71,8 @@ export async function recordTrunkProbes(
   }
   const fields = Object.fromEntries(Object.entries(out).map(([id, h]) => [id, JSON.stringify(h.after)]));
   if (Object.keys(fields).length) await live.hset(key, fields);
+  const gone = probed ? Object.keys(stored).filter((id) => !probed.has(id)) : [];
+  if (gone.length) await live.hdel(key, ...gone);
   return out;
 }
 

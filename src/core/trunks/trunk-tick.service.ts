@@ -120,6 +120,8 @@ export function trunkTicker(deps: TrunkTickDeps) {
       // (any more), a registration state of one that is not this node's, are left out.
       const key = (accountId: string, trunkId: string) => `${accountId}\u0000${trunkId}`;
       const probedKeys = new Set(probed.map((t) => key(t.account_id, t.id)));
+      const probedByAccount = new Map<string, Set<string>>();
+      for (const t of probed) probedByAccount.set(t.account_id, (probedByAccount.get(t.account_id) ?? new Set()).add(t.id));
       const registeredKeys = new Set(registered.map((t) => key(t.account_id, t.id)));
       const probesByAccount = new Map<string, Array<{ trunk_id: string; code: number; node: string; at: number }>>();
       for (const p of input.probes ?? []) {
@@ -142,7 +144,7 @@ export function trunkTicker(deps: TrunkTickDeps) {
       }
       await Promise.all([
         ...[...probesByAccount].map(async ([accountId, probes]) => {
-          const changes = await recordTrunkProbes(deps.live, accountId, probes);
+          const changes = await recordTrunkProbes(deps.live, accountId, probes, probedByAccount.get(accountId));
           for (const [trunkId, { before, after }] of Object.entries(changes)) {
             const where = { account_id: accountId, trunk_id: trunkId, code: after.code, node: input.node };
             if (after.state === "down" && before?.state !== "down") deps.log.warn("trunk stopped answering OPTIONS: tried after the others", where);
