@@ -223,10 +223,10 @@ describe(`POST /trunks/tick [${storeKind}]`, () => {
     const ids = Object.fromEntries((await platform.db.select().from(sipTrunks).where(eq(sipTrunks.account_id, t.accountId))).map((r) => [r.name, r.id])) as Record<string, string>;
     const report = () => tick({ probes: [ids.keeps, ids.goes].map((trunk_id) => ({ account_id: t.accountId, trunk_id, code: 200 })) });
     await report();
-    expect([...(await readTrunkHealth(platform.live, t.accountId)).keys()].sort()).toEqual([ids.keeps, ids.goes].sort());
+    expect([...(await readTrunkHealth(platform.live, t.accountId)).keys()].sort()).toEqual([ids.keeps!, ids.goes!].sort());
     await apply([{ name: "keeps", direction: "outbound", proxy: "10.5.0.1", ping_sec: 30 }]);
     await report();
-    expect([...(await readTrunkHealth(platform.live, t.accountId)).keys()]).toEqual([ids.keeps]);
+    expect([...(await readTrunkHealth(platform.live, t.accountId)).keys()]).toEqual([ids.keeps!]);
   });
 
   test("a reply holds at most 40 registrations: a node with more gets them over several ticks", async () => {
