@@ -127,7 +127,8 @@ export const CSV_PAGE = 5_000;
  */
 export function streamCallsCsv(database: Pick<Database, "db" | "copyCsv">, accountId: string, query: CallModel.ListQuery): ReadableStream<Uint8Array> {
   // The export is the whole range: page parameters would be ignored, so they are refused instead.
-  const paging = (["limit", "cursor"] as const).filter((name) => query[name] !== undefined);
+  // An empty cursor is the first page (docs/api-conventions.md), here as in JSON pages: not a page parameter.
+  const paging = (["limit", "cursor"] as const).filter((name) => query[name] !== undefined && !(name === "cursor" && query.cursor === ""));
   if (paging.length) {
     throw validationFailed(paging.map((name) => ({ path: `/query/${name}`, message: "format=csv exports the whole range; narrow it with since and until instead." })));
   }
@@ -243,13 +244,18 @@ function reportedCurrency(planCurrency: string | null, byCurrency: Record<string
 /** Spend, minutes and counts of calls started in [since, until); with daily, per day in the account's timezone. */
 export async function getUsage(db: DbOrTx, accountId: string, query: { since?: number; until?: number; daily?: "0" | "1" }): Promise<CallModel.Usage> {
   const account = await accountOf(db, accountId);
-  const nowMs = Date.now();
+  // Without until: now, to the second, as the reply says it (until is exclusive): a call started in this
+  // second is in the next window, never in two (a client walking windows passes the reply's until back).
+  const nowMs = Math.floor(Date.now() / 1000) * 1000;
   const untilMs = query.until === undefined ? nowMs : query.until * 1000;
   // Without since: the start of the month that until falls in (until is exclusive), so a past until
   // alone asks for that month up to it.
   // (Not before the epoch: an until in the account's first local month of 1970 starts it at 0.)
   const sinceMs = query.since === undefined ? Math.max(0, await monthStartMs(db, account.timezone, untilMs - 1)) : query.since * 1000;
-  if (untilMs <= sinceMs) throw validationFailed([{ path: "/query/until", message: "until must be after since." }]);
+  if (untilMs <= sinceMs) {
+    // Without until, it is now: the parameter the client sent is the one to name.
+    throw validationFailed([query.until === undefined ? { path: "/query/since", message: "since must be before now (until, left out, is now)." } : { path: "/query/until", message: "until must be after since." }]);
+  }
   const [plan, { byCurrency, ...totals }] = await Promise.all([defaultRatePlan(db, accountId), usageTotals(db, accountId, sinceMs, untilMs)]);
   const currency = reportedCurrency(plan?.currency ?? null, byCurrency);
   const usage: CallModel.Usage = {

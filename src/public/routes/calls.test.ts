@@ -214,10 +214,33 @@ describe(`GET /v1/calls?format=csv [${storeKind}]`, () => {
     expect(paged.body.details.map((d: { path: string }) => d.path)).toEqual(["/query/limit", "/query/cursor"]);
     const empty = await call(app, "GET", "/v1/calls?format=csv", { key: t.key });
     expect(empty.text.split("\r\n").filter(Boolean)).toHaveLength(1);
+    // An empty cursor is the first page, as docs/api-conventions.md says: for the export too.
+    expect((await call(app, "GET", "/v1/calls?format=csv&cursor=", { key: t.key })).status).toBe(200);
+  });
+
+  test("an empty user_id or number_id filter is a 400, never every call of the account", async () => {
+    const t = await seedTenant(platform);
+    await seedCalls(t.accountId, 2, 1_710_100_000);
+    for (const q of ["user_id=", "number_id=", "user_id=&format=csv"]) {
+      const r = await call(app, "GET", `/v1/calls?${q}`, { key: t.key });
+      expect(r.status, q).toBe(400);
+      expect(r.body.details[0].path, q).toBe(`/query/${q.split("=")[0]}`);
+    }
   });
 });
 
 describe(`usage, balance, live, CAC reset [${storeKind}]`, () => {
+  test("usage without until ends at the second it reports (exclusive): a call started in the current second is in the next window, not in two", async () => {
+    const t = await seedTenant(platform);
+    const now = Date.now();
+    // Started inside the current second (as late in it as the test allows).
+    await seedCalls(t.accountId, 1, 0, () => ({ started_ms: now, answered_ms: now, ended_ms: now + 1000 }));
+    const first = await call(app, "GET", `/v1/usage?since=${Math.floor(now / 1000) - 60}`, { key: t.key });
+    expect(first.status).toBe(200);
+    const next = await call(app, "GET", `/v1/usage?since=${first.body.data.until}&until=${first.body.data.until + 60}`, { key: t.key });
+    expect(first.body.data.count + next.body.data.count).toBe(1);
+  });
+
   test("usage totals and a daily series in the account's timezone", async () => {
     const t = await seedTenant(platform);
     await updateAccount(platform.db, t.accountId, { timezone: "America/New_York" });
