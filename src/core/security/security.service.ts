@@ -4,6 +4,7 @@
  * allow-listed address (the reply tells the node to lift it).
  */
 import { Value } from "@sinclair/typebox/value";
+import { sql } from "drizzle-orm";
 import type { DbOrTx } from "../db/db.ts";
 import { nowSeconds } from "../db/columns.ts";
 import { notFound, validationFailed, type ErrorDetail } from "../errors/app-error.ts";
@@ -30,6 +31,16 @@ import {
 } from "./security.store.ts";
 
 /** Failed digests from one address (within the auth service's window) that flag it. */
+/**
+ * Ban writes one after another, platform-wide: a node's report updates every node's row of an address
+ * it flags (flagAddresses), so two reports holding the same addresses locked each other's rows in the
+ * opposite order (PostgreSQL aborted one: a 500, its lifts lost); an allowlist add and a report raced
+ * too. Reports come every 30 s per node: waiting in line costs nothing.
+ */
+async function lockBans(tx: DbOrTx): Promise<void> {
+  await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended('parley:security:bans', 0))`);
+}
+
 export const AUTH_FAILURES_TO_FLAG = 20;
 /** A ban no snapshot carried for this long is expired: its node is gone (5 report intervals). */
 export const SILENT_NODE_SEC = 150;
@@ -114,22 +125,24 @@ export async function reportBans(db: DbOrTx, report: SecurityModel.Report, optio
   });
   if (details.length) throw validationFailed(details.slice(0, 20));
 
-  const allow = (await listAllow(db)).map((a) => canonicalRange(a.address)!.cidr);
+  const failures = new Map<string, number>();
+  if (options.authFailures) for (const ip of byIp.keys()) failures.set(ip, await options.authFailures(ip));
   /** Canonical, for our records; and as the node wrote it, which is the key its own ban table has. */
   const lift: string[] = [];
   const liftAsSent: string[] = [];
-  for (const ip of [...byIp.keys()]) {
-    if (ipAllowed(ip, allow)) {
-      lift.push(ip);
-      liftAsSent.push(...spellings.get(ip)!);
-      byIp.delete(ip);
-    }
-  }
-  const ips = [...byIp.keys()];
-  const failures = new Map<string, number>();
-  if (options.authFailures) for (const ip of ips) failures.set(ip, await options.authFailures(ip));
 
   await db.transaction(async (tx) => {
+    await lockBans(tx);
+    // Read under the lock: an allowlist add is in line with reports, so none is missed in between.
+    const allow = (await listAllow(tx)).map((a) => canonicalRange(a.address)!.cidr);
+    for (const ip of [...byIp.keys()]) {
+      if (ipAllowed(ip, allow)) {
+        lift.push(ip);
+        liftAsSent.push(...spellings.get(ip)!);
+        byIp.delete(ip);
+      }
+    }
+    const ips = [...byIp.keys()];
     // Bans past their deadline or of silent nodes are ended first: one that ended long ago must not
     // count as held by another node now (a new ban would be flagged as banned by two).
     await expireStale(tx, now, now - SILENT_NODE_SEC);
@@ -176,7 +189,10 @@ export async function searchBans(
   query: { status?: SecurityModel.Status; q?: string; flagged?: "0" | "1"; limit?: number },
   now = nowSeconds(),
 ): Promise<SecurityModel.Ban[]> {
-  await expireStale(db, now, now - SILENT_NODE_SEC);
+  await db.transaction(async (tx) => {
+    await lockBans(tx);
+    await expireStale(tx, now, now - SILENT_NODE_SEC);
+  });
   const rows = await listBans(db, {
     status: query.status,
     ipPrefix: query.q?.toLowerCase(),
@@ -207,6 +223,7 @@ function allowRange(text: string, field: string): NonNullable<ReturnType<typeof 
 export async function addToAllowlist(db: DbOrTx, input: SecurityModel.AddAllow, now = nowSeconds()): Promise<SecurityModel.AddAllowResult & { created: boolean }> {
   const range = allowRange(input.address, "/address");
   return db.transaction(async (tx) => {
+    await lockBans(tx);
     const existed = (await listAllow(tx)).some((a) => a.address === range.text);
     const entry = await upsertAllow(tx, { address: range.text, note: input.note ?? null, created_at: now });
     // Bans that ended already are not lifted by it (nor counted in `lifted`).

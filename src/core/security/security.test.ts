@@ -40,6 +40,24 @@ describe("address canonical text", () => {
 });
 
 describe(`ban reports [${storeKind}]`, () => {
+  test("two nodes reporting the same banned addresses at once both succeed (they deadlocked on PostgreSQL: a 500, the lifts lost)", async () => {
+    const net = freshNet();
+    const [a, b] = [node(), node()];
+    const bans = Array.from({ length: 20 }, (_, i) => ({ ip: `${net}${i + 1}`, reason: "pike", hits: i }));
+    const t0 = Math.floor(Date.now() / 1000);
+    await reportBans(platform.db, { node: a, bans }, { now: t0 });
+    await reportBans(platform.db, { node: b, bans }, { now: t0 });
+    const rounds = Array.from({ length: 30 }, (_, i) => [
+      reportBans(platform.db, { node: a, bans }, { now: t0 + i }),
+      reportBans(platform.db, { node: b, bans: [...bans].reverse() }, { now: t0 + i }),
+    ]).flat();
+    const outcomes = await Promise.allSettled(rounds);
+    expect(outcomes.filter((o) => o.status === "rejected").map((o) => String((o as PromiseRejectedResult).reason))).toEqual([]);
+    // Held by both nodes: flagged everywhere.
+    const rows = await platform.db.select().from(securityBans).where(eq(securityBans.ip, `${net}1`));
+    expect(rows.map((r) => r.flagged)).toEqual([1, 1]);
+  });
+
   test("a snapshot of the most bans a report may carry is recorded whole, and the next one expires them", async () => {
     const n = node();
     const prefix = `2001:db8:${crypto.randomUUID().slice(0, 4)}:${crypto.randomUUID().slice(0, 4)}::`;
