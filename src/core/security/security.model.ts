@@ -35,6 +35,9 @@ export namespace SecurityModel {
         description: "Every address the node bans now. A form body sends this as JSON text. An address missing from a snapshot is no longer banned by that node.",
       }),
       ts: T.Optional(EpochSec("Epoch seconds of the snapshot at the node (informative).")),
+      partial: T.Optional(
+        T.Union([T.Literal(0), T.Literal(1)], { description: "1: the node holds more bans than it could send (its report body is bounded): none is expired for missing from this one." }),
+      ),
     },
     { additionalProperties: false },
   );

@@ -178,7 +178,8 @@ export async function reportBans(db: DbOrTx, report: SecurityModel.Report, optio
     }
     await writeBans(tx, rows);
     await flagAddresses(tx, flagEverywhere);
-    await expireMissing(tx, report.node, ips);
+    // A partial snapshot (the node's body is bounded) says nothing of the bans it left out.
+    if (report.partial !== 1) await expireMissing(tx, report.node, ips);
   });
   return { lift: liftAsSent.sort() };
 }

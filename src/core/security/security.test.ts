@@ -66,6 +66,9 @@ describe(`ban reports [${storeKind}]`, () => {
     expect(await reportBans(platform.db, parseReport({ node: n, bans }), { now: t0 })).toEqual({ lift: [] });
     const active = async () => (await platform.db.select({ n: count() }).from(securityBans).where(and(eq(securityBans.node, n), eq(securityBans.status, "active"))))[0]!.n;
     expect(await active()).toBe(MAX_REPORT_BANS);
+    // A partial snapshot (the node could not send them all) expires none of those it left out.
+    await reportBans(platform.db, parseReport({ node: n, bans: bans.slice(0, 10), partial: 1 }), { now: t0 + 20 });
+    expect(await active()).toBe(MAX_REPORT_BANS);
     await reportBans(platform.db, parseReport({ node: n, bans: bans.slice(0, 10) }), { now: t0 + 30 });
     expect(await active()).toBe(10);
   });
