@@ -3,7 +3,8 @@ import { describe, expect, test } from "bun:test";
 import { createMemoryLiveStore } from "../live/memory-live-store.ts";
 import { accountKey } from "../live/live-store.ts";
 import type { CacSlot } from "../routing/route-types.ts";
-import { acquireSlots, cacSnapshot } from "./cac.service.ts";
+import { acquireSlots, cacSnapshot, resetCac } from "./cac.service.ts";
+import type { LiveStore } from "../live/live-store.ts";
 
 const TTL = 60_000;
 const slots = (userLimit: number): CacSlot[] => [
@@ -46,5 +47,35 @@ describe("acquireSlots", () => {
     // Nothing is held: the next call gets the user's only slot.
     expect(await acquireSlots(live, "acc_cac", "call_2", slots(1), TTL)).toEqual({ ok: true });
     await live.close();
+  });
+
+  test("a call admitted on a new slot while a reset runs stays visible and resettable (the reset drops only what it read)", async () => {
+    const base = createMemoryLiveStore();
+    const userSlot: CacSlot = { level: "user", id: "us_race", limit: 1 };
+    let raced = false;
+    // Another instance admits a call right after the reset read the account's slot names.
+    const live: LiveStore = new Proxy(base, {
+      get(target, prop, receiver) {
+        if (prop === "smembers") {
+          return async (key: string) => {
+            const names = await target.smembers(key);
+            if (!raced) {
+              raced = true;
+              expect(await acquireSlots(target, "acc_race", "call_new", [userSlot], TTL)).toEqual({ ok: true });
+            }
+            return names;
+          };
+        }
+        const value = Reflect.get(target, prop, receiver);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    expect(await acquireSlots(base, "acc_race", "call_old", [{ level: "account_out", id: "acc_race", limit: 5 }], TTL)).toEqual({ ok: true });
+    expect(await resetCac(live, "acc_race")).toEqual({ counters: 1, calls: 1 });
+    // Before, the whole registry was deleted: the new call still counted, but GET /cac did not show it
+    // and a reset could not clear it.
+    expect((await cacSnapshot(base, "acc_race")).map((c) => [c.level, c.id, c.active])).toEqual([["user", "us_race", 1]]);
+    expect(await resetCac(base, "acc_race")).toEqual({ counters: 1, calls: 1 });
+    expect(await acquireSlots(base, "acc_race", "call_after", [userSlot], TTL)).toEqual({ ok: true });
   });
 });

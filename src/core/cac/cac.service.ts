@@ -115,6 +115,11 @@ export async function resetCac(live: LiveStore, accountId: string): Promise<{ co
     }
     await live.del(key);
   }
-  await live.del(registryKey(accountId), limitsKey(accountId));
+  // Only the names read above: a slot another instance registered meanwhile (a call admitted while the
+  // reset ran) stays listed, so GET /cac shows it and the next reset clears it.
+  if (names.length) {
+    await live.srem(registryKey(accountId), ...names);
+    await live.hdel(limitsKey(accountId), ...names);
+  }
   return { counters, calls };
 }
