@@ -1502,6 +1502,16 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
     await eventually(async () => expect(kamailio.log()).toContain("ban lifted by the control plane: 127.0.0.2"), 8000);
     const after = await runSipp("register.xml", edge(), ["-i", "127.0.0.2", "-s", "1001", "-au", "1001", "-ap", PASSWORD, "-key", "domain", tenant.domain, "-key", "contact_port", "5999", "-key", "expires", "300", "-m", "1", "-timeout", "5s"]);
     expect(after.code, after.stderr).toBe(0);
+    // The report's reply gave the edge the allowlist: more failed digests from the address are refused,
+    // never banned again (before, it was banned until the next report lifted it).
+    const bansBefore = kamailio.log().split("ban 127.0.0.2:").length;
+    for (let i = 0; i < 3; i++) {
+      const r = await runSipp("register.xml", edge(), ["-i", "127.0.0.2", "-s", "1001", "-au", "1001", "-ap", "bad-password", "-key", "domain", tenant.domain, "-key", "contact_port", "5999", "-key", "expires", "300", "-m", "1", "-timeout", "5s"]);
+      expect(r.code).not.toBe(0);
+    }
+    const still = await runSipp("register.xml", edge(), ["-i", "127.0.0.2", "-s", "1001", "-au", "1001", "-ap", PASSWORD, "-key", "domain", tenant.domain, "-key", "contact_port", "5999", "-key", "expires", "300", "-m", "1", "-timeout", "5s"]);
+    expect(still.code, still.stderr).toBe(0);
+    expect(kamailio.log().split("ban 127.0.0.2:").length).toBe(bansBefore);
     await api("DELETE", `${parley.controlUrl}/security/allow/127.0.0.2`);
   });
 

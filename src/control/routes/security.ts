@@ -25,8 +25,8 @@ export function securityRoutes(platform: Platform, options: Pick<ReportOptions, 
       "/report",
       async ({ body }) => {
         const report = parseReport(body);
-        const { lift } = await reportBans(db, report, { authFailures: failures });
-        return { ok: true as const, lift };
+        const { lift, allow } = await reportBans(db, report, { authFailures: failures });
+        return { ok: true as const, lift, allow };
       },
       {
         // Checked by parseReport: a form body carries `bans` as JSON text.

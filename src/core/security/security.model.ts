@@ -47,6 +47,7 @@ export namespace SecurityModel {
     {
       ok: T.Literal(true),
       lift: T.Array(T.String(), { description: "Addresses of the snapshot that are allow-listed: the node must lift these bans now." }),
+      allow: T.String({ description: "The allowlist as comma-separated CIDR ranges (empty: none): the node bans none of these addresses (flood, failed digests)." }),
     },
     { additionalProperties: false },
   );

@@ -8,7 +8,7 @@ import { sql } from "drizzle-orm";
 import type { DbOrTx } from "../db/db.ts";
 import { nowSeconds } from "../db/columns.ts";
 import { notFound, validationFailed, type ErrorDetail } from "../errors/app-error.ts";
-import { ipAllowed } from "../net/cidr.ts";
+import { ipAllowed, type Cidr } from "../net/cidr.ts";
 import { canonicalIp, canonicalRange } from "./address.ts";
 import { errorDetails } from "../validation/error-details.ts";
 import { NUL_MESSAGE, unstorableTextPath } from "../validation/storable-text.ts";
@@ -105,7 +105,7 @@ export function parseReport(body: unknown): SecurityModel.Report {
  * Records a node's snapshot. Allow-listed addresses are not recorded (their existing records are
  * lifted) and come back in `lift`. Bans of the node missing from the snapshot are expired.
  */
-export async function reportBans(db: DbOrTx, report: SecurityModel.Report, options: ReportOptions = {}): Promise<{ lift: string[] }> {
+export async function reportBans(db: DbOrTx, report: SecurityModel.Report, options: ReportOptions = {}): Promise<{ lift: string[]; allow: string }> {
   const now = options.now ?? nowSeconds();
   const details: ErrorDetail[] = [];
   const byIp = new Map<string, SecurityModel.ReportedBan>();
@@ -130,13 +130,14 @@ export async function reportBans(db: DbOrTx, report: SecurityModel.Report, optio
   /** Canonical, for our records; and as the node wrote it, which is the key its own ban table has. */
   const lift: string[] = [];
   const liftAsSent: string[] = [];
+  let allow: Array<{ text: string; cidr: Cidr }> = [];
 
   await db.transaction(async (tx) => {
     await lockBans(tx);
     // Read under the lock: an allowlist add is in line with reports, so none is missed in between.
-    const allow = (await listAllow(tx)).map((a) => canonicalRange(a.address)!.cidr);
+    allow = (await listAllow(tx)).map((a) => canonicalRange(a.address)!);
     for (const ip of [...byIp.keys()]) {
-      if (ipAllowed(ip, allow)) {
+      if (ipAllowed(ip, allow.map((a) => a.cidr))) {
         lift.push(ip);
         liftAsSent.push(...spellings.get(ip)!);
         byIp.delete(ip);
@@ -181,7 +182,8 @@ export async function reportBans(db: DbOrTx, report: SecurityModel.Report, optio
     // A partial snapshot (the node's body is bounded) says nothing of the bans it left out.
     if (report.partial !== 1) await expireMissing(tx, report.node, ips);
   });
-  return { lift: liftAsSent.sort() };
+  // Every range with its prefix (is_in_subnet at the edge reads "address/bits").
+  return { lift: liftAsSent.sort(), allow: allow.map((a) => (a.text.includes("/") ? a.text : `${a.text}/${a.cidr.family === 4 ? 32 : 128}`)).join(",") };
 }
 
 /** GET /security/bans: bans, most recently seen first; stale ones are expired first. */

@@ -63,7 +63,7 @@ describe(`ban reports [${storeKind}]`, () => {
     const prefix = `2001:db8:${crypto.randomUUID().slice(0, 4)}:${crypto.randomUUID().slice(0, 4)}::`;
     const bans = Array.from({ length: MAX_REPORT_BANS }, (_, i) => ({ ip: `${prefix}${(i + 1).toString(16)}`, reason: "pike", hits: i }));
     const t0 = 1_900_000_000;
-    expect(await reportBans(platform.db, parseReport({ node: n, bans }), { now: t0 })).toEqual({ lift: [] });
+    expect(await reportBans(platform.db, parseReport({ node: n, bans }), { now: t0 })).toMatchObject({ lift: [] });
     const active = async () => (await platform.db.select({ n: count() }).from(securityBans).where(and(eq(securityBans.node, n), eq(securityBans.status, "active"))))[0]!.n;
     expect(await active()).toBe(MAX_REPORT_BANS);
     // A partial snapshot (the node could not send them all) expires none of those it left out.
@@ -79,7 +79,7 @@ describe(`ban reports [${storeKind}]`, () => {
     const t0 = 1_900_000_000;
     const a = `${net}1`;
     const b = `${net}2`;
-    expect(await reportBans(platform.db, { node: n, bans: [{ ip: a, reason: "pike", hits: 40, expires_at: t0 + 300 }, { ip: b, reason: "auth" }] }, { now: t0 })).toEqual({ lift: [] });
+    expect(await reportBans(platform.db, { node: n, bans: [{ ip: a, reason: "pike", hits: 40, expires_at: t0 + 300 }, { ip: b, reason: "auth" }] }, { now: t0 })).toMatchObject({ lift: [] });
     let bans = await searchBans(platform.db, { q: net }, t0);
     expect(bans.map((x) => [x.ip, x.status, x.reason, x.hits, x.flagged, x.ban_count]).sort()).toEqual([
       [a, "active", "pike", 40, 0, 1],
