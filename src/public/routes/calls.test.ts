@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Platform } from "../../core/platform.ts";
 import { createPublicApp } from "../app.ts";
-import { callRoutes } from "./calls.ts";
+import { callRoutes, MAX_EXPORTS_PER_ACCOUNT } from "./calls.ts";
 import { usageRoutes } from "./usage.ts";
 import { keyWithScopes, seedTenant, storeKind, testPlatform } from "../../../test/support/platform.ts";
 import { call, type Json } from "../../../test/support/http.ts";
@@ -216,6 +216,32 @@ describe(`GET /v1/calls?format=csv [${storeKind}]`, () => {
     expect(empty.text.split("\r\n").filter(Boolean)).toHaveLength(1);
     // An empty cursor is the first page, as docs/api-conventions.md says: for the export too.
     expect((await call(app, "GET", "/v1/calls?format=csv&cursor=", { key: t.key })).status).toBe(200);
+  });
+
+  test(`an account runs at most ${MAX_EXPORTS_PER_ACCOUNT} exports at once: one more is a 429 (its slow downloads cannot hold every export connection); a finished or cancelled one makes room`, async () => {
+    const t = await seedTenant(platform);
+    const other = await seedTenant(platform);
+    await seedCalls(t.accountId, 3, 1_710_200_000);
+    const exportOf = (key: string) => app.handle(new Request("http://localhost/v1/calls?format=csv", { headers: { "x-api-key": key } }));
+    // Started, not read.
+    const held = [await exportOf(t.key), await exportOf(t.key)];
+    for (const r of held) expect(r.status).toBe(200);
+    const refused = await exportOf(t.key);
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get("retry-after")).toBe("10");
+    expect(await refused.json()).toMatchObject({ ok: false, error: "rate_limited" });
+    // Another account's export is not affected.
+    const theirs = await exportOf(other.key);
+    expect(theirs.status).toBe(200);
+    await theirs.text();
+    // One read to its end, one cancelled: room for two more.
+    expect((await held[0]!.text()).split("\r\n").filter(Boolean)).toHaveLength(4);
+    await held[1]!.body!.cancel();
+    const next = [await exportOf(t.key), await exportOf(t.key)];
+    for (const r of next) {
+      expect(r.status).toBe(200);
+      await r.text();
+    }
   });
 
   test("an empty user_id or number_id filter is a 400, never every call of the account", async () => {

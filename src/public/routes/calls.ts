@@ -10,14 +10,49 @@ import { DataReply, ListReply, errorReplies } from "../../http/reply-models.ts";
 import { apiAccess } from "../plugins/api-access.ts";
 import { NoQuery } from "../../http/page-query.ts";
 import { optionalBody } from "../../http/optional-body.ts";
+import { AppError } from "../../core/errors/app-error.ts";
 
 const IdParams = T.Object({ id: T.String({ maxLength: 64, description: "call_… id." }) });
+
+/** CSV exports of one account that may run at once on an instance (more: 429). */
+export const MAX_EXPORTS_PER_ACCOUNT = 2;
+
+/** `stream`, calling `done` once when it ends, fails or its reader cancels it. */
+function whileStreaming(stream: ReadableStream<Uint8Array>, done: () => void): ReadableStream<Uint8Array> {
+  const reader = stream.getReader();
+  let finished = false;
+  const finish = () => {
+    if (finished) return;
+    finished = true;
+    done();
+  };
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const next = await reader.read();
+        if (next.done) {
+          finish();
+          controller.close();
+        } else controller.enqueue(next.value);
+      } catch (error) {
+        finish();
+        controller.error(error);
+      }
+    },
+    cancel(reason) {
+      finish();
+      return reader.cancel(reason);
+    },
+  });
+}
 
 /** GET /v1/calls?format=csv's reply. */
 const CsvText = T.String({ description: "format=csv: a header row, then one row per call (RFC 4180, streamed)." });
 
 export function callRoutes(platform: Platform) {
   const tags = ["Calls"];
+  /** CSV exports running now, per account (this instance). */
+  const exportsByAccount = new Map<string, number>();
   const listJson = async (accountId: string, query: CallModel.ListQuery) => ({
     ok: true as const,
     ...(await listCallsPage(platform.db, accountId, { ...query, limit: query.limit ?? DEFAULT_PAGE_SIZE })),
@@ -32,8 +67,20 @@ export function callRoutes(platform: Platform) {
         if (query.format !== "csv") {
           return listJson(principal.accountId, query);
         }
+        // Each export holds a database connection for as long as its client reads: an account's are
+        // bounded, so one tenant's slow downloads cannot hold every export connection of the instance.
+        const running = exportsByAccount.get(principal.accountId) ?? 0;
+        if (running >= MAX_EXPORTS_PER_ACCOUNT) {
+          throw new AppError("rate_limited", `At most ${MAX_EXPORTS_PER_ACCOUNT} CSV exports of an account run at once (on this instance); retry when one has finished.`, {}, { "retry-after": "10" });
+        }
         // The range is checked before the stream starts, so a bad one is a 400, not a broken download.
-        const body = streamCallsCsv(platform.database, principal.accountId, query);
+        const csv = streamCallsCsv(platform.database, principal.accountId, query);
+        exportsByAccount.set(principal.accountId, running + 1);
+        const body = whileStreaming(csv, () => {
+          const left = (exportsByAccount.get(principal.accountId) ?? 1) - 1;
+          if (left > 0) exportsByAccount.set(principal.accountId, left);
+          else exportsByAccount.delete(principal.accountId);
+        });
         const headers: Record<string, string> = {};
         for (const [k, v] of Object.entries(set.headers)) if (v !== undefined) headers[k] = String(v);
         headers["content-type"] = "text/csv; charset=utf-8";
