@@ -28,11 +28,18 @@ export async function freeUdpPort(): Promise<number> {
   return port;
 }
 
-let mediaPort = 20_000 + (process.pid % 500) * 40;
+/**
+ * sipp's media ports stay below Linux's ephemeral range (32768–60999 by default), where every outgoing
+ * socket of the machine (Kamailio's, curl's, the database clients') takes its port: a sipp whose -mp
+ * was taken that way could not bind and exited 254 (seen once in CI, registering a WebRTC test's phone).
+ */
+const MEDIA_PORT_MIN = 10_000;
+const MEDIA_PORT_MAX = 32_000;
+let mediaPort = MEDIA_PORT_MIN + (process.pid % 500) * 40;
 /** Media ports for sipp (-mp), 4 apart (RTP, RTCP, and video's pair), never reused within a run. */
 export function nextMediaPort(): number {
   mediaPort += 4;
-  if (mediaPort > 60_000) mediaPort = 20_000;
+  if (mediaPort > MEDIA_PORT_MAX) mediaPort = MEDIA_PORT_MIN;
   return mediaPort;
 }
 
