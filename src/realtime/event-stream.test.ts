@@ -3,6 +3,7 @@
  * isolation, filters, heartbeats, resume without gaps or duplicates, slow consumers, fan-out.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { failingPublishes } from "../../test/support/live.ts";
 import { connect as tcpConnect, type Socket } from "node:net";
 import type { Platform } from "../core/platform.ts";
 import { createEventBus, eventChannel, type PlatformEvent } from "../core/events/bus.ts";
@@ -421,22 +422,7 @@ describe(`realtime stream: delivery [${storeKind}]`, () => {
     const before = await testEvent(t.accountId, "before");
     await conn.until(() => ids(conn.messages).includes(before.id));
     // Another instance whose live-store connection fails for its first publish (and its first notice).
-    let failing = 2;
-    const flaky: LiveStore = new Proxy(platform.live, {
-      get(target, prop, receiver) {
-        if (prop === "publish") {
-          return async (channel: string, message: string) => {
-            if (failing > 0) {
-              failing--;
-              throw new Error("connection lost");
-            }
-            return target.publish(channel, message);
-          };
-        }
-        const value = Reflect.get(target, prop, receiver);
-        return typeof value === "function" ? value.bind(target) : value;
-      },
-    });
+    const flaky = failingPublishes(platform.live, 2);
     const other = createEventBus({ db: platform.db, live: flaky, log: platform.log, ids: platform.events.ids });
     const lost = await other.emit(t.accountId, "test", { message: "not published", webhook_id: null, ts: Date.now() });
     // A later event from this instance arrives first; the lost one follows once the notice gets through.

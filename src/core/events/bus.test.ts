@@ -1,10 +1,10 @@
 /** The event bus's live fan-out: what one transaction emits reaches subscribers whole and in order. */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { failingPublishes } from "../../../test/support/live.ts";
 import type { Platform } from "../platform.ts";
 import { seedTenant, storeKind, testPlatform } from "../../../test/support/platform.ts";
 import { sql } from "drizzle-orm";
 import { createEventBus, type PlatformEvent } from "./bus.ts";
-import type { LiveStore } from "../live/live-store.ts";
 
 let platform: Platform;
 
@@ -72,23 +72,8 @@ describe(`event bus: resume [${storeKind}]`, () => {
 describe(`event bus: unpublished events [${storeKind}]`, () => {
   test("when a publish fails, the account's subscribers (every instance's) are told of the gap once publishing works again, so they resume", async () => {
     const a = await seedTenant(platform);
-    let failing = 2;
     // The live store as one instance sees it when its own connection fails: publishing throws (twice).
-    const flaky: LiveStore = new Proxy(platform.live, {
-      get(target, prop, receiver) {
-        if (prop === "publish") {
-          return async (channel: string, message: string) => {
-            if (failing > 0) {
-              failing--;
-              throw new Error("connection lost");
-            }
-            return target.publish(channel, message);
-          };
-        }
-        const value = Reflect.get(target, prop, receiver);
-        return typeof value === "function" ? value.bind(target) : value;
-      },
-    });
+    const flaky = failingPublishes(platform.live, 2);
     const bus = createEventBus({ db: platform.db, live: flaky, log: platform.log, ids: platform.events.ids });
     const got: PlatformEvent[] = [];
     let gaps = 0;
