@@ -217,7 +217,9 @@ describe(`realtime stream: tickets [${storeKind}]`, () => {
     expect(minted.kind).toBe("wallboard");
     const conn = new StreamConnection(`${host.base}/v1/events/stream?ticket=${minted.ticket}`);
     expect((await conn.next("ready")).kind).toBe("wallboard");
-    const hidden = await platform.events.emit(t.accountId, "message.received", { messageId: "msg_1", from: "14155550100", to: "14155550111", body: "your code is 123456", ts: Date.now() } as never);
+    const hidden = await platform.events.emit(t.accountId, "message.received", {
+      message_id: "msg_1", conversation_id: "cv_1", channel_id: "ch_1", from: "14155557788", to: "14155557799", body: "your code is 123456", ts: Date.now(),
+    });
     await testEvent(t.accountId, "not for the wallboard");
     const shown = await callStarted(t.accountId, 9);
     await conn.until(() => ids(conn.messages).includes(shown.id));

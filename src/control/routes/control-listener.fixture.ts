@@ -2,7 +2,9 @@
  * A control host on a real socket for tests: the edge paths are gated by client address, which
  * `app.handle()` does not have. Sends JSON or form bodies the way an edge would.
  */
+import { afterAll, beforeAll } from "bun:test";
 import type { Platform } from "../../core/platform.ts";
+import { testPlatform } from "../../../test/support/platform.ts";
 import { createControlApp, type ControlRouteModule } from "../app.ts";
 
 // Any body type the tests care about; tests narrow before use.
@@ -39,4 +41,30 @@ export function listenControl(platform: Platform, modules: ControlRouteModule[])
       await app.stop();
     },
   };
+}
+
+/** A test file's platform (its log lines kept, debug and up) and a control host serving `modules` on it. */
+export interface ControlTestHost {
+  readonly platform: Platform;
+  readonly client: ControlClient;
+  /** Every log line the platform wrote. */
+  readonly logged: string[];
+}
+
+/**
+ * Sets up a ControlTestHost for the calling test file (beforeAll) and tears it down (afterAll); its
+ * fields are there once the tests run.
+ * @example const host = controlTestHost([trunkRoutes]); test("…", async () => { await host.client.post(…); });
+ */
+export function controlTestHost(modules: ControlRouteModule[]): ControlTestHost {
+  const host = { logged: [] as string[] } as { platform: Platform; client: ControlClient; logged: string[] };
+  beforeAll(async () => {
+    host.platform = await testPlatform({ logLines: host.logged, logLevel: "debug" });
+    host.client = listenControl(host.platform, modules);
+  });
+  afterAll(async () => {
+    await host.client.stop();
+    await host.platform.close();
+  });
+  return host;
 }

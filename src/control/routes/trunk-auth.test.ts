@@ -1,36 +1,23 @@
 /** POST /route/trunk-auth over a real socket: the HA1 a trunk's challenge is answered with, and every refusal. */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
-import type { Platform } from "../../core/platform.ts";
-import { seedTenant, storeKind, testPlatform } from "../../../test/support/platform.ts";
+import { seedTenant, storeKind } from "../../../test/support/platform.ts";
 import { newId } from "../../core/ids/ids.ts";
 import { nowSeconds } from "../../core/db/columns.ts";
 import { sipTrunks } from "../../core/trunks/trunks.schema.ts";
 import { parseDigestChallenge } from "../../core/trunks/trunk-auth.service.ts";
 import { trunkAuthRoutes } from "./trunk-auth.ts";
-import { listenControl, type ControlClient } from "./control-listener.fixture.ts";
+import { controlTestHost } from "./control-listener.fixture.ts";
 
 const md5 = (text: string) => createHash("md5").update(text).digest("hex");
 const PASSWORD = "carrier-pa$$:word";
 
-let platform: Platform;
-let client: ControlClient;
-let logged: string[];
-
-beforeAll(async () => {
-  logged = [];
-  platform = await testPlatform({ logLines: logged, logLevel: "debug" });
-  client = listenControl(platform, [trunkAuthRoutes]);
-});
-afterAll(async () => {
-  await client.stop();
-  await platform.close();
-});
+const host = controlTestHost([trunkAuthRoutes]);
 
 async function trunk(accountId: string, patch: Partial<typeof sipTrunks.$inferInsert> = {}, password: string | null = PASSWORD): Promise<string> {
   const id = newId("trk");
-  const ref = password === null ? null : await platform.secrets.put(platform.db, accountId, password);
-  await platform.db.insert(sipTrunks).values({
+  const ref = password === null ? null : await host.platform.secrets.put(host.platform.db, accountId, password);
+  await host.platform.db.insert(sipTrunks).values({
     account_id: accountId, id, name: id, proxy: "sip.carrier.example", auth_username: "acct-77", auth_secret_ref: ref, created_at: nowSeconds(), updated_at: nowSeconds(), ...patch,
   });
   return id;
@@ -38,24 +25,24 @@ async function trunk(accountId: string, patch: Partial<typeof sipTrunks.$inferIn
 
 describe(`POST /route/trunk-auth [${storeKind}]`, () => {
   test("answers with the username and the HA1 for the challenge's realm, JSON or form; never the password", async () => {
-    const t = await seedTenant(platform);
+    const t = await seedTenant(host.platform);
     const id = await trunk(t.accountId);
     const challenge = 'Digest realm="carrier.example", nonce="abc,123", qop="auth", algorithm=MD5';
-    const json = await client.post("/route/trunk-auth", { account_id: t.accountId, trunk_id: id, challenge, callId: "c-1" });
+    const json = await host.client.post("/route/trunk-auth", { account_id: t.accountId, trunk_id: id, challenge, callId: "c-1" });
     expect(json.status).toBe(200);
     expect(json.body).toEqual({ username: "acct-77", realm: "carrier.example", ha1: md5(`acct-77:carrier.example:${PASSWORD}`) });
-    const form = await client.post("/route/trunk-auth", { account_id: t.accountId, trunk_id: id, challenge: "Digest nonce=xyz, realm=other.example" }, "form");
+    const form = await host.client.post("/route/trunk-auth", { account_id: t.accountId, trunk_id: id, challenge: "Digest nonce=xyz, realm=other.example" }, "form");
     expect(form.status).toBe(200);
     expect(form.body.ha1).toBe(md5(`acct-77:other.example:${PASSWORD}`));
     expect(JSON.stringify([json.body, form.body])).not.toContain(PASSWORD);
-    expect(logged.join("\n")).not.toContain(PASSWORD);
-    expect(logged.join("\n")).not.toContain(json.body.ha1);
+    expect(host.logged.join("\n")).not.toContain(PASSWORD);
+    expect(host.logged.join("\n")).not.toContain(json.body.ha1);
   });
 
   test("a trunk with a realm is answered for that realm only (403); MD5-sess is answered, other algorithms are not (400)", async () => {
-    const t = await seedTenant(platform);
+    const t = await seedTenant(host.platform);
     const id = await trunk(t.accountId, { realm: "carrier.example" });
-    const ask = (challenge: string) => client.post("/route/trunk-auth", { account_id: t.accountId, trunk_id: id, challenge });
+    const ask = (challenge: string) => host.client.post("/route/trunk-auth", { account_id: t.accountId, trunk_id: id, challenge });
     expect((await ask('Digest realm="carrier.example", nonce="n"')).status).toBe(200);
     const elsewhere = await ask('Digest realm="attacker.example", nonce="n"');
     expect(elsewhere.status).toBe(403);
@@ -67,8 +54,8 @@ describe(`POST /route/trunk-auth [${storeKind}]`, () => {
   });
 
   test("another account's trunk, an unknown, disabled, inbound-only or credential-less trunk: 404 alike", async () => {
-    const t = await seedTenant(platform);
-    const other = await seedTenant(platform);
+    const t = await seedTenant(host.platform);
+    const other = await seedTenant(host.platform);
     const challenge = 'Digest realm="carrier.example", nonce="n"';
     const cases: Array<[string, string, string]> = [
       ["another account's", t.accountId, await trunk(other.accountId)],
@@ -80,19 +67,19 @@ describe(`POST /route/trunk-auth [${storeKind}]`, () => {
       ["of a malformed account id", "not-an-account", await trunk(t.accountId)],
     ];
     for (const [what, accountId, trunkId] of cases) {
-      const r = await client.post("/route/trunk-auth", { account_id: accountId, trunk_id: trunkId, challenge });
+      const r = await host.client.post("/route/trunk-auth", { account_id: accountId, trunk_id: trunkId, challenge });
       expect([what, r.status, r.body.error]).toEqual([what, 404, "not_found"]);
     }
   });
 
   test("a challenge that is not Digest, or has no realm, and a body with unknown fields are 400", async () => {
-    const t = await seedTenant(platform);
+    const t = await seedTenant(host.platform);
     const id = await trunk(t.accountId);
     for (const challenge of ['Basic realm="x"', 'Digest nonce="n"', 'Digest realm="unterminated', ""]) {
-      const r = await client.post("/route/trunk-auth", { account_id: t.accountId, trunk_id: id, challenge });
+      const r = await host.client.post("/route/trunk-auth", { account_id: t.accountId, trunk_id: id, challenge });
       expect([challenge, r.status]).toEqual([challenge, 400]);
     }
-    const extra = await client.post("/route/trunk-auth", { account_id: t.accountId, trunk_id: id, challenge: 'Digest realm="r"', password: "x" });
+    const extra = await host.client.post("/route/trunk-auth", { account_id: t.accountId, trunk_id: id, challenge: 'Digest realm="r"', password: "x" });
     expect(extra.status).toBe(400);
   });
 

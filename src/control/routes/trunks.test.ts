@@ -1,8 +1,7 @@
 /** POST /trunks/tick and GET /trunks/status over a real socket: probes due, outcomes recorded, registrations to keep. */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { createHash, randomUUID } from "node:crypto";
 import { and, eq } from "drizzle-orm";
-import type { Platform } from "../../core/platform.ts";
 import { seedTenant, storeKind, testPlatform } from "../../../test/support/platform.ts";
 import { applyConfig } from "../../core/config-file/applier.ts";
 import { sipTrunks, trunkCredentials } from "../../core/trunks/trunks.schema.ts";
@@ -12,29 +11,17 @@ import { readTrunkHealth } from "../../core/trunks/trunk-health.ts";
 import { applyTrunkRegistration } from "../../core/presence/presence.service.ts";
 import { newId } from "../../core/ids/ids.ts";
 import { trunkRoutes } from "./trunks.ts";
-import { listenControl, type ControlClient } from "./control-listener.fixture.ts";
+import { controlTestHost, listenControl } from "./control-listener.fixture.ts";
 
 const md5 = (text: string) => createHash("md5").update(text).digest("hex");
 
-let platform: Platform;
-let client: ControlClient;
-let logged: string[];
-
-beforeAll(async () => {
-  logged = [];
-  platform = await testPlatform({ logLines: logged, logLevel: "debug" });
-  client = listenControl(platform, [trunkRoutes]);
-});
-afterAll(async () => {
-  await client.stop();
-  await platform.close();
-});
+const host = controlTestHost([trunkRoutes]);
 
 /** A tenant with a probed trunk, a registered-with trunk (for any node), one for node edge-2 only, and one that registers to us. */
 async function seed() {
-  const t = await seedTenant(platform);
+  const t = await seedTenant(host.platform);
   const tag = randomUUID().slice(0, 8);
-  await applyConfig(platform.db, platform.secrets, t.accountId, {
+  await applyConfig(host.platform.db, host.platform.secrets, t.accountId, {
     version: 1,
     trunks: [
       { name: "probed", direction: "outbound", proxy: "probe.example:5070", transport: "tcp", ping_sec: 5 },
@@ -43,11 +30,11 @@ async function seed() {
       { name: "pbx", role: "pbx", direction: "both", inbound_auth: "register", inbound_username: `pbx-${tag}`, inbound_password: "pbx-pass" },
     ],
   });
-  const ids = Object.fromEntries((await platform.db.select().from(sipTrunks).where(eq(sipTrunks.account_id, t.accountId))).map((r) => [r.name, r.id])) as Record<string, string>;
+  const ids = Object.fromEntries((await host.platform.db.select().from(sipTrunks).where(eq(sipTrunks.account_id, t.accountId))).map((r) => [r.name, r.id])) as Record<string, string>;
   return { accountId: t.accountId, ids, tag };
 }
 
-const tick = (body: Record<string, unknown>) => client.post("/trunks/tick", { node: "edge-1", interval: 5, ...body });
+const tick = (body: Record<string, unknown>) => host.client.post("/trunks/tick", { node: "edge-1", interval: 5, ...body });
 
 describe(`POST /trunks/tick [${storeKind}]`, () => {
   test("probeDue: each trunk once per ping_sec, at its own offset, whatever the tick length", () => {
@@ -68,7 +55,7 @@ describe(`POST /trunks/tick [${storeKind}]`, () => {
     const dropped: string[] = [];
     for (let round = 0; round < 1000; round++) {
       const registrations = [...held].map(([trunk_id, r]) => ({ account_id: r.account_id, trunk_id, status: 1, version: r.version }));
-      const r = await client.post("/trunks/tick", { node, interval: 5, registrations });
+      const r = await host.client.post("/trunks/tick", { node, interval: 5, registrations });
       expect(r.status, JSON.stringify(r.body)).toBe(200);
       expect(r.body.registrations.length).toBeLessThanOrEqual(40);
       for (const x of r.body.registrations) held.set(x.trunk_id, { account_id: x.account_id, version: x.version, rpc: x.rpc });
@@ -94,9 +81,9 @@ describe(`POST /trunks/tick [${storeKind}]`, () => {
       id: 1,
     });
     expect(JSON.stringify([...held])).not.toContain("reg-pa$$");
-    expect(logged.join("\n")).not.toContain("reg-pa$$");
+    expect(host.logged.join("\n")).not.toContain("reg-pa$$");
     // Kept at its version: not sent again.
-    const again = await client.post("/trunks/tick", { node: "edge-1", interval: 5, registrations: [...held].map(([trunk_id, r]) => ({ account_id: r.account_id, trunk_id, status: 1, version: r.version })) });
+    const again = await host.client.post("/trunks/tick", { node: "edge-1", interval: 5, registrations: [...held].map(([trunk_id, r]) => ({ account_id: r.account_id, trunk_id, status: 1, version: r.version })) });
     expect(again.body.registrations).toEqual([]);
     const two = await syncNode("edge-2");
     expect([...two.held].filter(([, r]) => r.account_id === s.accountId).map(([id]) => id).sort()).toEqual([s.ids.registered!, s.ids["edge2-only"]!].sort());
@@ -105,63 +92,63 @@ describe(`POST /trunks/tick [${storeKind}]`, () => {
     expect(probedPing).toEqual({ account_id: s.accountId, trunk_id: s.ids.probed, uri: "sip:probe.example:5070;transport=tcp" });
     // A changed trunk comes again at a new version; a disabled one is to be unregistered.
     const version = mine[0]![1].version;
-    await applyConfig(platform.db, platform.secrets, s.accountId, {
+    await applyConfig(host.platform.db, host.platform.secrets, s.accountId, {
       version: 1,
       trunks: [{ name: "registered", direction: "outbound", proxy: "10.0.0.9", do_register: 1, auth_username: `acct-${s.tag}`, auth_password: "new-pass", realm: "reg.example", expire_sec: 600 }],
     });
     const changed = (await syncNode("edge-1", held)).held.get(s.ids.registered!)!;
     expect(changed.version).not.toBe(version);
     expect(JSON.parse(changed.rpc).params[8]).toBe(md5(`acct-${s.tag}:reg.example:new-pass`));
-    await platform.db.update(sipTrunks).set({ status: "disabled", updated_at: 1 }).where(eq(sipTrunks.id, s.ids.registered!));
+    await host.platform.db.update(sipTrunks).set({ status: "disabled", updated_at: 1 }).where(eq(sipTrunks.id, s.ids.registered!));
     const after = await syncNode("edge-1", held);
     expect(after.dropped).toContain(s.ids.registered!);
     expect(after.held.has(s.ids.registered!)).toBe(false);
   });
 
-  test("a trunk whose password cannot be read is left out of the registrations, logged; the tick still answers, with the others", async () => {
-    const t = await seedTenant(platform);
+  test("a trunk whose password cannot be read is left out of the registrations, host.logged; the tick still answers, with the others", async () => {
+    const t = await seedTenant(host.platform);
     const node = `edge-sec-${randomUUID().slice(0, 8)}`;
-    await applyConfig(platform.db, platform.secrets, t.accountId, {
+    await applyConfig(host.platform.db, host.platform.secrets, t.accountId, {
       version: 1,
       trunks: [
         { name: "readable", direction: "outbound", proxy: "10.2.0.1", do_register: 1, auth_username: "ok-user", auth_password: "ok-password", reg_node: node },
         { name: "unreadable", direction: "outbound", proxy: "10.2.0.2", do_register: 1, auth_username: "bad-user", auth_password: "bad-password", reg_node: node },
       ],
     });
-    const rows = await platform.db.select().from(sipTrunks).where(eq(sipTrunks.account_id, t.accountId));
+    const rows = await host.platform.db.select().from(sipTrunks).where(eq(sipTrunks.account_id, t.accountId));
     const ids = Object.fromEntries(rows.map((r) => [r.name, r.id])) as Record<string, string>;
     const refs = Object.fromEntries(rows.map((r) => [r.name, r.auth_secret_ref!])) as Record<string, string>;
     // The other trunk's ciphertext under this one's ref: its AAD (account and ref) no longer matches.
-    const [good] = await platform.db.select().from(secrets).where(and(eq(secrets.accountId, t.accountId), eq(secrets.id, refs.readable!)));
-    await platform.db.update(secrets).set({ ciphertext: good!.ciphertext }).where(and(eq(secrets.accountId, t.accountId), eq(secrets.id, refs.unreadable!)));
+    const [good] = await host.platform.db.select().from(secrets).where(and(eq(secrets.accountId, t.accountId), eq(secrets.id, refs.readable!)));
+    await host.platform.db.update(secrets).set({ ciphertext: good!.ciphertext }).where(and(eq(secrets.accountId, t.accountId), eq(secrets.id, refs.unreadable!)));
     try {
-      const reply = await client.post("/trunks/tick", { node, interval: 5 });
+      const reply = await host.client.post("/trunks/tick", { node, interval: 5 });
       expect(reply.status).toBe(200);
       const mine = (reply.body.registrations as Array<{ trunk_id: string }>).map((r) => r.trunk_id);
       expect(mine).toContain(ids.readable!);
       expect(mine).not.toContain(ids.unreadable!);
-      expect(logged.join("\n")).toContain("a do_register trunk's password cannot be read: not registered");
+      expect(host.logged.join("\n")).toContain("a do_register trunk's password cannot be read: not registered");
     } finally {
       // Not left for other tests' ticks (the test database is shared).
-      await platform.db.update(sipTrunks).set({ status: "disabled", updated_at: 2 }).where(eq(sipTrunks.account_id, t.accountId));
+      await host.platform.db.update(sipTrunks).set({ status: "disabled", updated_at: 2 }).where(eq(sipTrunks.account_id, t.accountId));
     }
   });
 
   test("reg_node must be a node name (letters, digits, ., _, -): any other is a 400, nothing applied", async () => {
-    const t = await seedTenant(platform);
+    const t = await seedTenant(host.platform);
     await expect(
-      applyConfig(platform.db, platform.secrets, t.accountId, { version: 1, trunks: [{ name: "spaced", direction: "outbound", proxy: "10.2.0.3", do_register: 1, auth_username: "u", auth_password: "password-1", reg_node: "edge 1" }] }),
+      applyConfig(host.platform.db, host.platform.secrets, t.accountId, { version: 1, trunks: [{ name: "spaced", direction: "outbound", proxy: "10.2.0.3", do_register: 1, auth_username: "u", auth_password: "password-1", reg_node: "edge 1" }] }),
     ).rejects.toMatchObject({ status: 400 });
-    expect(await platform.db.select().from(sipTrunks).where(eq(sipTrunks.account_id, t.accountId))).toEqual([]);
+    expect(await host.platform.db.select().from(sipTrunks).where(eq(sipTrunks.account_id, t.accountId))).toEqual([]);
   });
 
   test("GET /trunks/status shows what nodes keep now: a registration moved to another node leaves the first one's report; a node that stopped reporting drops out", async () => {
     let clock = Date.now();
-    const ticker = trunkTicker({ db: platform.db, live: platform.live, secrets: platform.secrets, log: platform.log, now: () => clock });
-    const t = await seedTenant(platform);
-    const cfg = (node: string) => applyConfig(platform.db, platform.secrets, t.accountId, { version: 1, trunks: [{ name: "moving", direction: "outbound", proxy: "10.3.0.1", do_register: 1, auth_username: "mv", auth_password: "moving-pass", reg_node: node }] });
+    const ticker = trunkTicker({ db: host.platform.db, live: host.platform.live, secrets: host.platform.secrets, log: host.platform.log, now: () => clock });
+    const t = await seedTenant(host.platform);
+    const cfg = (node: string) => applyConfig(host.platform.db, host.platform.secrets, t.accountId, { version: 1, trunks: [{ name: "moving", direction: "outbound", proxy: "10.3.0.1", do_register: 1, auth_username: "mv", auth_password: "moving-pass", reg_node: node }] });
     await cfg("edge-a");
-    const [row] = await platform.db.select().from(sipTrunks).where(eq(sipTrunks.account_id, t.accountId));
+    const [row] = await host.platform.db.select().from(sipTrunks).where(eq(sipTrunks.account_id, t.accountId));
     const report = (node: string, version = "v") => ticker.tick({ node, interval: 5, registrations: [{ account_id: t.accountId, trunk_id: row!.id, status: 1, version }] });
     const nodes = async () => (await ticker.status(t.accountId)).data[0]!.registrations.map((r) => `${r.node}:${r.state}`);
     await report("edge-a");
@@ -177,30 +164,30 @@ describe(`POST /trunks/tick [${storeKind}]`, () => {
   });
 
   test("two trunks of one account swap their inbound usernames in one apply, or one takes the other's as that one takes a new one", async () => {
-    const t = await seedTenant(platform);
+    const t = await seedTenant(host.platform);
     const tag = randomUUID().slice(0, 8);
     const [x, y, z] = [`x-${tag}`, `y-${tag}`, `z-${tag}`];
     const pbx = (name: string, username: string) => ({ name, role: "pbx", direction: "inbound", inbound_auth: "digest", inbound_username: username, inbound_password: "pbx-password" });
     const owners = async () => {
-      const rows = await platform.db.select().from(trunkCredentials).where(eq(trunkCredentials.account_id, t.accountId));
-      const names = Object.fromEntries((await platform.db.select().from(sipTrunks).where(eq(sipTrunks.account_id, t.accountId))).map((r) => [r.id, r.name]));
+      const rows = await host.platform.db.select().from(trunkCredentials).where(eq(trunkCredentials.account_id, t.accountId));
+      const names = Object.fromEntries((await host.platform.db.select().from(sipTrunks).where(eq(sipTrunks.account_id, t.accountId))).map((r) => [r.id, r.name]));
       return Object.fromEntries(rows.map((r) => [r.username, names[r.trunk_id]]));
     };
-    await applyConfig(platform.db, platform.secrets, t.accountId, { version: 1, trunks: [pbx("a", x), pbx("b", y)] });
+    await applyConfig(host.platform.db, host.platform.secrets, t.accountId, { version: 1, trunks: [pbx("a", x), pbx("b", y)] });
     expect(await owners()).toEqual({ [x]: "a", [y]: "b" });
     // Before, the first update's insert met the other trunk's row: 409 "taken while it was being applied", every time.
-    await applyConfig(platform.db, platform.secrets, t.accountId, { version: 1, trunks: [pbx("a", y), pbx("b", x)] });
+    await applyConfig(host.platform.db, host.platform.secrets, t.accountId, { version: 1, trunks: [pbx("a", y), pbx("b", x)] });
     expect(await owners()).toEqual({ [y]: "a", [x]: "b" });
-    await applyConfig(platform.db, platform.secrets, t.accountId, { version: 1, trunks: [pbx("a", x), pbx("b", z)] });
+    await applyConfig(host.platform.db, host.platform.secrets, t.accountId, { version: 1, trunks: [pbx("a", x), pbx("b", z)] });
     expect(await owners()).toEqual({ [x]: "a", [z]: "b" });
   });
 
   test("more trunks due than one tick probes: consecutive ticks take turns, so every trunk is probed", async () => {
-    const t = await seedTenant(platform);
+    const t = await seedTenant(host.platform);
     const trunks = Array.from({ length: 230 }, (_, i) => ({ name: `p${i}`, direction: "outbound", proxy: `10.4.${Math.floor(i / 200)}.${(i % 200) + 1}`, ping_sec: 5 }));
-    await applyConfig(platform.db, platform.secrets, t.accountId, { version: 1, trunks });
+    await applyConfig(host.platform.db, host.platform.secrets, t.accountId, { version: 1, trunks });
     let clock = Math.floor(Date.now() / 5000) * 5000;
-    const ticker = trunkTicker({ db: platform.db, live: platform.live, secrets: platform.secrets, log: platform.log, now: () => clock });
+    const ticker = trunkTicker({ db: host.platform.db, live: host.platform.live, secrets: host.platform.secrets, log: host.platform.log, now: () => clock });
     const probed = new Set<string>();
     // Every trunk with ping_sec 5 is due at each 5 s tick; a reply holds at most 200. (Other tests' trunks
     // in a shared database are due too: enough ticks for all of them.)
@@ -210,30 +197,30 @@ describe(`POST /trunks/tick [${storeKind}]`, () => {
       for (const p of reply.ping) if (p.account_id === t.accountId) probed.add(p.trunk_id);
     }
     expect(probed.size).toBe(230);
-    await platform.db.update(sipTrunks).set({ status: "disabled", updated_at: 3 }).where(eq(sipTrunks.account_id, t.accountId));
+    await host.platform.db.update(sipTrunks).set({ status: "disabled", updated_at: 3 }).where(eq(sipTrunks.account_id, t.accountId));
   });
 
   test("a trunk's probe record goes once it is no longer probed (deleted, or ping_sec dropped): the account's next probe report clears it", async () => {
-    const t = await seedTenant(platform);
-    const apply = (trunks: unknown[]) => applyConfig(platform.db, platform.secrets, t.accountId, { version: 1, trunks });
+    const t = await seedTenant(host.platform);
+    const apply = (trunks: unknown[]) => applyConfig(host.platform.db, host.platform.secrets, t.accountId, { version: 1, trunks });
     await apply([
       { name: "keeps", direction: "outbound", proxy: "10.5.0.1", ping_sec: 30 },
       { name: "goes", direction: "outbound", proxy: "10.5.0.2", ping_sec: 30 },
     ]);
-    const ids = Object.fromEntries((await platform.db.select().from(sipTrunks).where(eq(sipTrunks.account_id, t.accountId))).map((r) => [r.name, r.id])) as Record<string, string>;
+    const ids = Object.fromEntries((await host.platform.db.select().from(sipTrunks).where(eq(sipTrunks.account_id, t.accountId))).map((r) => [r.name, r.id])) as Record<string, string>;
     const report = () => tick({ probes: [ids.keeps, ids.goes].map((trunk_id) => ({ account_id: t.accountId, trunk_id, code: 200 })) });
     await report();
-    expect([...(await readTrunkHealth(platform.live, t.accountId)).keys()].sort()).toEqual([ids.keeps!, ids.goes!].sort());
+    expect([...(await readTrunkHealth(host.platform.live, t.accountId)).keys()].sort()).toEqual([ids.keeps!, ids.goes!].sort());
     await apply([{ name: "keeps", direction: "outbound", proxy: "10.5.0.1", ping_sec: 30 }]);
     await report();
-    expect([...(await readTrunkHealth(platform.live, t.accountId)).keys()]).toEqual([ids.keeps!]);
+    expect([...(await readTrunkHealth(host.platform.live, t.accountId)).keys()]).toEqual([ids.keeps!]);
   });
 
   test("a reply holds at most 40 registrations: a node with more gets them over several ticks", async () => {
-    const t = await seedTenant(platform);
+    const t = await seedTenant(host.platform);
     const trunks = Array.from({ length: 45 }, (_, i) => ({ name: `r${i}`, direction: "outbound", proxy: `10.1.0.${i + 1}`, do_register: 1, auth_username: `u${i}`, auth_password: `p${i}-password`, reg_node: "edge-many" }));
-    await applyConfig(platform.db, platform.secrets, t.accountId, { version: 1, trunks });
-    const first = await client.post("/trunks/tick", { node: "edge-many", interval: 5 });
+    await applyConfig(host.platform.db, host.platform.secrets, t.accountId, { version: 1, trunks });
+    const first = await host.client.post("/trunks/tick", { node: "edge-many", interval: 5 });
     expect(first.body.registrations.length).toBe(40);
     const { held } = await syncNode("edge-many");
     expect([...held].filter(([, r]) => r.account_id === t.accountId)).toHaveLength(45);
@@ -244,23 +231,23 @@ describe(`POST /trunks/tick [${storeKind}]`, () => {
     const probe = (code: number) => tick({ probes: [{ account_id: s.accountId, trunk_id: s.ids.probed, code }] });
     expect((await probe(200)).status).toBe(200);
     await probe(408);
-    let status = await client.get(`/trunks/status?accountId=${s.accountId}`);
+    let status = await host.client.get(`/trunks/status?accountId=${s.accountId}`);
     expect(status.status).toBe(200);
     const probed = () => status.body.data.find((t: any) => t.name === "probed");
     expect(probed().ping).toMatchObject({ state: "up", code: 408, fails: 1, node: "edge-1", stale: 0 });
     await probe(0);
-    status = await client.get(`/trunks/status?accountId=${s.accountId}`);
+    status = await host.client.get(`/trunks/status?accountId=${s.accountId}`);
     expect(probed().ping).toMatchObject({ state: "down", code: 0, fails: 2 });
-    expect(logged.join("\n")).toContain("trunk stopped answering OPTIONS");
+    expect(host.logged.join("\n")).toContain("trunk stopped answering OPTIONS");
     await probe(404);
-    status = await client.get(`/trunks/status?accountId=${s.accountId}`);
+    status = await host.client.get(`/trunks/status?accountId=${s.accountId}`);
     expect(probed().ping).toMatchObject({ state: "up", code: 404, fails: 0 });
-    expect(logged.join("\n")).toContain("trunk answers OPTIONS again");
+    expect(host.logged.join("\n")).toContain("trunk answers OPTIONS again");
 
     await tick({ registrations: [{ account_id: s.accountId, trunk_id: s.ids.registered, status: 1 }] });
-    await client.post("/trunks/tick", { node: "edge-2", interval: 5, registrations: [{ account_id: s.accountId, trunk_id: s.ids.registered, status: -99 }] });
-    await applyTrunkRegistration(platform.live, { account_id: s.accountId, trunk_id: s.ids.pbx!, contact: "sip:pbx@192.0.2.80", expires: 60 });
-    status = await client.get(`/trunks/status?accountId=${s.accountId}`);
+    await host.client.post("/trunks/tick", { node: "edge-2", interval: 5, registrations: [{ account_id: s.accountId, trunk_id: s.ids.registered, status: -99 }] });
+    await applyTrunkRegistration(host.platform.live, { account_id: s.accountId, trunk_id: s.ids.pbx!, contact: "sip:pbx@192.0.2.80", expires: 60 });
+    status = await host.client.get(`/trunks/status?accountId=${s.accountId}`);
     const byName = Object.fromEntries(status.body.data.map((t: any) => [t.name, t]));
     expect(byName.registered.registrations).toEqual([
       { node: "edge-1", state: "registered", at: expect.any(Number) },
@@ -283,12 +270,12 @@ describe(`POST /trunks/tick [${storeKind}]`, () => {
       });
       expect(r.status).toBe(200);
     }
-    const status = await client.get(`/trunks/status?accountId=${s.accountId}`);
+    const status = await host.client.get(`/trunks/status?accountId=${s.accountId}`);
     const byName = Object.fromEntries(status.body.data.map((t: any) => [t.name, t]));
-    expect([...(await readTrunkHealth(platform.live, s.accountId)).keys()]).toEqual([]);
+    expect([...(await readTrunkHealth(host.platform.live, s.accountId)).keys()]).toEqual([]);
     expect(byName.probed.ping).toBeNull();
     expect(byName["edge2-only"].registrations).toEqual([]);
-    expect(await readTrunkHealth(platform.live, stranger)).toEqual(new Map());
+    expect(await readTrunkHealth(host.platform.live, stranger)).toEqual(new Map());
   });
 
   test("malformed ticks: 400 naming the field; an unknown account's status: 404; another address: 403", async () => {
@@ -298,12 +285,12 @@ describe(`POST /trunks/tick [${storeKind}]`, () => {
       [{ node: "edge-1", interval: 5, probes: [{ account_id: "acc_x", trunk_id: newId("trk"), code: 200 }] }, "/probes/0/account_id"],
       [{ node: "edge-1", interval: 5, probes: [{ account_id: newId("acc"), trunk_id: newId("trk"), code: 900 }] }, "/probes/0/code"],
     ] as const) {
-      const r = await client.post("/trunks/tick", body);
+      const r = await host.client.post("/trunks/tick", body);
       expect(r.status, JSON.stringify(body)).toBe(400);
       expect(r.body.details.map((d: any) => d.path)).toContain(path);
     }
-    expect((await client.get(`/trunks/status?accountId=${newId("acc")}`)).status).toBe(404);
-    expect((await client.get(`/trunks/status?accountId=nope`)).status).toBe(400);
+    expect((await host.client.get(`/trunks/status?accountId=${newId("acc")}`)).status).toBe(404);
+    expect((await host.client.get(`/trunks/status?accountId=nope`)).status).toBe(400);
     const closed = await testPlatform({ env: { CONTROL_ALLOW: "10.255.0.0/16" } });
     const gated = listenControl(closed, [trunkRoutes]);
     try {
