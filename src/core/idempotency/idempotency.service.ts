@@ -36,12 +36,15 @@ export function checkIdempotencyKey(key: string): void {
 }
 
 /**
- * What identifies a request (method, path with query, body text), as an HMAC-SHA256 under a server
- * secret. Keyed, not a plain hash: a body can carry a short PIN or a SIP password, and a plain hash of
- * it stored in the database could be brute-forced by anyone who reads the table.
+ * What identifies a request (who sent it, method, path with query, body text), as an HMAC-SHA256 under
+ * a server secret. Keyed, not a plain hash: a body can carry a short PIN or a SIP password, and a plain
+ * hash of it stored in the database could be brute-forced by anyone who reads the table. The sender (an
+ * API key's id, a console user's) is part of it: a stored reply can carry a secret shown once (a new
+ * API key), so another credential of the account sending the same key and request gets 422, not the
+ * reply.
  */
-export function requestFingerprint(secret: Uint8Array, method: string, pathWithQuery: string, body: string): string {
-  return new Bun.CryptoHasher("sha256", secret).update(`${method}\n${pathWithQuery}\n${body}`).digest("hex");
+export function requestFingerprint(secret: Uint8Array, sender: string, method: string, pathWithQuery: string, body: string): string {
+  return new Bun.CryptoHasher("sha256", secret).update(`${sender}\n${method}\n${pathWithQuery}\n${body}`).digest("hex");
 }
 
 /**

@@ -68,10 +68,12 @@ describe("request fingerprints", () => {
     const a = deriveFingerprintSecret(new Uint8Array(32).fill(1));
     const b = deriveFingerprintSecret(new Uint8Array(32).fill(2));
     const body = JSON.stringify({ pin: "1234" });
-    const fa = requestFingerprint(a, "POST", "/v1/voicemails", body);
-    expect(requestFingerprint(a, "POST", "/v1/voicemails", body)).toBe(fa);
-    expect(requestFingerprint(b, "POST", "/v1/voicemails", body)).not.toBe(fa);
-    expect(fa).not.toBe(new Bun.CryptoHasher("sha256").update(`POST\n/v1/voicemails\n${body}`).digest("hex"));
-    expect(requestFingerprint(a, "POST", "/v1/voicemails", JSON.stringify({ pin: "1235" }))).not.toBe(fa);
+    const fa = requestFingerprint(a, "key:sk_1", "POST", "/v1/voicemails", body);
+    expect(requestFingerprint(a, "key:sk_1", "POST", "/v1/voicemails", body)).toBe(fa);
+    expect(requestFingerprint(b, "key:sk_1", "POST", "/v1/voicemails", body)).not.toBe(fa);
+    expect(fa).not.toBe(new Bun.CryptoHasher("sha256").update(`key:sk_1\nPOST\n/v1/voicemails\n${body}`).digest("hex"));
+    expect(requestFingerprint(a, "key:sk_1", "POST", "/v1/voicemails", JSON.stringify({ pin: "1235" }))).not.toBe(fa);
+    // Another credential's identical request is another request.
+    expect(requestFingerprint(a, "key:sk_2", "POST", "/v1/voicemails", body)).not.toBe(fa);
   });
 });

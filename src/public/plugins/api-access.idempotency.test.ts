@@ -116,6 +116,27 @@ describe(`Idempotency-Key [${storeKind}]`, () => {
     expect(r2.body.data.id).not.toBe(r1.body.data.id);
   });
 
+  test("a stored reply goes back only to the credential that made it: another key of the account gets 422", async () => {
+    const t = await seedTenant(platform);
+    const other = await call(app, "POST", "/v1/keys", { key: t.key, body: { label: "second" } });
+    expect(other.status).toBe(201);
+    const secondKey: string = other.body.data.secret;
+    const headers = { "idempotency-key": "minted-by-first" };
+    const first = await call(app, "POST", "/v1/keys", { key: t.key, body: { label: "minted" }, headers });
+    expect(first.status).toBe(201);
+    const minted: string = first.body.data.secret;
+    // The same key and request from another credential is not a retry of the first: the minted secret stays with it.
+    const replay = await call(app, "POST", "/v1/keys", { key: secondKey, body: { label: "minted" }, headers });
+    expect(replay.status).toBe(422);
+    expect(replay.body.error).toBe("idempotency_key_reused");
+    expect(replay.text).not.toContain(minted);
+    expect(await countKeys(t.key)).toBe(3);
+    // The credential that made it still gets its reply.
+    const again = await call(app, "POST", "/v1/keys", { key: t.key, body: { label: "minted" }, headers });
+    expect(again.headers.get("idempotency-replayed")).toBe("true");
+    expect(again.body.data.secret).toBe(minted);
+  });
+
   test("PATCH and DELETE honour the key as well", async () => {
     const t = await seedTenant(platform);
     const h = { "idempotency-key": "patch-1" };

@@ -118,7 +118,8 @@ export function apiAccess(platform: Platform) {
       if (key === null || !principal || !WRITE_METHODS.has(request.method)) return;
       checkIdempotencyKey(key);
       const url = new URL(request.url);
-      const hash = requestFingerprint(platform.fingerprintSecret, request.method, url.pathname + url.search, JSON.stringify(body ?? null));
+      const sender = principal.keyId ? `key:${principal.keyId}` : `user:${principal.consoleUserId ?? ""}`;
+      const hash = requestFingerprint(platform.fingerprintSecret, sender, request.method, url.pathname + url.search, JSON.stringify(body ?? null));
       const claim = await claimIdempotencyKey(db, principal.accountId, key, hash);
       if (claim.kind === "replay") {
         const replayHeaders: Record<string, string> = {};
