@@ -534,6 +534,14 @@ export function runLiveStoreContract(name: string, make: () => Promise<LiveStore
         expect(await store.zrangeByScore(key("zrange-missing"), 0, 10)).toEqual([]);
       });
 
+      test("ties are ordered by the members' bytes (UTF-8), as Redis orders them, beyond ASCII too", async () => {
+        const k = key("zrange-utf8");
+        // UTF-16 code units put U+FF01 after the surrogates of U+1F600; bytes (code points) put it before.
+        const members = ["sip:\u{10FFFD}@h", "sip:\uFF01@h", "sip:\u{1F600}@h", "sip:z@h", "sip:\u00e9@h"];
+        await store.zadd(k, members.map((member) => ({ member, score: 7 })));
+        expect((await store.zrangeByScore(k, -Infinity, Infinity)).map((e) => e.member)).toEqual(["sip:z@h", "sip:\u00e9@h", "sip:\uFF01@h", "sip:\u{1F600}@h", "sip:\u{10FFFD}@h"]);
+      });
+
       test("zadd keeps fractional, negative and infinite scores exactly", async () => {
         const k = key("zscores");
         await store.zadd(k, [

@@ -591,10 +591,27 @@ function isExpired(entry: Entry, now: number): boolean {
 /** Score order, ties broken by member, as Redis orders a sorted set. */
 function sortedEntries(zset: ZsetEntry): Array<{ member: string; score: number }> {
   const entries = [...zset.value].map(([member, score]) => ({ member, score }));
-  return entries.sort((a, b) => {
-    if (a.score !== b.score) return a.score < b.score ? -1 : 1;
-    return a.member < b.member ? -1 : a.member > b.member ? 1 : 0;
-  });
+  return entries.sort((a, b) => (a.score !== b.score ? (a.score < b.score ? -1 : 1) : compareUtf8(a.member, b.member)));
+}
+
+/**
+ * Orders two strings as their UTF-8 bytes compare (Redis's order of equal scores): code point order.
+ * JavaScript's `<` compares UTF-16 code units, which puts U+E000–U+FFFF after the surrogate pairs of
+ * the code points above them.
+ */
+export function compareUtf8(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x === y) continue;
+    const xPair = x >= 0xd800 && x <= 0xdfff;
+    const yPair = y >= 0xd800 && y <= 0xdfff;
+    // A surrogate stands for a code point above U+FFFF: after any other unit.
+    if (xPair !== yPair) return xPair ? 1 : -1;
+    return x < y ? -1 : 1;
+  }
+  return a.length - b.length;
 }
 
 /** Parses a stored counter strictly; Redis refuses to count on "1.5" or "abc", and so do we. */

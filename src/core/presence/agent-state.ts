@@ -156,6 +156,15 @@ export async function applyAgentEvent(
 }
 
 /**
+ * Logs an agent out because the user can no longer take calls as one (disabled, deleted, no longer an
+ * agent): \`agent.state\` says so, and the logged-out state expires on its own. A user who is not
+ * logged in is left alone (nothing stored, no event).
+ */
+export async function retireAgent(deps: AgentDeps, accountId: string, userId: string, now: () => number = Date.now): Promise<void> {
+  await updateAgent(deps, accountId, userId, (current) => (current.base === "logged_out" ? null : { base: "logged_out", reason: null, queues: [] }), now);
+}
+
+/**
  * Re-derives an agent's state after its calls changed (dialog events): on_call when a confirmed call
  * began, back to the chosen state when the last one ended. Agents who never logged in are left alone.
  */

@@ -292,8 +292,11 @@ async function rosterOf(
   );
   const tiles = { total: users.length, registered: 0, offline: 0, on_call: 0, ready: 0, paused: 0, logged_out: 0 };
   const data = users.map((u, i): PresenceModel.RosterUser => {
-    const reg = registrations.get(u.id);
-    const { calls, agent } = live[i]!;
+    // A disabled user is neither reachable nor an agent taking calls, whatever is still stored.
+    const disabled = u.user_status === "disabled";
+    const reg = disabled ? undefined : registrations.get(u.id);
+    const { calls, agent: stored } = live[i]!;
+    const agent = disabled ? null : stored;
     const registered = reg ? 1 : 0;
     const onCall = calls.confirmed > 0 ? 1 : 0;
     const status = onCall ? "on_call" : calls.early > 0 ? "ringing" : registered ? "available" : "offline";

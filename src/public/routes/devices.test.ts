@@ -13,6 +13,8 @@ import { rawRows } from "../../core/db/migrate.ts";
 import { newId } from "../../core/ids/ids.ts";
 import { defaultRealm } from "../../core/devices/realm.ts";
 import { applyRegistration, userContacts } from "../../core/presence/presence.service.ts";
+import { agentLiveState, applyAgentEvent } from "../../core/presence/agent-state.ts";
+import { presenceRoster } from "../../core/presence/presence-events.ts";
 
 let platform: Platform;
 let app: ReturnType<typeof createPublicApp>;
@@ -265,6 +267,39 @@ describe(`/v1/devices happy [${storeKind}]`, () => {
     expect(await bound(other.id)).toHaveLength(1);
     expect((await call(app, "DELETE", `/v1/users/${other.id}`, { key: t.key })).status).toBe(200);
     expect(await bound(other.id)).toEqual([]);
+  });
+
+  test("a user disabled leaves no registration; an agent disabled, made a non-agent or deleted is logged out; the roster counts none of it", async () => {
+    const t = await seedTenant(platform);
+    const register = async (device: Json, contact: string) => {
+      await applyRegistration(platform.live, { account_id: t.accountId, user_id: device.user_id, device_id: device.id, contact, expires: 3600, webrtc: 0 });
+    };
+    const agents = await Promise.all(["ag-1", "ag-2", "ag-3"].map((username) => createUser(t, username)));
+    for (const [i, agent] of agents.entries()) {
+      expect((await call(app, "PATCH", `/v1/users/${agent.id}`, { key: t.key, body: { is_agent: 1 } })).status).toBe(200);
+      await register(await createDevice(t, { user_id: agent.id, auth_username: `ag-dev-${i}` }), `sip:ag${i}@host.example`);
+      await applyAgentEvent(platform, t.accountId, agent.id, "login");
+    }
+    const [disabled, demoted, deleted] = agents;
+    expect((await presenceRoster(platform, t.accountId)).tiles).toMatchObject({ total: 3, registered: 3, ready: 3 });
+    expect((await call(app, "PATCH", `/v1/users/${disabled!.id}`, { key: t.key, body: { status: "disabled" } })).status).toBe(200);
+    expect((await call(app, "PATCH", `/v1/users/${demoted!.id}`, { key: t.key, body: { is_agent: 0 } })).status).toBe(200);
+    expect((await call(app, "DELETE", `/v1/users/${deleted!.id}`, { key: t.key })).status).toBe(200);
+    expect(await userContacts(platform.live, t.accountId, disabled!.id)).toEqual([]);
+    // The demoted user stays registered (only the agent part ended).
+    expect(await userContacts(platform.live, t.accountId, demoted!.id)).toHaveLength(1);
+    for (const agent of agents) expect((await agentLiveState(platform.live, t.accountId, agent.id))?.state).toBe("logged_out");
+    const roster = await presenceRoster(platform, t.accountId);
+    expect(roster.tiles).toMatchObject({ total: 2, registered: 1, ready: 0 });
+    expect(roster.data.find((u) => u.id === disabled!.id)).toMatchObject({ status: "offline", registered: 0, agent_state: "logged_out", user_status: "disabled" });
+    // Each left with an agent.state event saying so.
+    const changes = (await platform.events.since(t.accountId, 0, 100, ["agent.state"])).map((e) => e.data as { user_id: string; state: string });
+    for (const agent of agents) expect(changes.filter((c) => c.user_id === agent.id).map((c) => c.state)).toEqual(["ready", "logged_out"]);
+    // A user never logged in is left alone: no state stored, no event.
+    const plain = await createUser(t, "plain-1");
+    expect((await call(app, "PATCH", `/v1/users/${plain.id}`, { key: t.key, body: { status: "disabled" } })).status).toBe(200);
+    expect(await agentLiveState(platform.live, t.accountId, plain.id)).toBeNull();
+    expect(await platform.events.since(t.accountId, 0, 100, ["agent.state"])).toHaveLength(6);
   });
 
   test("delete removes the device and its digest identity", async () => {

@@ -11,6 +11,7 @@ import { apiModels } from "../../http/api-models.ts";
 import { DataReply, ListReply, OkReply, errorReplies } from "../../http/reply-models.ts";
 import { apiAccess } from "../plugins/api-access.ts";
 import { forgetDevice } from "../../core/presence/presence.service.ts";
+import { retireAgent } from "../../core/presence/agent-state.ts";
 
 // A 0/1 flag in a query string: literal strings, since query values are text and Elysia does not
 // coerce them into a numeric union (an Integer with bounds would report its error without the field's path).
@@ -35,10 +36,14 @@ const PATCH_DESCRIPTION =
 
 export function userRoutes(platform: Platform) {
   const tags = ["Users"];
-  const patch = async (accountId: string, id: string, body: UserModel.Patch) => ({
-    ok: true as const,
-    data: await updateUser(platform.db, accountId, id, body),
-  });
+  const patch = async (accountId: string, id: string, body: UserModel.Patch) => {
+    const user = await updateUser(platform.db, accountId, id, body);
+    // A disabled user can no longer register or take calls: the roster stops counting their
+    // registrations and agent state at once (as a disabled device's), and a former agent is logged out.
+    if (user.status !== "active") await Promise.all(user.devices.map((device) => forgetDevice(platform.live, accountId, id, device.id)));
+    if (user.status !== "active" || user.is_agent !== 1) await retireAgent(platform, accountId, id);
+    return { ok: true as const, data: user };
+  };
   return new Elysia({ name: "routes-users", prefix: "/v1/users", normalize: false })
     .use(apiModels)
     .use(apiAccess(platform))
@@ -106,6 +111,7 @@ export function userRoutes(platform: Platform) {
         const { deviceIds } = await deleteUser(platform.db, principal.accountId, params.id);
         // The devices went with the user: so do their registrations.
         await Promise.all(deviceIds.map((deviceId) => forgetDevice(platform.live, principal.accountId, params.id, deviceId)));
+        await retireAgent(platform, principal.accountId, params.id);
         return { ok: true as const };
       },
       {
