@@ -198,6 +198,18 @@ describe(`POST /auth [${storeKind}]`, () => {
     expect((await client.post("/auth", digest(dev))).status).toBe(200);
   });
 
+  test("a qop response cannot be replayed in the RFC 2069 form: a nonce with a colon is a 400", async () => {
+    const s = await seedDevice();
+    const first = digest(s, { nonce: "nonce-forms-1", nc: "00000001", cnonce: "abcd1234" });
+    expect((await client.post("/auth", first)).status).toBe(200);
+    // MD5(HA1:N:nc:C:auth:HA2) is also the RFC 2069 response for the nonce "N:nc:C:auth".
+    const { qop: _qop, nc: _nc, cnonce: _cnonce, ...bare } = first as typeof first & { qop?: string; nc?: string; cnonce?: string };
+    const forged = await client.post("/auth", { ...bare, nonce: "nonce-forms-1:00000001:abcd1234:auth" });
+    expect(forged.status).toBe(400);
+    expect(forged.body.details.map((d: { path: string }) => d.path)).toEqual(["/nonce"]);
+    for (const nonce of ['a"b', "a b", "a\u0001b"]) expect((await client.post("/auth", digest(s, { nonce }))).status, nonce).toBe(400);
+  });
+
   test("a replayed (nonce, nc, cnonce) is refused; the next nc of the same nonce passes", async () => {
     const s = await seedDevice();
     const first = digest(s, { nonce: "nonce-replay-1", nc: "00000001", cnonce: "abcd1234" });

@@ -169,6 +169,12 @@ describe(`POST /presence/event register [${storeKind}]`, () => {
       [register(t.accountId, u.deviceId, { contact: "<script>alert(1)</script>" }), "/contact", "json"],
       [register(t.accountId, u.deviceId, { contact: "sip:<x>@y" }), "/contact", "form"],
       [register(t.accountId, u.deviceId, { received: "garbage" }), "/received", "json"],
+      // Control characters would reach the edge's headers and the logs.
+      [register(t.accountId, u.deviceId, { contact: "sip:a\u0001b@192.0.2.1" }), "/contact", "json"],
+      [register(t.accountId, u.deviceId, { contact: "sip:a@192.0.2.1\u007f" }), "/contact", "json"],
+      [register(t.accountId, u.deviceId, { received: "sip:192.0.2.1:5060\u001b[31m" }), "/received", "json"],
+      [register(t.accountId, u.deviceId, { user_agent: "Phone\u0007/1" }), "/user_agent", "json"],
+      [register(t.accountId, u.deviceId, { call_id: "abc\u0001@x" }), "/call_id", "json"],
       [register(t.accountId, u.deviceId, { transport: "carrier-pigeon" }), "/transport", "json"],
       [register(t.accountId, u.deviceId, { source_ip: "300.1.1.1" }), "/source_ip", "json"],
       [register(t.accountId, u.deviceId, { surprise: 1 }), "/surprise", "json"],
@@ -190,7 +196,7 @@ describe(`POST /presence/event register [${storeKind}]`, () => {
     const bogus = await client.post("/presence/event", { type: "dialog", callId: "x", state: "bogus" });
     expect(bogus.body.details).toEqual([{ path: "/state", message: "Expected one of 'early', 'confirmed' or 'terminated'." }]);
     const notUri = await client.post("/presence/event", register(t.accountId, u.deviceId, { contact: "notauri" }));
-    expect(notUri.body.details).toEqual([{ path: "/contact", message: "Not a SIP URI (sip: or sips:, without spaces, angle brackets or quotes), nor *." }]);
+    expect(notUri.body.details).toEqual([{ path: "/contact", message: "Not a SIP URI (sip: or sips:, without spaces, angle brackets, quotes or control characters), nor *." }]);
     const noType = await client.post("/presence/event", { account_id: t.accountId });
     expect(noType.status).toBe(400);
     expect((await client.post("/presence/event", { type: "presence" })).status).toBe(400);

@@ -50,7 +50,7 @@ export namespace PresenceModel {
           { maxItems: MAX_CONTACTS_PER_DEVICE - 1, description: "The REGISTER's further Contacts (RFC 3261 allows several), each with its own lifetime; not with contact *." },
         ),
       ),
-      user_agent: T.Optional(T.String({ maxLength: 255 })),
+      user_agent: T.Optional(T.String({ maxLength: 255, pattern: "^[^\\u0000-\\u0008\\u000a-\\u001f\\u007f]*$", description: "User-Agent of the REGISTER, no control characters but tab (RFC 3261 TEXT-UTF8-TRIM)." })),
       transport: T.Optional(T.String({ pattern: "^(?:udp|tcp|tls|ws|wss|sctp|UDP|TCP|TLS|WS|WSS|SCTP)$", description: "udp, tcp, tls, ws, wss or sctp." })),
       source_ip: T.Optional(IpAddress("Address the REGISTER came from.")),
       source_port: T.Optional(T.Integer({ minimum: 1, maximum: 65535 })),
@@ -65,7 +65,7 @@ export namespace PresenceModel {
         }),
       ),
       instance: T.Optional(T.String({ maxLength: 255, pattern: NO_CONTROL, description: "+sip.instance of the Contact (RFC 5626), no control characters." })),
-      call_id: T.Optional(T.String({ maxLength: 255, description: "Call-ID of the REGISTER." })),
+      call_id: T.Optional(T.String({ maxLength: 255, pattern: NO_CONTROL, description: "Call-ID of the REGISTER, no control characters." })),
     },
     { additionalProperties: false },
   );

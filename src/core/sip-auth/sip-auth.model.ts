@@ -11,7 +11,14 @@ export namespace SipAuthModel {
     {
       username: T.String({ minLength: 1, maxLength: 255, description: "Digest username: the auth username, or `user@realm` (then verified against ha1b)." }),
       realm: T.String({ minLength: 1, maxLength: 253, description: "Digest realm: the account's SIP domain (any realm the edge challenged with, for a trunk)." }),
-      nonce: T.String({ minLength: 1, maxLength: 255, description: "The edge's nonce (the edge checks its freshness)." }),
+      // No colon: MD5(HA1:N:nc:C:auth:HA2), a qop response, is also the RFC 2069 response for the nonce
+      // "N:nc:C:auth", which the replay memory would take for a new nonce. Edges' nonces never hold one.
+      nonce: T.String({
+        minLength: 1,
+        maxLength: 255,
+        pattern: '^[^:"\\s\\u0000-\\u001f\\u007f]+$',
+        description: "The edge's nonce (the edge checks its freshness): no colon, quote, space or control character.",
+      }),
       uri: T.String({ minLength: 1, maxLength: 1024, description: "The digest uri as sent in the Authorization header (not the Request-URI)." }),
       response: T.String({ pattern: "^[0-9a-fA-F]{32}$", description: "The digest response: 32 hex characters." }),
       method: T.String({ pattern: "^[A-Za-z]{1,32}$", description: "SIP method of the request (REGISTER, INVITE, …)." }),

@@ -60,8 +60,9 @@ FormatRegistry.Set("iso-country", isCountryCode);
 FormatRegistry.Set("bcp47", isLanguageTag);
 FormatRegistry.Set("email", (v) => /^[^\s@]+@[^\s@]+$/.test(v) && v.length <= 254);
 // A SIP or SIPS URI as the edge sends bindings (RFC 3261 19.1): a scheme, then no whitespace, angle
-// brackets or quotes (what would let it break out of a header the edge builds from it).
-const SIP_URI = /^sips?:[^\s<>"]+$/i;
+// brackets, quotes or control characters (what would let it break out of a header the edge builds
+// from it, or a log line that shows it).
+const SIP_URI = /^sips?:[^\s<>"\u0000-\u001f\u007f]+$/i;
 FormatRegistry.Set("sip-uri", (v) => SIP_URI.test(v));
 // A REGISTER's Contact: a SIP URI, or * (every binding, with expires 0).
 FormatRegistry.Set("sip-contact", (v) => v === "*" || SIP_URI.test(v));
@@ -75,8 +76,8 @@ FormatRegistry.Set("integer", (v) => /^-?[0-9]{1,16}$/.test(v));
 /** What a failed format says, where TypeBox's "Expected string to match 'x' format" says too little. */
 const FORMAT_MESSAGES: Record<string, string> = {
   "ip-text": "Not an IP address (an address without a port).",
-  "sip-uri": "Not a SIP URI (sip: or sips:, without spaces, angle brackets or quotes).",
-  "sip-contact": "Not a SIP URI (sip: or sips:, without spaces, angle brackets or quotes), nor *.",
+  "sip-uri": "Not a SIP URI (sip: or sips:, without spaces, angle brackets, quotes or control characters).",
+  "sip-contact": "Not a SIP URI (sip: or sips:, without spaces, angle brackets, quotes or control characters), nor *.",
 };
 
 /** A validation message, made plain for the formats above that have a message of their own. */
