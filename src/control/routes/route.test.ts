@@ -122,7 +122,7 @@ describe(`POST /route [${storeKind}]`, () => {
     const bad = await post("{not json", "application/json");
     expect(bad.status).toBe(400);
     // A source address that is not one (with a port, out of range) is said, not taken for "none".
-    for (const source_ip of ["192.0.2.1:5060", "999.1.1.1", "carrier.example"]) {
+    for (const source_ip of ["192.0.2.1:5060", "999.1.1.1", "carrier.example", "1::2:3:4:5:6:7:8", "1:2:3:4::5:6:7:8"]) {
       const r = await json({ callId: `r-${Date.now()}-ip`, from: "14155550000", fromDomain: "carrier", to: "14155550100", source_ip });
       expect(r.status, source_ip).toBe(400);
       expect(r.body.details).toEqual([{ path: "/source_ip", message: expect.stringContaining("Not an IP address") }]);

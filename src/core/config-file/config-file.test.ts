@@ -332,6 +332,8 @@ describe(`config file: errors [${storeKind}]`, () => {
       ["inbound ip without acl", (f) => (f.trunks[1].acl = []), "/trunks/1/acl"],
       ["PBX by address wider than /24", (f) => (f.trunks[1].role = "pbx", f.trunks[1].acl = ["198.51.100.0/24", "203.0.112.0/23"]), "/trunks/1/acl/1"],
       ["PBX by address wider than /56", (f) => (f.trunks[1].role = "pbx", f.trunks[1].acl = ["2001:db8::/48"]), "/trunks/1/acl/0"],
+      ["carrier by address wider than /24", (f) => (f.trunks[1].acl = ["0.0.0.0/0"]), "/trunks/1/acl/0"],
+      ["carrier by address wider than /48", (f) => (f.trunks[1].acl = ["198.51.100.0/24", "2001:db8::/32"]), "/trunks/1/acl/1"],
       ["reg_node not a node name", (f) => (f.trunks[0].reg_node = "edge 1"), "/trunks/0/reg_node"],
       ["digest without credentials", (f) => (f.trunks[1].inbound_auth = "digest"), "/trunks/1/inbound_username"],
       ["duplicate trunk", (f) => (f.trunks[1].name = "carrier-a"), "/trunks/1/name"],

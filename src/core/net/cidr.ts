@@ -45,7 +45,8 @@ function parseIpv6(text: string): bigint | null {
   const left = groupsOf(halves[0] ?? "");
   const right = halves.length === 2 ? groupsOf(halves[1] ?? "") : [];
   const missing = 8 - left.length - right.length;
-  if ((halves.length === 1 && missing !== 0) || missing < 0) return null;
+  // "::" stands for one or more zero groups (RFC 4291 2.2), never for none.
+  if ((halves.length === 1 && missing !== 0) || (halves.length === 2 && missing < 1)) return null;
   const groups = [...left, ...Array<string>(halves.length === 2 ? missing : 0).fill("0"), ...right];
   let value = 0n;
   for (const g of groups) {

@@ -41,6 +41,14 @@ import { resolveScope, scopeIdFor, scopeKeyFor, type ScopeKind } from "../config
 /** The widest ACL ranges a PBX trunk recognized by its address alone (inbound_auth ip) may list. */
 export const PBX_MIN_PREFIX_V4 = 24;
 export const PBX_MIN_PREFIX_V6 = 56;
+/**
+ * The widest ACL ranges any other trunk recognized by its address (a carrier's) may list: an address in
+ * a trunk's ACL is never challenged (a trunk cannot answer), so a wide range would take the phones of
+ * every tenant inside it out of authentication (0.0.0.0/0: every phone on the platform got 404).
+ * A carrier with a larger network lists its signalling ranges one by one (up to 200).
+ */
+export const TRUNK_MIN_PREFIX_V4 = 24;
+export const TRUNK_MIN_PREFIX_V6 = 48;
 
 /** A trunk in canonical form. */
 export type TrunkCanonical = {
@@ -147,13 +155,20 @@ export const trunkSection: Section<TrunkCanonical> = {
         }
         // A PBX known by its address alone takes every call from it that is no DID (to the account's
         // users, and out): it is pinned to its own hosts, never a range other customers' phones share.
-        if (entry.role === "pbx" && entry.inbound_auth === "ip") {
+        // Any trunk known by its address is exempt from challenges there: its ranges stay narrow too.
+        if (entry.inbound_auth === "ip") {
+          const pbx = entry.role === "pbx";
           entry.acl.forEach((cidr, j) => {
             const v6 = cidr.includes(":");
             const bits = Number(cidr.split("/")[1] ?? (v6 ? 128 : 32));
-            if (bits < (v6 ? PBX_MIN_PREFIX_V6 : PBX_MIN_PREFIX_V4)) {
-              err(`acl/${j}`, `${cidr} is wider than /${v6 ? PBX_MIN_PREFIX_V6 : PBX_MIN_PREFIX_V4}: a PBX trunk recognized by its address (inbound_auth ip) lists its own hosts; use inbound_auth register or digest for one behind a shared or changing address.`);
-            }
+            const widest = pbx ? (v6 ? PBX_MIN_PREFIX_V6 : PBX_MIN_PREFIX_V4) : v6 ? TRUNK_MIN_PREFIX_V6 : TRUNK_MIN_PREFIX_V4;
+            if (bits >= widest) return;
+            err(
+              `acl/${j}`,
+              pbx
+                ? `${cidr} is wider than /${widest}: a PBX trunk recognized by its address (inbound_auth ip) lists its own hosts; use inbound_auth register or digest for one behind a shared or changing address.`
+                : `${cidr} is wider than /${widest}: a trunk recognized by its address (inbound_auth ip) lists the ranges it signals from, each at most /${widest} (list several), or uses inbound_auth digest.`,
+            );
           });
         }
         if (entry.inbound_auth !== "ip") {
