@@ -138,6 +138,15 @@ function checkSecret(secret: string): void {
   if (/[\u0000-\u001f\u007f-\u009f]/.test(secret) || secret.trim() === "") {
     throw validationFailed([{ path: "/secret", message: "no control characters, not blank" }], "secret must have no control characters and not be blank.");
   }
+  if (secret.startsWith("whsec_")) {
+    // Receivers pass it unchanged to their Standard Webhooks library, which decodes it as base64: only
+    // the canonical padded form decodes the same in every one (spare low bits in the last character
+    // are dropped by some and refused by others, missing padding likewise).
+    const encoded = secret.slice("whsec_".length);
+    if (!/^[A-Za-z0-9+/]+={0,2}$/.test(encoded) || Buffer.from(encoded, "base64").toString("base64") !== encoded) {
+      throw validationFailed([{ path: "/secret", message: "a whsec_ secret is canonical, padded base64 after its prefix" }], "secret starts with whsec_ but is not canonical, padded base64 after it.");
+    }
+  }
   if (standardWebhookKey(secret).length < MIN_SECRET_KEY_BYTES) {
     throw validationFailed([{ path: "/secret", message: `at least ${MIN_SECRET_KEY_BYTES} bytes of key` }], `secret gives a key under ${MIN_SECRET_KEY_BYTES} bytes (a whsec_ secret is base64 after its prefix).`);
   }
