@@ -76,6 +76,8 @@ export interface DeliveryWorkerOptions {
   dnsCacheMs?: number;
   /** Longest an exchange waits for more outcomes while a backlog is buffered, in ms (default 10; 0 = never waits). */
   gatherMs?: number;
+  /** A host's addresses, in the order to try them (default: the system resolver's; tests give their own). */
+  resolveHost?: (host: string) => Promise<string[]>;
 }
 
 /** What a worker has done since it started. */
@@ -213,6 +215,7 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
   const secretCacheMs = options.secretCacheMs ?? 60_000;
   const dnsCacheMs = options.dnsCacheMs ?? 5000;
   const gatherMs = options.gatherMs ?? 10;
+  const resolve = options.resolveHost ?? resolveHost;
   const stats: DeliveryWorkerStats = { exchanges: 0, recorded: 0, claimed: 0 };
   const caFile = options.caFile ?? platform.config.webhookCaFile;
   // Bun replaces its built-in CAs when `ca` is given, so the extra file is added to the bundled set.
@@ -248,7 +251,7 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
     if (hit && hit.until > Date.now()) return hit.addresses;
     let lookup = dnsLookups.get(host);
     if (!lookup) {
-      lookup = resolveHost(host).then((addresses) => {
+      lookup = resolve(host).then((addresses) => {
         dnsLookups.delete(host);
         if (addresses.length && dnsCacheMs > 0) {
           dnsCache.delete(host);
@@ -382,16 +385,32 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
     const event = job.event!.name;
     const eventId = publicIdOf(job.event!);
     let lastError: unknown = null;
-    for (const address of allowed) {
+    // Each attempt starts at another of the host's addresses, and an address that does not answer
+    // gets its share of the time left, not all of it: a dead first address (broken IPv6, a round-robin
+    // node down) would otherwise take every attempt's whole time.
+    const first = job.attempts % allowed.length;
+    const order = first === 0 ? allowed : [...allowed.slice(first), ...allowed.slice(0, first)];
+    for (const [i, address] of order.entries()) {
       const left = deadline - Date.now();
       if (left <= 0) break;
+      const others = order.length - i - 1;
       const timestamp = Math.floor(Date.now() / 1000);
       let headers = `content-type: application/json\r\nuser-agent: ${USER_AGENT}\r\nx-service-event: ${event}\r\nx-service-event-id: ${eventId}\r\nwebhook-id: ${job.id}\r\nwebhook-timestamp: ${timestamp}\r\n`;
       if (secret !== null) {
         headers += `x-service-signature: ${serviceSignature(secret.text, body)}\r\nwebhook-signature: ${standardWebhookSignature(secret.key, job.id, timestamp, body)}\r\n`;
       }
       try {
-        const status = await pool.post({ address, port: endpoint.port, serverName, hostHeader: endpoint.hostHeader, path: endpoint.path, headers, body, timeoutMs: left });
+        const status = await pool.post({
+          address,
+          port: endpoint.port,
+          serverName,
+          hostHeader: endpoint.hostHeader,
+          path: endpoint.path,
+          headers,
+          body,
+          timeoutMs: left,
+          ...(others > 0 ? { connectTimeoutMs: Math.floor(left / (others + 1)) } : {}),
+        });
         if (status >= 200 && status < 300) return { kind: "delivered", status };
         if (status === 429 || status >= 500) return { kind: "retry", status, error: `HTTP ${status}` };
         if (status >= 300 && status < 400) return { kind: "fail", status, error: `HTTP ${status} (redirects are not followed)` };

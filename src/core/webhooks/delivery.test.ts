@@ -5,6 +5,7 @@
  * subscription concurrency, the SSRF re-check, and retention.
  */
 import { eventually } from "../../../test/support/eventually.ts";
+import { startBlackhole } from "../../../test/support/blackhole.ts";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { sql } from "drizzle-orm";
 import { verify as verifyGithubStyle } from "@octokit/webhooks-methods";
@@ -317,6 +318,22 @@ describe(`webhook delivery [${storeKind}]`, () => {
     await fireTestEvent(platform.events, t.accountId, {});
     const [row] = await withWorker(() => settled(t.accountId, 1));
     expect(row).toMatchObject({ status: "failed", attempts: 3, last_status: null, last_error: "connection refused" });
+  });
+
+  test("a host whose first address drops packets is delivered at its next address, within the attempt", async () => {
+    const t = await seedTenant(platform);
+    const path = freshPath("two-addresses");
+    await subscribe(t, path);
+    // localhost resolves to a dead address first (broken IPv6, a round-robin node down), then the receiver.
+    const hole = await startBlackhole("127.0.0.2", receiver.port);
+    try {
+      await fireTestEvent(platform.events, t.accountId, {});
+      const [row] = await withWorker(() => settled(t.accountId, 1), { resolveHost: async () => ["127.0.0.2", "127.0.0.1"] });
+      expect(row).toMatchObject({ status: "delivered", attempts: 1 });
+      expect(receiver.at(path)).toHaveLength(1);
+    } finally {
+      await hole.stop();
+    }
   });
 
   test("each attempt re-checks the address: a loopback target is refused without any request when private targets are not allowed", async () => {

@@ -7,6 +7,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { rmSync } from "node:fs";
 import { createServer, type TLSSocket } from "node:tls";
 import { makeSelfSignedCert } from "./delivery-test-receiver.ts";
+import { startBlackhole } from "../../../test/support/blackhole.ts";
+import { eventually } from "../../../test/support/eventually.ts";
 import { HttpsPool, HttpsPostError, type HttpsPoolOptions, type HttpsPost } from "./https-pool.ts";
 
 let cert: Awaited<ReturnType<typeof makeSelfSignedCert>>;
@@ -414,6 +416,27 @@ describe("HttpsPool reading replies", () => {
       expect(copies).toHaveLength(2);
       expect(copies[1]!.connection).toBe(5);
     });
+  });
+
+  test("connects to an address that drops packets are bounded: past maxPendingConnects a new one fails at once; connectTimeoutMs cuts the connect short", async () => {
+    const hole = await startBlackhole();
+    const pool = new HttpsPool({ ca: [cert.cert], maxPendingConnects: 2 });
+    try {
+      // The POST's own limit is a minute: only the connect limit ends it within the test's time.
+      const cut = await failure(pool.post(request(hole.port, { timeoutMs: 60_000, connectTimeoutMs: 150 })));
+      expect(cut).toMatchObject({ code: "ETIMEDOUT", sent: false });
+      expect((await failure(pool.post(request(hole.port, { timeoutMs: 150 })))).code).toBe("ETIMEDOUT");
+      // Both given up on, both still held by the kernel (Bun cannot cancel a pending connect).
+      expect(pool.pendingTo("127.0.0.1", hole.port)).toBe(2);
+      const refused = await failure(pool.post(request(hole.port, { timeoutMs: 5000 })));
+      expect(refused).toMatchObject({ code: "ECONNPENDING", sent: false });
+      // Once the address answers (here: refuses), the kernel lets them go and they no longer count.
+      await hole.stop();
+      await eventually(() => expect(pool.pendingTo("127.0.0.1", hole.port)).toBe(0), 10_000);
+    } finally {
+      pool.close();
+      await hole.stop();
+    }
   });
 
   test("a connection that opens after its attempt timed out is closed, not kept", async () => {

@@ -36,6 +36,11 @@ export interface HttpsPost {
   body: string;
   /** Time limit of the whole POST (connecting, TLS, reply head), ms. */
   timeoutMs: number;
+  /**
+   * Time limit of opening a new connection (TCP and TLS), ms, when shorter than `timeoutMs`: the
+   * caller has another address of the host to try if this one does not answer.
+   */
+  connectTimeoutMs?: number;
 }
 
 /** Why a POST got no status. `code` is short and secret-free. */
@@ -65,6 +70,14 @@ export interface HttpsPoolOptions {
   maxDrainBytes?: number;
   /** Largest reply head (default 16 KiB); a longer one is a bad reply. */
   maxHeadBytes?: number;
+  /**
+   * Most connects still waiting for the network per address and port (default 8); beyond it a new
+   * connection fails at once (ECONNPENDING, nothing sent). A connect given up on (its time ran out)
+   * cannot be cancelled on Bun's sockets: the kernel keeps it, and its descriptor, until it answers
+   * or gives up (about two minutes for an address that drops packets), so this bounds what one
+   * unreachable endpoint holds.
+   */
+  maxPendingConnects?: number;
 }
 
 type TlsSocket = Bun.Socket<Connection>;
@@ -128,8 +141,12 @@ export class HttpsPool {
   readonly maxDrainBytes: number;
   readonly maxHeadBytes: number;
   private closing = false;
+  private readonly maxPendingConnects: number;
+  /** Connects not yet opened or failed, per address and port (given up on or not). */
+  private readonly pendingConnects = new Map<string, number>();
 
   constructor(private readonly options: HttpsPoolOptions = {}) {
+    this.maxPendingConnects = options.maxPendingConnects ?? 8;
     this.idleMs = options.idleMs ?? 4000;
     this.maxIdle = options.maxIdle ?? 512;
     this.maxDrainBytes = options.maxDrainBytes ?? 64 * 1024;
@@ -150,7 +167,8 @@ export class HttpsPool {
     let retried = false;
     for (;;) {
       const reused = retried ? null : this.takeIdle(key);
-      const connection = reused ?? (await this.connect(key, request, deadline));
+      const connectBy = request.connectTimeoutMs === undefined ? deadline : Math.min(deadline, Date.now() + request.connectTimeoutMs);
+      const connection = reused ?? (await this.connect(key, request, connectBy));
       try {
         return await this.exchange(connection, head, deadline);
       } catch (error) {
@@ -223,10 +241,30 @@ export class HttpsPool {
     connection.socket?.terminate();
   }
 
+  /** Connects pending now to `address`:`port` (tests). */
+  pendingTo(address: string, port: number): number {
+    return this.pendingConnects.get(`${address}|${port}`) ?? 0;
+  }
+
   /** Opens a connection and waits for its verified TLS handshake. */
   private connect(key: string, request: HttpsPost, deadline: number): Promise<Connection> {
     const connection = new Connection(key);
     const pool = this;
+    const target = `${request.address}|${request.port}`;
+    const pending = this.pendingConnects.get(target) ?? 0;
+    if (pending >= this.maxPendingConnects) {
+      return Promise.reject(new HttpsPostError("ECONNPENDING", "too many connects to this address still waiting", false, false));
+    }
+    this.pendingConnects.set(target, pending + 1);
+    let counted = true;
+    /** The kernel answered for this connect (opened, refused, failed): it no longer holds it. */
+    const settled = () => {
+      if (!counted) return;
+      counted = false;
+      const left = (pool.pendingConnects.get(target) ?? 1) - 1;
+      if (left > 0) pool.pendingConnects.set(target, left);
+      else pool.pendingConnects.delete(target);
+    };
     return new Promise<Connection>((resolve, reject) => {
       let done = false;
       const fail = (error: HttpsPostError) => {
@@ -254,6 +292,7 @@ export class HttpsPool {
           data: connection,
           socket: {
             open(socket) {
+              settled();
               // Opened after the attempt gave up (its time ran out): not ours to keep.
               if (done) {
                 socket.terminate();
@@ -292,6 +331,7 @@ export class HttpsPool {
               connection.unwritten = written < rest.length ? rest.subarray(Math.max(0, written)) : null;
             },
             close() {
+              settled();
               connection.closed = true;
               pool.forget(connection);
               if (!connection.ready) fail(new HttpsPostError("ECONNRESET", "connection closed during the TLS handshake", false, false));
@@ -301,12 +341,17 @@ export class HttpsPool {
               if (!connection.ready) connectFailed(error);
             },
             connectError(_socket, error) {
+              settled();
               connectFailed(error);
             },
           },
-        }).catch(connectFailed);
+        }).catch((error: unknown) => {
+          settled();
+          connectFailed(error);
+        });
       } catch (error) {
         // Bun refuses some arguments at once (a port out of range).
+        settled();
         connectFailed(error);
       }
     });
