@@ -437,6 +437,17 @@ describe("HttpsPool reading replies", () => {
       pool.close();
       await hole.stop();
     }
+    // Connects in progress are not counted: a burst of new connections to a healthy receiver all go.
+    const server = Bun.serve({ hostname: "127.0.0.1", port: 0, tls: { cert: cert.cert, key: cert.key }, fetch: () => new Response("ok") });
+    const burst = new HttpsPool({ ca: [cert.cert], maxPendingConnects: 1 });
+    try {
+      const statuses = await Promise.all(Array.from({ length: 32 }, () => burst.post(request(server.port!))));
+      expect(statuses).toEqual(Array(32).fill(200));
+      expect(burst.size).toBe(32);
+    } finally {
+      burst.close();
+      await server.stop(true);
+    }
   });
 
   test("a connection that opens after its attempt timed out is closed, not kept", async () => {

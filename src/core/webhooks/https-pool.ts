@@ -71,11 +71,12 @@ export interface HttpsPoolOptions {
   /** Largest reply head (default 16 KiB); a longer one is a bad reply. */
   maxHeadBytes?: number;
   /**
-   * Most connects still waiting for the network per address and port (default 8); beyond it a new
-   * connection fails at once (ECONNPENDING, nothing sent). A connect given up on (its time ran out)
-   * cannot be cancelled on Bun's sockets: the kernel keeps it, and its descriptor, until it answers
-   * or gives up (about two minutes for an address that drops packets), so this bounds what one
-   * unreachable endpoint holds.
+   * Most connects given up on (their time ran out) and still waiting for the network, per address and
+   * port (default 8); while that many wait, a new connection there fails at once (ECONNPENDING,
+   * nothing sent). Bun's sockets cannot cancel a pending connect: the kernel keeps it, and its
+   * descriptor, until the address answers or it gives up (about two minutes for one that drops
+   * packets), so this bounds what one unreachable endpoint holds. Connects in progress are not
+   * counted (a burst of new connections to a healthy receiver is never refused).
    */
   maxPendingConnects?: number;
 }
@@ -241,7 +242,7 @@ export class HttpsPool {
     connection.socket?.terminate();
   }
 
-  /** Connects pending now to `address`:`port` (tests). */
+  /** Connects given up on and still pending now to `address`:`port` (tests). */
   pendingTo(address: string, port: number): number {
     return this.pendingConnects.get(`${address}|${port}`) ?? 0;
   }
@@ -251,19 +252,25 @@ export class HttpsPool {
     const connection = new Connection(key);
     const pool = this;
     const target = `${request.address}|${request.port}`;
-    const pending = this.pendingConnects.get(target) ?? 0;
-    if (pending >= this.maxPendingConnects) {
-      return Promise.reject(new HttpsPostError("ECONNPENDING", "too many connects to this address still waiting", false, false));
+    if ((this.pendingConnects.get(target) ?? 0) >= this.maxPendingConnects) {
+      return Promise.reject(new HttpsPostError("ECONNPENDING", "too many connects to this address given up on and still waiting", false, false));
     }
-    this.pendingConnects.set(target, pending + 1);
-    let counted = true;
-    /** The kernel answered for this connect (opened, refused, failed): it no longer holds it. */
+    /** The kernel answered for this connect (opened, refused, failed), and whether it was counted as given up on. */
+    let answered = false;
+    let abandoned = false;
     const settled = () => {
-      if (!counted) return;
-      counted = false;
+      answered = true;
+      if (!abandoned) return;
+      abandoned = false;
       const left = (pool.pendingConnects.get(target) ?? 1) - 1;
       if (left > 0) pool.pendingConnects.set(target, left);
       else pool.pendingConnects.delete(target);
+    };
+    /** Its time ran out before the kernel answered: counted until it does. */
+    const abandon = () => {
+      if (answered || abandoned) return;
+      abandoned = true;
+      pool.pendingConnects.set(target, (pool.pendingConnects.get(target) ?? 0) + 1);
     };
     return new Promise<Connection>((resolve, reject) => {
       let done = false;
@@ -274,7 +281,10 @@ export class HttpsPool {
         pool.destroy(connection);
         reject(error);
       };
-      const timer = setTimeout(() => fail(new HttpsPostError("ETIMEDOUT", "timed out connecting", false, false)), Math.max(0, deadline - Date.now()));
+      const timer = setTimeout(() => {
+        abandon();
+        fail(new HttpsPostError("ETIMEDOUT", "timed out connecting", false, false));
+      }, Math.max(0, deadline - Date.now()));
       const tls = {
         ...(this.options.ca ? { ca: this.options.ca } : {}),
         ...(request.serverName ? { serverName: request.serverName } : {}),
