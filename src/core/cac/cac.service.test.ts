@@ -3,7 +3,7 @@ import { describe, expect, test } from "bun:test";
 import { createMemoryLiveStore } from "../live/memory-live-store.ts";
 import { accountKey } from "../live/live-store.ts";
 import type { CacSlot } from "../routing/route-types.ts";
-import { acquireSlots, cacSnapshot, resetCac } from "./cac.service.ts";
+import { acquireSlots, cacSnapshot, releaseSlots, renewSlots, resetCac } from "./cac.service.ts";
 import type { LiveStore } from "../live/live-store.ts";
 
 const TTL = 60_000;
@@ -35,6 +35,28 @@ describe("acquireSlots", () => {
     expect(await acquireSlots(live, "acc_cac", "call_3", slots(1), TTL)).toEqual({ ok: false, refused: slots(1)[1]!, active: 2 });
     const user = (await cacSnapshot(live, "acc_cac")).find((c) => c.level === "user");
     expect(user).toEqual({ level: "user", id: "us_cac", limit: 1, active: 2, call_ids: ["call_1", "call_2"] });
+    await live.close();
+  });
+
+  test("a call in and out through one trunk holds two of its channels: taken, listed, renewed and given back together", async () => {
+    const live = createMemoryLiveStore();
+    const trunk = (limit: number): CacSlot[] => [
+      { level: "trunk", id: "trk_both", limit },
+      { level: "account_out", id: "acc_cac", limit: 10 },
+      { level: "trunk", id: "trk_both", limit, leg: "out" },
+    ];
+    expect(await acquireSlots(live, "acc_cac", "call_1", trunk(3), TTL)).toEqual({ ok: true });
+    // One channel left: a call needing two is refused at its leg out, with nothing taken.
+    expect(await acquireSlots(live, "acc_cac", "call_2", trunk(3), TTL)).toEqual({ ok: false, refused: trunk(3)[2]!, active: 3 });
+    expect((await cacSnapshot(live, "acc_cac")).map((c) => [c.level, c.active, c.call_ids])).toEqual([
+      ["account_out", 1, ["call_1"]],
+      ["trunk", 2, ["call_1", "call_1"]],
+    ]);
+    await renewSlots(live, "acc_cac", "call_1", trunk(3), 2 * TTL);
+    const deadline = Date.now() + 2 * TTL;
+    for (const member of ["call_1", "call_1:out"]) expect(Math.abs((await live.zscore(accountKey("acc_cac", "cac", "slot", "trunk", "trk_both"), member))! - deadline)).toBeLessThan(2_000);
+    await releaseSlots(live, "acc_cac", "call_1", trunk(3));
+    expect(await cacSnapshot(live, "acc_cac")).toEqual([]);
     await live.close();
   });
 

@@ -4,7 +4,9 @@
  *
  * Each slot is a sorted set of the call ids holding it, scored by a deadline: release removes exactly
  * the call's member (idempotent), and a member whose deadline passed stops counting, so a lost BYE
- * cannot hold a slot longer than CAC_MAX_CALL_SEC. A confirmed call renews its deadline.
+ * cannot hold a slot longer than CAC_MAX_CALL_SEC. A confirmed call renews its deadline. A call that
+ * goes out through the trunk it came in by holds that trunk's set twice: its leg out (a slot with
+ * `leg: "out"`) under a member of its own, `call_…:out`.
  *
  * Acquisition is all or nothing in one atomic step (`zaddExpiringWithin`: one round trip, no partial
  * take to undo), so a slot never holds more calls than its limit and two calls racing for the last
@@ -17,6 +19,10 @@ import { CAC_LEVELS, type CacSlot } from "../routing/route-types.ts";
 /** Levels in the order snapshots list them. */
 
 const slotName = (slot: Pick<CacSlot, "level" | "id">) => `${slot.level}|${slot.id}`;
+/** What the leg out of a call holds a trunk's counter under, beside the call's own member (`call_…:out`). */
+const OUT_LEG = ":out";
+/** The member a call holds `slot` under: its id, or for the leg out through the trunk it came in by, its own. */
+const memberOf = (member: string, slot: Pick<CacSlot, "leg">) => (slot.leg === "out" ? member + OUT_LEG : member);
 const slotKey = (accountId: string, slot: Pick<CacSlot, "level" | "id">) => accountKey(accountId, "cac", "slot", slot.level, slot.id);
 /** Every slot the account has used, so snapshots and resets can find them. */
 const registryKey = (accountId: string) => accountKey(accountId, "cac", "slots");
@@ -40,7 +46,7 @@ export async function acquireSlots(live: LiveStore, accountId: string, member: s
   // the same atomic step, so a slot taken is always findable; the index outlives every member that
   // could still be counted.
   const got = await live.zaddExpiringWithin(
-    slots.map((slot) => ({ key: slotKey(accountId, slot), limit: slot.limit })),
+    slots.map((slot) => ({ key: slotKey(accountId, slot), limit: slot.limit, member: memberOf(member, slot) })),
     member,
     ttlMs,
     { ...slotIndex(accountId, ttlMs), entries: slots.map((slot) => ({ name: slotName(slot), value: String(slot.limit) })) },
@@ -51,7 +57,7 @@ export async function acquireSlots(live: LiveStore, accountId: string, member: s
 /** Gives back `member`'s place in each slot. Safe to repeat, and for slots it does not hold. */
 export async function releaseSlots(live: LiveStore, accountId: string, member: string, slots: readonly CacSlot[]): Promise<void> {
   // Sent together: the live store pipelines them into one round trip.
-  await Promise.all(slots.map((slot) => live.zrem(slotKey(accountId, slot), member)));
+  await Promise.all(slots.map((slot) => live.zrem(slotKey(accountId, slot), memberOf(member, slot))));
 }
 
 /**
@@ -60,13 +66,18 @@ export async function releaseSlots(live: LiveStore, accountId: string, member: s
  */
 export async function renewSlots(live: LiveStore, accountId: string, member: string, slots: readonly CacSlot[], ttlMs: number): Promise<void> {
   if (!slots.length) return;
-  // One atomic step for every slot, the index's expiry with it.
-  await live.zrenewExpiring(
-    slots.map((slot) => slotKey(accountId, slot)),
-    member,
-    ttlMs,
-    slotIndex(accountId, ttlMs),
-  );
+  // One atomic step for every slot, the index's expiry with it; a leg out through the trunk the call
+  // came in by (its own member) in a second.
+  const out = slots.filter((slot) => slot.leg === "out");
+  await Promise.all([
+    live.zrenewExpiring(
+      slots.filter((slot) => slot.leg !== "out").map((slot) => slotKey(accountId, slot)),
+      member,
+      ttlMs,
+      slotIndex(accountId, ttlMs),
+    ),
+    ...(out.length ? [live.zrenewExpiring(out.map((slot) => slotKey(accountId, slot)), memberOf(member, { leg: "out" }), ttlMs)] : []),
+  ]);
 }
 
 /** One counter of a snapshot. */
@@ -78,7 +89,7 @@ export interface CacCounter {
   limit: number;
   /** Calls holding the slot now. */
   active: number;
-  /** Their call ids, soonest deadline first. */
+  /** Their call ids, soonest deadline first (a call in and out through one trunk is there twice: two channels). */
   call_ids: string[];
 }
 
@@ -91,7 +102,8 @@ export async function cacSnapshot(live: LiveStore, accountId: string): Promise<C
     const [level, id] = name.split("|") as [CacSlot["level"], string];
     const members = await live.zliveMembers(slotKey(accountId, { level, id }));
     if (!members.length) continue;
-    out.push({ level, id, limit: Number(limits[name] ?? 0), active: members.length, call_ids: members });
+    const callIds = members.map((m) => (m.endsWith(OUT_LEG) ? m.slice(0, -OUT_LEG.length) : m));
+    out.push({ level, id, limit: Number(limits[name] ?? 0), active: members.length, call_ids: callIds });
   }
   return out.sort((a, b) => CAC_LEVELS.indexOf(a.level) - CAC_LEVELS.indexOf(b.level) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 }

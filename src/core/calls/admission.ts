@@ -160,7 +160,7 @@ async function admitNew(platform: Platform, decision: RouteDecision, accountId: 
       const got = await acquireSlots(platform.live, accountId, id, wanted, cacTtlMs(platform));
       if (got.ok) {
         slots = wanted;
-        steps.push({ at: Date.now(), step: "cac", result: `admitted (${slots.map((s) => `${s.level} ${s.id} ≤ ${s.limit}`).join(", ")})` });
+        steps.push({ at: Date.now(), step: "cac", result: `admitted (${slots.map((s) => `${s.level} ${s.id}${s.leg ? ` (leg ${s.leg})` : ""} ≤ ${s.limit}`).join(", ")})` });
         break;
       }
       // A full trunk fails over: the call goes on from its next leg through another trunk (or the carrier).
@@ -261,10 +261,14 @@ async function giveBackLimitWindows(platform: Platform, decision: RouteDecision,
   });
 }
 
+const isTrunkSlot = (slot: CacSlot, trunkId: string) => slot.level === "trunk" && slot.id === trunkId;
+
 /**
  * The call's reply, slots and legs without the legs through `full` (a trunk at its max_channels): the
  * next trunk's slot instead, or none when the carrier comes next. Null when no leg is left, or when
- * no leg goes through it (the slot of the trunk the call came in from).
+ * `full` is not the slot of the call's leg out (the trunk the call came in through is full: the call
+ * is refused, whatever other trunk it could go out by). Only the leg out's slot is given up: a call
+ * that came in through the trunk it would go out by keeps its place coming in.
  */
 function pastFullTrunk(
   reply: RouteReply,
@@ -273,13 +277,20 @@ function pastFullTrunk(
   full: CacSlot,
 ): { reply: RouteReply; legs: NonNullable<RouteDecision["legs"]>; slots: CacSlot[]; trunkId: string | null } | null {
   const routes = reply.rtjson.routes ?? [];
-  if (routes.length !== legs.length || !legs.some((l) => l.trunk?.id === full.id)) return null;
+  const first = legs[0]?.trunk;
+  if (routes.length !== legs.length || !first) return null;
+  // The leg out's slot: apart from the coming-in one when both are the same trunk's.
+  const legOut = slots.find((s) => isTrunkSlot(s, first.id) && s.leg === "out") ?? slots.find((s) => isTrunkSlot(s, first.id) && !s.leg);
+  if (!legOut || !isTrunkSlot(full, legOut.id) || full.leg !== legOut.leg) return null;
   const keep = legs.flatMap((leg, i) => (leg.trunk?.id === full.id ? [] : [i]));
   if (!keep.length) return null;
   const left = keep.map((i) => legs[i]!);
   const next = left.find((l) => l.trunk)?.trunk ?? null;
-  const nextSlots = slots.filter((s) => !(s.level === "trunk" && s.id === full.id));
-  if (next && next.max !== null) nextSlots.push({ level: "trunk", id: next.id, limit: next.max });
+  const nextSlots = slots.filter((s) => s !== legOut);
+  if (next && next.max !== null) {
+    const cameIn = nextSlots.some((s) => isTrunkSlot(s, next.id));
+    nextSlots.push(cameIn ? { level: "trunk", id: next.id, limit: next.max, leg: "out" } : { level: "trunk", id: next.id, limit: next.max });
+  }
   const trunkId = next?.id ?? null;
   return {
     reply: { rtjson: { ...reply.rtjson, routes: keep.map((i) => routes[i]!), vars: { ...reply.rtjson.vars, trunk_id: trunkId } } },

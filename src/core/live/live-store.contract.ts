@@ -682,6 +682,23 @@ export function runLiveStoreContract(name: string, make: () => Promise<LiveStore
         expect(await store.zaddExpiringWithin([], "c6", 10_000)).toEqual({ ok: true });
       });
 
+      test("zaddExpiringWithin with a set's own member: one take may put two members in one set, each counted", async () => {
+        const [a, b] = [key("within-own-a"), key("within-own-b")];
+        // c1 holds two places in a (in and out), one in b.
+        const twice = (call: string, limit: number) => [{ key: a, limit }, { key: b, limit: 5 }, { key: a, limit, member: `${call}:out` }];
+        expect(await store.zaddExpiringWithin(twice("c1", 3), "c1", 10_000)).toEqual({ ok: true });
+        expect(await store.zliveMembers(a)).toEqual(["c1", "c1:out"]);
+        expect(await store.zliveMembers(b)).toEqual(["c1"]);
+        // Taken again (a retransmission): renewed, counted once each.
+        expect(await store.zaddExpiringWithin(twice("c1", 2), "c1", 10_000)).toEqual({ ok: true });
+        // c2's first place in a fits (3 of 3), its second would not: nothing is taken.
+        expect(await store.zaddExpiringWithin(twice("c2", 3), "c2", 10_000)).toEqual({ ok: false, index: 2, count: 3 });
+        expect(await store.zliveMembers(a)).toEqual(["c1", "c1:out"]);
+        expect(await store.zliveMembers(b)).toEqual(["c1"]);
+        expect(await store.zaddExpiringWithin(twice("c2", 4), "c2", 10_000)).toEqual({ ok: true });
+        expect((await store.zliveMembers(a)).sort()).toEqual(["c1", "c1:out", "c2", "c2:out"]);
+      });
+
       test("zaddExpiringWithin with an index records its sets there in the same step, taken or refused", async () => {
         const [a, b, names, values] = [key("idx-a"), key("idx-b"), key("idx-names"), key("idx-values")];
         const index = (entries: Array<[string, string]>, ttlMs = 30_000) => ({

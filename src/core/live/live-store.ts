@@ -141,11 +141,12 @@ export interface LiveStore {
    * long as its longest-lived member, so an abandoned one cleans itself up. The CAC primitive (one
    * round trip per admission, and no partial take to undo). With `index`, the take also records each
    * set in it in the same step, taken or refused (its values are the latest asked); a wrong-type index
-   * key fails the take before any set changes.
+   * key fails the take before any set changes. A set's own `member` joins it instead of `member`: one
+   * take may put two members in one set (a call's legs in and out through one trunk), each counted.
    * @example await live.zaddExpiringWithin([{ key: userSlot, limit: 2 }, { key: accountSlot, limit: 30 }], "call_…", 14_400_000)
    */
   zaddExpiringWithin(
-    sets: Array<{ key: string; limit: number }>,
+    sets: Array<{ key: string; limit: number; member?: string }>,
     member: string,
     ttlMs: number,
     index?: ExpiringSetIndex,

@@ -426,11 +426,17 @@ export function createMemoryLiveStore(): LiveStore {
       if (setIndex !== undefined && setIndex.entries.length !== sets.length) throw new RangeError("zaddExpiringWithin: one index entry per set");
       const now = Date.now();
       const zsets = sets.map(({ key }) => readCollection(key, "zset", () => ({ kind: "zset", value: new Map(), expiresAt: null })));
+      const members = sets.map((set) => set.member ?? member);
+      // The members this take adds to each set: a set named twice (two members) counts both.
+      const adding = new Map<string, Set<string>>();
       let refused: { ok: false; index: number; count: number } | null = null;
       for (let i = 0; i < sets.length; i++) {
         const zset = zsets[i]!;
         pruneZset(zset, now);
-        const count = zset.value.size + (zset.value.has(member) ? 0 : 1);
+        const added = adding.get(sets[i]!.key) ?? new Set<string>();
+        adding.set(sets[i]!.key, added);
+        if (!zset.value.has(members[i]!)) added.add(members[i]!);
+        const count = zset.value.size + added.size;
         if (count > sets[i]!.limit) {
           refused = { ok: false, index: i, count: count - 1 };
           break;
@@ -457,8 +463,8 @@ export function createMemoryLiveStore(): LiveStore {
         for (let j = 0; j < sets.length; j++) dropIfEmpty(sets[j]!.key, zsets[j]!);
         return refused;
       }
-      for (const zset of zsets) {
-        zset.value.set(member, now + ms);
+      for (const [i, zset] of zsets.entries()) {
+        zset.value.set(members[i]!, now + ms);
         // The key lives as long as its longest-lived member, so an abandoned set cleans itself up.
         zset.expiresAt = Math.max(...zset.value.values());
       }

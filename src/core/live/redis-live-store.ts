@@ -97,27 +97,36 @@ if ttl < 0 then
 end
 return {n, ttl}`),
 
-  // KEYS: the n sets, then (with an index) its names set and values hash. ARGV: member, ttlMs, n,
-  // one limit per set, then (with an index) its ttlMs, n names and n values. Returns {0, 0} when
-  // taken, else {index (1-based), live count without the member} of the first set that would
-  // overflow. Each set's own TTL follows its longest-lived member. The index is written, taken or
-  // refused, before the sets, its types checked first (a script's writes are not undone by a later
-  // error).
-  zaddExpiringWithin: lua(`${NOW}local member = ARGV[1]
-local n = tonumber(ARGV[3])
+  // KEYS: the n sets, then (with an index) its names set and values hash. ARGV: ttlMs, n, one limit
+  // per set, one member per set, then (with an index) its ttlMs, n names and n values. Returns {0, 0}
+  // when taken, else {index (1-based), live count without the member} of the first set that would
+  // overflow; a set named twice counts every member this take adds to it. Each set's own TTL follows
+  // its longest-lived member. The index is written, taken or refused, before the sets, its types
+  // checked first (a script's writes are not undone by a later error).
+  zaddExpiringWithin: lua(`${NOW}local n = tonumber(ARGV[2])
 local refused = nil
+local adding = {}
 for i = 1, n do
   local key = KEYS[i]
+  local member = ARGV[n + 2 + i]
   redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
-  local count = redis.call('ZCARD', key)
-  if not redis.call('ZSCORE', key, member) then count = count + 1 end
-  if count > tonumber(ARGV[i + 3]) then
+  local added = adding[key]
+  if not added then
+    added = {members = {}, count = 0}
+    adding[key] = added
+  end
+  if not added.members[member] and not redis.call('ZSCORE', key, member) then
+    added.members[member] = true
+    added.count = added.count + 1
+  end
+  local count = redis.call('ZCARD', key) + added.count
+  if count > tonumber(ARGV[i + 2]) then
     refused = {i, count - 1}
     break
   end
 end
 if #KEYS > n then
-  local names, values, at = KEYS[n + 1], KEYS[n + 2], n + 4
+  local names, values, at = KEYS[n + 1], KEYS[n + 2], 2 * n + 3
   for _, check in ipairs({{names, 'set'}, {values, 'hash'}}) do
     local kind = redis.call('TYPE', check[1])['ok']
     if kind ~= 'none' and kind ~= check[2] then
@@ -132,10 +141,10 @@ if #KEYS > n then
   redis.call('PEXPIRE', values, ARGV[at])
 end
 if refused then return refused end
-local deadline = now + tonumber(ARGV[2])
+local deadline = now + tonumber(ARGV[1])
 for i = 1, n do
   local key = KEYS[i]
-  redis.call('ZADD', key, deadline, member)
+  redis.call('ZADD', key, deadline, ARGV[n + 2 + i])
   local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
   local left = math.ceil(tonumber(last[2]) - now)
   if left > 0 and left < math.huge then redis.call('PEXPIRE', key, left) end
@@ -520,7 +529,7 @@ export async function createRedisLiveStore(url: string): Promise<LiveStore> {
       const limits = sets.map((s) => integerArg("limit", s.limit));
       if (!sets.length) return { ok: true };
       const keys = [...sets.map((s) => s.key), ...indexKeys];
-      const reply = await run(SCRIPTS.zaddExpiringWithin, keys, [member, ttl, String(sets.length), ...limits, ...indexArgs]);
+      const reply = await run(SCRIPTS.zaddExpiringWithin, keys, [ttl, String(sets.length), ...limits, ...sets.map((s) => s.member ?? member), ...indexArgs]);
       if (!Array.isArray(reply)) throw unexpected("zaddExpiringWithin", reply);
       const index = integer(reply[0]);
       return index === 0 ? { ok: true } : { ok: false, index: index - 1, count: integer(reply[1]) };

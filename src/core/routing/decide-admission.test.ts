@@ -11,6 +11,8 @@ import { admitCall } from "../calls/admission.ts";
 import { handleDialogEvent } from "../calls/dialog.ts";
 import { contact, routeFixture, testDeps } from "./decide.fixture.ts";
 import type { RouteRequest } from "./route-types.ts";
+import { cacSnapshot } from "../cac/cac.service.ts";
+import { findCallBySipId } from "../calls/calls.store.ts";
 
 let platform: Platform;
 beforeAll(async () => {
@@ -80,6 +82,82 @@ describe(`routing meets admission [${storeKind}]`, () => {
     expect(second.decision.slots.some((s) => s.level === "user" && s.id === u)).toBe(false);
     expect(second.reply.rtjson.action).toBe("outbound");
     expect(second.reply.rtjson.routes?.[0]?.uri).toContain("447700900555");
+  });
+
+  test("a user at its own concurrent in-limit with an always forward: the forwarded call goes out, without the user's slot", async () => {
+    const f = await routeFixture(platform);
+    const u = await f.user({ username: "1001", max_simultaneous: 5 });
+    const dv = await f.device(u);
+    await f.callLimit({ name: "one-at-a-time", scope_kind: "user", scope_id: u, direction: "in", period_sec: null, max_count: 1, hard: 1 });
+    const did = await f.number({ dest_kind: "user", dest_id: u });
+    const inbound = (): RouteRequest => ({ callId: callId(), from: "14155550000", fromDomain: "carrier", to: did.e164, source_ip: "192.0.2.1" });
+    const contacts = { [u]: [contact(u, dv, "sip:1001@10.1.1.1")] };
+    expect((await route(inbound(), testDeps(platform, { contacts }))).reply.rtjson.action).toBe("proxy");
+    await f.forward({ user_id: u, number: "447700900556", trigger: "always" });
+    const second = await route(inbound(), testDeps(platform, { contacts, calls: { [u]: 1 } }));
+    expect(second.decision.slots.some((s) => s.level === "user" && s.id === u)).toBe(false);
+    expect(second.reply.rtjson.action, second.decision.trace.map((s) => `${s.step}: ${s.result}`).join("\n")).toBe("outbound");
+    expect(second.reply.rtjson.routes?.[0]?.uri).toContain("447700900556");
+  });
+
+  test("a call forwarded out is recorded as outbound, whoever placed it, and counts against max_out", async () => {
+    const f = await routeFixture(platform, { max_out: 1 });
+    const a = await f.user({ username: "1001" });
+    const da = await f.device(a);
+    const b = await f.user({ username: "1002" });
+    await f.forward({ user_id: b, number: "447700900321", trigger: "always" });
+    const internal = (): RouteRequest => ({ callId: callId(), from: "1001", fromDomain: "r.example", to: "1002", account_id: f.accountId, user_id: a, device_id: da, source_ip: "198.51.100.1" });
+    const first = internal();
+    const { reply } = await route(first);
+    expect(reply.rtjson).toMatchObject({ action: "outbound", vars: { direction: "outbound" } });
+    expect(await findCallBySipId(platform.db, f.accountId, first.callId)).toMatchObject({ direction: "outbound", to: "447700900321" });
+    // The account's one outbound channel is the forwarded call's: the next call out is refused.
+    expect((await route(internal())).reply.rtjson).toMatchObject({ action: "reject", code: 503, vars: { cac_level: "account_out" } });
+  });
+
+  test("a call in through a trunk and out through the same trunk holds two of its channels, listed by GET /cac and given back at the end", async () => {
+    const f = await routeFixture(platform);
+    const net = `100.66.${Math.floor(Math.random() * 250)}`;
+    const t = await f.trunk({ name: "both-ways", proxy: "both.example.net", max_channels: 2, inbound_auth: "ip", direction: "both" }, [`${net}.0/29`]);
+    await f.route({ via: "trunk", trunk_id: t, match_prefix: "44", priority: 10 });
+    const flow = await f.flow();
+    const did = await f.number({ dest_kind: "flow", dest_id: flow });
+    await f.forward({ number_id: did.id, number: "447700900324", trigger: "always" });
+    const inbound = (): RouteRequest => ({ callId: callId(), from: "14155550000", fromDomain: "carrier", to: did.e164, source_ip: `${net}.2` });
+    const deps = testDeps(platform, { settings: { carrierUri: null } });
+    const first = inbound();
+    const admitted = await route(first, deps);
+    expect(admitted.reply.rtjson.action, admitted.decision.trace.map((s) => `${s.step}: ${s.result}`).join("\n")).toBe("outbound");
+    expect(admitted.decision.slots.filter((s) => s.level === "trunk" && s.id === t)).toHaveLength(2);
+    const callOf = String(admitted.reply.rtjson.vars.call_id);
+    expect((await cacSnapshot(platform.live, f.accountId)).find((c) => c.level === "trunk" && c.id === t)).toEqual({ level: "trunk", id: t, limit: 2, active: 2, call_ids: [callOf, callOf] });
+    // Both channels are the first call's: the next call in is refused.
+    expect((await route(inbound(), deps)).reply.rtjson).toMatchObject({ action: "reject", code: 503, vars: { cac_level: "trunk", cac_id: t } });
+    // Its end gives both back.
+    await handleDialogEvent(platform, { type: "dialog", callId: first.callId, account_id: f.accountId, state: "terminated", sip_code: 200, hangup_cause: "NORMAL_CLEARING" });
+    expect((await cacSnapshot(platform.live, f.accountId)).find((c) => c.level === "trunk" && c.id === t)).toBeUndefined();
+    expect((await route(inbound(), deps)).reply.rtjson.action).toBe("outbound");
+  });
+
+  test("a full trunk a call came in through refuses it: a tied route through another trunk is no way around it", async () => {
+    const f = await routeFixture(platform);
+    const net = `100.67.${Math.floor(Math.random() * 250)}`;
+    const t = await f.trunk({ name: "in-and-out", proxy: "in.example.net", max_channels: 1, inbound_auth: "ip", direction: "both" }, [`${net}.0/29`]);
+    const u = await f.trunk({ name: "other", proxy: "other.example.net", max_channels: 5, direction: "both" });
+    await f.route({ via: "trunk", trunk_id: t, match_prefix: "44", priority: 10 });
+    await f.route({ via: "trunk", trunk_id: u, match_prefix: "44", priority: 20 });
+    const flow = await f.flow();
+    const did = await f.number({ dest_kind: "flow", dest_id: flow });
+    await f.forward({ number_id: did.id, number: "447700900325", trigger: "always" });
+    const inbound = (): RouteRequest => ({ callId: callId(), from: "14155550000", fromDomain: "carrier", to: did.e164, source_ip: `${net}.2` });
+    const deps = testDeps(platform, { settings: { carrierUri: null } });
+    // The first call takes the trunk's one channel coming in: its leg out cannot have a second, and goes through the other trunk.
+    const first = await route(inbound(), deps);
+    expect(first.reply.rtjson.action, first.decision.trace.map((s) => `${s.step}: ${s.result}`).join("\n")).toBe("outbound");
+    expect(first.reply.rtjson.routes?.map((r) => r.uri)).toEqual(["sip:447700900325@other.example.net"]);
+    expect(first.reply.rtjson.vars.trunk_id).toBe(u);
+    // The trunk is full: a second call through it is refused, not sent out through the other trunk.
+    expect((await route(inbound(), deps)).reply.rtjson).toMatchObject({ action: "reject", code: 503, vars: { cac_level: "trunk", cac_id: t } });
   });
 
   test("a trunk at its max_channels fails over to the next tied route's trunk; with no leg left, 503", async () => {

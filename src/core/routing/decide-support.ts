@@ -20,12 +20,16 @@ export function step(draft: DecisionDraft, name: string, result: string, data?: 
   draft.trace.push(data ? { at: Date.now(), step: name, result, data } : { at: Date.now(), step: name, result });
 }
 
-/** Adds a CAC slot when the ceiling is set; a second slot of the same level and id keeps the lower limit. */
-export function addSlot(draft: DecisionDraft, level: CacSlot["level"], id: string, limit: number | null | undefined): void {
+/**
+ * Adds a CAC slot when the ceiling is set; a second slot of the same level, id and leg keeps the lower
+ * limit. `leg` out: the place of a call's leg out through a trunk it also came in through (a second
+ * channel of that trunk, not the same one).
+ */
+export function addSlot(draft: DecisionDraft, level: CacSlot["level"], id: string, limit: number | null | undefined, leg?: CacSlot["leg"]): void {
   if (limit === null || limit === undefined) return;
-  const existing = draft.slots.find((s) => s.level === level && s.id === id);
+  const existing = draft.slots.find((s) => s.level === level && s.id === id && s.leg === leg);
   if (existing) existing.limit = Math.min(existing.limit, limit);
-  else draft.slots.push({ level, id, limit });
+  else draft.slots.push(leg ? { level, id, limit, leg } : { level, id, limit });
 }
 
 function baseVars(draft: DecisionDraft): Record<string, string | number | null> {

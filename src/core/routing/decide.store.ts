@@ -11,6 +11,7 @@ import type { DbOrTx } from "../db/db.ts";
 import { rawJson } from "../db/sql-text.ts";
 import type { EvaluatedRule } from "../schedules/schedule-eval.ts";
 import type { DestXform } from "./route-target.ts";
+import { DEFAULT_REALM_SUFFIX, defaultRealm } from "../devices/realm.ts";
 import type { Static } from "@sinclair/typebox";
 
 /** The account fields a decision uses. */
@@ -471,8 +472,14 @@ export async function isOtherAccountsTrunkSource(db: DbOrTx, ip: string, account
   return first<boolean>(await statements(db).otherAccountSource.execute({ ip, account: accountId })) === true;
 }
 
-/** Whether `domain` is a SIP domain of another account than `accountId` (a device of that account calling). */
+/**
+ * Whether `domain` is a SIP domain or default realm of another account than `accountId` (a device of
+ * that account calling).
+ */
 export async function isOtherAccountsDomain(db: DbOrTx, domain: string, accountId: string): Promise<boolean> {
+  // Default realms (`<account>.sip.parley.local`) are no sip_domain rows: any but the account's own is another's.
+  const lower = domain.toLowerCase();
+  if (lower.endsWith(`.${DEFAULT_REALM_SUFFIX}`)) return lower !== defaultRealm(accountId);
   return first<boolean>(await statements(db).otherAccountDomain.execute({ domain, account: accountId })) === true;
 }
 

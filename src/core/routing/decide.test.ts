@@ -8,6 +8,7 @@ import { contact, freshE164, routeFixture, testDeps } from "./decide.fixture.ts"
 import type { RouteRequest } from "./route-types.ts";
 import { sipDomains } from "../sip-domains/sip-domains.schema.ts";
 import { nowSeconds } from "../db/columns.ts";
+import { DEFAULT_REALM_SUFFIX, defaultRealm } from "../devices/realm.ts";
 
 let platform: Platform;
 beforeAll(async () => {
@@ -45,7 +46,34 @@ describe(`decideRoute classification [${storeKind}]`, () => {
     expect(d.accountId).toBe(owner.accountId);
     expect(d.trunkId).toBeNull();
     expect(d.reply.rtjson).toMatchObject({ action: "reject", code: 603, account_id: owner.accountId });
-    expect(steps(d)).toContain(`belongs to another account than trunk ${trunk}`);
+    // The owner's trace names no other account's trunk.
+    expect(steps(d)).not.toContain(trunk);
+    expect(steps(d)).toContain(`inbound from the carrier by source ${shared}`);
+  });
+
+  test("another tenant's trunk on the carrier's address whose transform rewrites any number into its own DID captures nothing", async () => {
+    const owner = await routeFixture(platform);
+    const did = await owner.number({ dest_kind: "hangup" });
+    const other = await routeFixture(platform);
+    const own = await other.number({ dest_kind: "hangup" });
+    const shared = "192.0.2.78";
+    const trunk = await other.trunk({}, [`${shared}/32`]);
+    await other.transform({ scope_kind: "trunk", scope_id: trunk, direction: "inbound_dst", match_regex: "^.*$", replacement: own.e164 });
+    const d = await decideRoute(testDeps(platform), req({ to: did.e164, source_ip: shared }));
+    expect(d.accountId).toBe(owner.accountId);
+    expect(d.trunkId).toBeNull();
+    expect(steps(d)).not.toContain(trunk);
+    // Its own number, and a number that is no DID as dialled, still go through its transform.
+    const mine = await decideRoute(testDeps(platform), req({ to: "0800123", source_ip: shared }));
+    expect(mine).toMatchObject({ accountId: other.accountId, trunkId: trunk, numberId: own.id });
+    // Another tenant's trunk of the same upstream (a shared address that is not the carrier's) neither.
+    const upstream = "198.51.100.203";
+    const ownersTrunk = await owner.trunk({}, [`${upstream}/32`]);
+    const othersTrunk = await other.trunk({}, [`${upstream}/32`]);
+    await other.transform({ scope_kind: "trunk", scope_id: othersTrunk, direction: "inbound_dst", match_regex: "^.*$", replacement: own.e164 });
+    const viaUpstream = await decideRoute(testDeps(platform), req({ to: did.e164, source_ip: upstream }));
+    expect(viaUpstream).toMatchObject({ accountId: owner.accountId, trunkId: ownersTrunk, numberId: did.id });
+    expect(steps(viaUpstream)).not.toContain(othersTrunk);
   });
 
   test("the carrier's address → inbound to the DID; an unknown DID is 404", async () => {
@@ -135,7 +163,8 @@ describe(`decideRoute classification [${storeKind}]`, () => {
     const neighbour = await routeFixture(platform);
     const theirDomain = `nb-${crypto.randomUUID().slice(0, 8)}.example`;
     await platform.db.insert(sipDomains).values({ domain: theirDomain, account_id: neighbour.accountId, is_primary: 1, created_at: nowSeconds() });
-    for (const fromDomain of [theirDomain, theirDomain.toUpperCase()]) {
+    // A device of an account without SIP domains names its account's default realm.
+    for (const fromDomain of [theirDomain, theirDomain.toUpperCase(), defaultRealm(neighbour.accountId), `x.${DEFAULT_REALM_SUFFIX}`]) {
       const foreign = await fromPbx("300", { fromDomain });
       expect(foreign.reply.rtjson, fromDomain).toMatchObject({ action: "reject", code: 407, account_id: null });
       expect(foreign.reply.rtjson.vars).toMatchObject({ auth_required: 1, no_challenge_cache: 1 });
@@ -145,6 +174,7 @@ describe(`decideRoute classification [${storeKind}]`, () => {
     expect((await fromPbx(did.e164, { fromDomain: theirDomain })).reply.rtjson).toMatchObject({ action: "flow" });
     await platform.db.insert(sipDomains).values({ domain: `own-${theirDomain}`, account_id: f.accountId, is_primary: 0, created_at: nowSeconds() });
     expect((await fromPbx("300", { fromDomain: `own-${theirDomain}` })).reply.rtjson).toMatchObject({ action: "proxy" });
+    expect((await fromPbx("300", { fromDomain: defaultRealm(f.accountId) })).reply.rtjson).toMatchObject({ action: "proxy" });
 
     // Out over UDP from an address alone: refused (toll-fraud gate: the source can be forged); over TCP or TLS it goes.
     for (const transport of [undefined, "udp", "ws"]) {
@@ -275,6 +305,33 @@ describe(`decideRoute inbound DIDs [${storeKind}]`, () => {
       expect((await decideRoute(testDeps(platform), req({ to: open.e164, source_ip: CARRIER_IP, ...caller }))).reply.rtjson.action).toBe("flow");
     }
     expect((await decideRoute(testDeps(platform), req({ to: strict.e164, source_ip: CARRIER_IP, privacy: "none" }))).reply.rtjson.action).toBe("flow");
+  });
+
+  test("an anonymous or withheld caller forwarded with cid_mode passthrough: From sip:anonymous@anonymous.invalid, a withheld number only in P-Asserted-Identity", async () => {
+    const f = await routeFixture(platform);
+    const flow = await f.flow();
+    const did = await f.number({ dest_kind: "flow", dest_id: flow, allow_anonymous: 1 });
+    await f.forward({ number_id: did.id, number: "447700900323", trigger: "always" });
+    const call = (caller: Partial<RouteRequest>) => decideRoute(testDeps(platform), req({ to: did.e164, source_ip: CARRIER_IP, ...caller }));
+    for (const caller of [{ from: "anonymous" }, { from: "" }, { from: "unknown", privacy: "id" }]) {
+      const d = await call(caller);
+      const leg = d.reply.rtjson.routes![0]!;
+      expect(leg.headers!.from, JSON.stringify(caller)).toEqual({ uri: "sip:anonymous@anonymous.invalid", display: "Anonymous" });
+      expect(leg.headers!.extra, JSON.stringify(caller)).not.toContain("P-Asserted-Identity");
+    }
+    const withheld = await call({ from: "14155550333", privacy: "id" });
+    const leg = withheld.reply.rtjson.routes![0]!;
+    expect(leg.headers!.from).toEqual({ uri: "sip:anonymous@anonymous.invalid", display: "Anonymous" });
+    expect(leg.headers!.extra).toContain("P-Asserted-Identity: <sip:14155550333@carrier.example.net>\r\n");
+    // A caller who withholds nothing is presented as before.
+    const plain = await call({ from: "14155550333" });
+    expect(plain.reply.rtjson.routes![0]!.headers!.from).toEqual({ uri: "sip:14155550333@carrier.example.net" });
+    expect(plain.reply.rtjson.routes![0]!.headers!.extra).not.toContain("P-Asserted-Identity");
+    // The forward's own caller-ID (did, custom) is the account's number, not the caller's: presented.
+    const byDid = await f.number({ dest_kind: "flow", dest_id: flow, allow_anonymous: 1 });
+    await f.forward({ number_id: byDid.id, number: "447700900326", trigger: "always", cid_mode: "did" });
+    const didCid = await decideRoute(testDeps(platform), req({ to: byDid.e164, source_ip: CARRIER_IP, from: "14155550333", privacy: "id" }));
+    expect(didCid.reply.rtjson.routes![0]!.headers!.from).toEqual({ uri: `sip:${byDid.e164}@carrier.example.net` });
   });
 
   test("schedules: open → main, closed → closed_dest, holiday → holiday_dest, in the schedule's zone", async () => {
@@ -614,6 +671,60 @@ describe(`decideRoute internal calls [${storeKind}]`, () => {
     // The user's own forward comes first.
     await o.f.forward({ user_id: carol, number: "447700900603", trigger: "busy" });
     expect((await call({ ...ringing, calls: { [carol]: 1 } })).reply.rtjson.routes![0]!.uri).toBe("sip:447700900603@carrier.example.net:5060");
+  });
+
+  test("a busy or unreachable forward the phone lists or geo policies refuse is no way on: the mailbox takes its place, then the number's forward, then 486 / 480", async () => {
+    const o = await office();
+    const dan = await o.f.user({ username: "1004", max_simultaneous: 1, voicemail_id: "vm_dan" });
+    const danDev = await o.f.device(dan);
+    const bad = "447700900999";
+    await o.f.phoneList("dnc_out", [bad]);
+    await o.f.forward({ user_id: dan, number: bad, trigger: "busy" });
+    await o.f.forward({ user_id: dan, number: bad, trigger: "unreachable" });
+    const ringing = { [dan]: [contact(dan, danDev, "sip:1004@10.1.1.5")] };
+    const atOneCall = { contacts: ringing, calls: { [dan]: 1 } };
+    const busy = await decideRoute(testDeps(platform, atOneCall), o.from("1004"));
+    expect(busy.reply.rtjson, steps(busy)).toMatchObject({ action: "flow", vars: { dest_kind: "voicemail", dest_id: "vm_dan" } });
+    expect(busy.reply.rtjson.vars.forward_id).toBeUndefined();
+    expect(steps(busy)).toContain(`busy → ${bad}`);
+    expect(steps(busy)).toContain("refused: on a do-not-call phone list");
+    const unreachable = await decideRoute(testDeps(platform), o.from("1004"));
+    expect(unreachable.reply.rtjson, steps(unreachable)).toMatchObject({ action: "flow", vars: { dest_kind: "voicemail", dest_id: "vm_dan" } });
+    // No media engine to answer the mailbox: busy 486, unreachable 480.
+    const noEngine = { settings: { mediaEngines: [] } };
+    expect((await decideRoute(testDeps(platform, { ...noEngine, ...atOneCall }), o.from("1004"))).reply.rtjson).toMatchObject({ action: "reject", code: 486 });
+    expect((await decideRoute(testDeps(platform, noEngine), o.from("1004"))).reply.rtjson).toMatchObject({ action: "reject", code: 480 });
+    // A call to a DID: the number's own forward next, unless the policies refuse it too (a geo policy here).
+    await o.f.geo("denylist", ["DE"]);
+    const did = await o.f.number({ dest_kind: "user", dest_id: dan });
+    await o.f.forward({ number_id: did.id, number: "447700900604", trigger: "busy" });
+    await o.f.forward({ number_id: did.id, number: "493012345670", trigger: "unreachable" });
+    const toDid = (deps: Parameters<typeof testDeps>[1]) => decideRoute(testDeps(platform, deps), req({ to: did.e164, source_ip: CARRIER_IP }));
+    const didBusy = await toDid({ ...noEngine, ...atOneCall });
+    expect(didBusy.reply.rtjson, steps(didBusy)).toMatchObject({ action: "outbound", routes: [{ uri: "sip:447700900604@carrier.example.net:5060" }] });
+    const didUnreachable = await toDid(noEngine);
+    expect(didUnreachable.reply.rtjson, steps(didUnreachable)).toMatchObject({ action: "reject", code: 480 });
+    expect(steps(didUnreachable)).toContain("refuses DE");
+  });
+
+  test("a call forwarded out to a number is an outbound call, whoever placed it (a device's call to a user or an extension, a DID's call)", async () => {
+    const f = await routeFixture(platform, { max_out: 3 });
+    const alice = await f.user({ username: "1001" });
+    const aliceDev = await f.device(alice);
+    const bob = await f.user({ username: "1002" });
+    const fwd = await f.forward({ user_id: bob, number: "447700900321", trigger: "always" });
+    await f.extension({ digits: "7321", dest_kind: "forward", dest_id: fwd });
+    const did = await f.number({ dest_kind: "user", dest_id: bob });
+    const device = (to: string) => req({ from: "1001", fromDomain: "r.example", to, account_id: f.accountId, user_id: alice, device_id: aliceDev });
+    for (const [why, r] of [["to the user", device("1002")], ["through an extension", device("7321")], ["a DID's call", req({ to: did.e164, source_ip: CARRIER_IP })]] as const) {
+      const d = await decideRoute(testDeps(platform), r);
+      expect(d.reply.rtjson.action, why).toBe("outbound");
+      expect(d.direction, why).toBe("outbound");
+      expect(d.reply.rtjson.vars.direction, why).toBe("outbound");
+      expect(d.reply.rtjson.routes![0]!.headers!.extra, why).toContain("X-Call-Direction: outbound\r\n");
+      expect(d.slots, why).toContainEqual({ level: "account_out", id: f.accountId, limit: 3 });
+      expect(d.to, why).toBe("447700900321");
+    }
   });
 
   test("no contacts: the unreachable forward, else the user's voicemail, else 480", async () => {

@@ -10,7 +10,8 @@ import type { LiveStore } from "../live/live-store.ts";
 import { accountKey } from "../live/live-store.ts";
 import type { Platform } from "../platform.ts";
 import type { Cidr } from "../net/cidr.ts";
-import { ipAllowed, parseCidr, parseIp } from "../net/cidr.ts";
+import { ipAllowed, parseCidr } from "../net/cidr.ts";
+import { canonicalIp } from "../security/address.ts";
 import { evaluateSchedule } from "../schedules/schedule-eval.ts";
 import { trunkContacts, userContacts, userCallCount, type RegisteredContact, type TrunkContact } from "../presence/presence.service.ts";
 import { isTrunkDown, readTrunkHealth, type TrunkHealth } from "../trunks/trunk-health.ts";
@@ -95,6 +96,8 @@ export function routeDeps(platform: Platform): RouteDeps {
 
 /** A number the outbound path accepts after transforms: E.164 without +, 7–15 digits. */
 const E164 = /^[1-9][0-9]{6,14}$/;
+/** The From of a caller who withholds its identity (RFC 3323 section 4.1.1.3). */
+const ANONYMOUS_URI = "sip:anonymous@anonymous.invalid";
 /** How many route-target hops (extension → extension → user …) before a loop is assumed. */
 const MAX_HOPS = 6;
 
@@ -104,7 +107,11 @@ const MAX_HOPS = 6;
  * `known.device`: the calling device's context for this `to`, when already read (with the digest).
  * @example const decision = await decideRoute(routeDeps(platform), { callId: "a1", from: "1001", fromDomain: "acme.example", to: "2000", account_id: "acc_…", device_id: "dev_…" })
  */
-export async function decideRoute(deps: RouteDeps, req: RouteRequest, known: { device?: DeviceContext } = {}): Promise<RouteDecision> {
+export async function decideRoute(deps: RouteDeps, request: RouteRequest, known: { device?: DeviceContext } = {}): Promise<RouteDecision> {
+  // One spelling of the source address for every check (trimmed, IPv4-mapped IPv6 unwrapped, RFC 5952
+  // IPv6): what the trunk ACLs, the carrier's addresses and the account's ACL rules are matched against.
+  const sourceIp = request.source_ip === undefined ? undefined : (canonicalIp(request.source_ip) ?? undefined);
+  const req: RouteRequest = sourceIp === request.source_ip ? request : { ...request, source_ip: sourceIp };
   const draft: DecisionDraft = {
     req,
     accountId: null,
@@ -132,15 +139,14 @@ export async function decideRoute(deps: RouteDeps, req: RouteRequest, known: { d
     step(draft, "classify", `inbound from trunk ${trunk.trunk.name} (${trunk.trunk.id}), authenticated by the edge`);
     return inbound(deps, draft, [trunk]);
   }
-  const ip = canonicalIp(req.source_ip);
+  const ip = draft.req.source_ip ?? null;
   if (ip) {
     const trunks = await loadTrunksBySource(deps.db, ip, dialledDigits(req.to));
     const carrier = ipAllowed(ip, deps.settings.carrierAddresses);
     if (trunks.length) {
-      // A tenant's trunk ACL may overlap the carrier's addresses: the carrier is then the last candidate,
-      // so such an ACL can never capture calls to other tenants' numbers.
-      const via = trunks.map((t) => `${t.trunk.name} (${t.trunk.id})`).join(" or ");
-      step(draft, "classify", `inbound from trunk ${via}${carrier ? " or the carrier" : ""} by source ${ip}`);
+      // A tenant's trunk ACL may overlap the carrier's addresses (or another tenant's trunk's): the
+      // carrier is then the last candidate, and a number that is a DID as dialled is taken only by
+      // its owner's trunks or the carrier (inbound), so such an ACL never captures other tenants' calls.
       return inbound(deps, draft, carrier ? [...trunks, null] : trunks, ip);
     }
     if (carrier) {
@@ -171,23 +177,22 @@ function extraField(req: RouteRequest, name: "trunk_id" | "source_country"): str
   return typeof value === "string" && value !== "" ? value : null;
 }
 
-/** The address as PostgreSQL's inet reads it (IPv4-mapped IPv6 unwrapped), or null when not an address. */
-function canonicalIp(text: string | undefined): string | null {
-  if (!text) return null;
-  const parsed = parseIp(text);
-  if (!parsed) return null;
-  if (parsed.family === 4) {
-    const v = parsed.value;
-    return [24n, 16n, 8n, 0n].map((s) => String((v >> s) & 255n)).join(".");
-  }
-  return text.replace(/^\[|\]$/g, "").replace(/%.*$/, "");
-}
 
 // ---- inbound ----------------------------------------------------------------------------------
 
+/** A caller that withholds its identity: From names nobody, or Privacy asks for id (RFC 3323). */
 function isAnonymous(req: RouteRequest): boolean {
-  const from = req.from.trim().toLowerCase();
-  if (from === "" || from === "anonymous" || from === "unknown" || from === "restricted") return true;
+  return namesNobody(req.from) || asksIdPrivacy(req);
+}
+
+/** A From user that is no identity: empty, anonymous, unknown, restricted. */
+function namesNobody(user: string): boolean {
+  const name = user.trim().toLowerCase();
+  return name === "" || name === "anonymous" || name === "unknown" || name === "restricted";
+}
+
+/** The caller's Privacy header asks for its identity to be withheld (`id`). */
+function asksIdPrivacy(req: RouteRequest): boolean {
   return /\bid\b/i.test(req.privacy ?? "");
 }
 
@@ -205,9 +210,15 @@ async function inbound(deps: RouteDeps, draft: DecisionDraft, candidates: Array<
   let ctx: Awaited<ReturnType<typeof loadDid>> = null;
   let dst = dialled;
   let cid = draft.from;
-  // Candidates without transforms look up the same number: once.
+  // Candidates without transforms look up the same number: once. The number as dialled first: when
+  // it is a DID, no other account's trunk may take it, whatever its transforms would make of it.
   const lookups = new Map<string, Promise<Awaited<ReturnType<typeof loadDid>>>>();
+  const asDialled = loadDid(deps.db, dialled);
+  lookups.set(dialled, asDialled);
+  const dialledOwner = byAddress === null ? null : ((await asDialled)?.account.id ?? null);
+  const classifyAt = draft.trace.length;
   for (const candidate of candidates) {
+    if (candidate && dialledOwner !== null && candidate.trunk.account_id !== dialledOwner) continue;
     const mark = draft.trace.length;
     dst = candidate ? applyTransforms(draft, "inbound_dst", candidate.transforms, dialled) : dialled;
     let lookup = lookups.get(dst);
@@ -218,10 +229,17 @@ async function inbound(deps: RouteDeps, draft: DecisionDraft, candidates: Array<
       ctx = found;
       break;
     }
-    draft.trace.length = mark; // this candidate's transforms did not apply
-    step(draft, "number", found ? `${dst} belongs to another account than trunk ${candidate?.trunk.id}` : `no DID ${dst}`);
+    // This candidate's transforms did not apply. Nothing of it is traced: the trace is shown to the
+    // account the call turns out to be, and the other candidates may be other accounts' trunks.
+    draft.trace.length = mark;
+  }
+  if (byAddress !== null) {
+    const found = source ? `trunk ${source.trunk.name} (${source.trunk.id})` : ctx ? "the carrier" : "a trunk's address";
+    step(draft, "classify", `inbound from ${found} by source ${byAddress}`);
+    draft.trace.splice(classifyAt, 0, draft.trace.pop()!); // before the chosen trunk's transforms
   }
   if (!ctx) {
+    step(draft, "number", `no DID ${dialled} for this source`);
     // No DID: a customer PBX's call may be for the account's extensions and users, or go out. Only
     // when its source names one account: an address several accounts' trunks (or the carrier) share
     // says whose call it is only through the DID called.
@@ -466,9 +484,18 @@ async function toUser(deps: RouteDeps, draft: DecisionDraft, account: RouteAccou
     const limited = await callLimits(deps, draft, user.limits, "in", () => ["user", user.id]);
     if (limited) return limited;
   }
+  // A call forwarded elsewhere (always, or as /route's busy or unreachable failover) does not go to the
+  // user: the user's slot (a concurrent in-limit's lowered ceiling) is not the forward's to take, or a
+  // user at that ceiling would have its forwarded call refused by it. The caller's own slot stays (a
+  // user calling itself is still placing a call).
+  const leaveUserSlot = () => {
+    if (draft.deviceId !== null && draft.userId === user.id) return;
+    draft.slots = draft.slots.filter((s) => !(s.level === "user" && s.id === user.id));
+  };
   const always = user.forwards.find((f) => f.trigger === "always");
   if (always) {
     step(draft, "forward", `user forwards always to ${always.number} (${always.id})`);
+    leaveUserSlot();
     return forwardCall(deps, draft, account, always);
   }
   /**
@@ -476,19 +503,20 @@ async function toUser(deps: RouteDeps, draft: DecisionDraft, account: RouteAccou
    * it, else the user's mailbox, else the dialled number's forward (a call to a DID), else nowhere (the
    * caller gets 486 or 480). A busy phone's own 486 goes the same way through the edge's failover vars.
    */
-  const failover = (trigger: "busy" | "unreachable"): Promise<RouteDecision> | RouteDecision | null => {
-    // The call goes elsewhere, not to the user: its slot (a concurrent limit's lowered ceiling) is not
-    // the failover's to take (a busy user's own forward was refused by that very ceiling).
-    draft.slots = draft.slots.filter((s) => !(s.level === "user" && s.id === user.id));
+  const failover = async (trigger: "busy" | "unreachable"): Promise<RouteDecision | null> => {
+    leaveUserSlot();
+    // A forward whose number the phone lists or geo policies refuse is no way on (as in the failover
+    // vars): the next one takes its place, never a 603 or 403 for a call that had somewhere to go.
     const own = user.forwards.find((f) => f.trigger === trigger);
-    if (own) return forwardCall(deps, draft, account, own);
+    const forwarded = own ? await forwardCall(deps, draft, account, own, trigger) : null;
+    if (forwarded) return forwarded;
     // A mailbox is answered by a media engine: without one, the next way on (not a 503).
     if (user.voicemail_id && deps.settings.mediaEngines.length) return toMediaEngine(draft, deps.settings.mediaEngines, { kind: "voicemail", id: user.voicemail_id, flowId: null });
     if (user.voicemail_id) step(draft, "voicemail", `${user.voicemail_id} skipped: no media engine configured (MEDIA_ENGINES)`);
     const did = draft.didForwards?.find((f) => f.trigger === trigger);
     if (did) {
       step(draft, "forward", `the number's ${trigger} forward to ${did.number} (${did.id})`);
-      return forwardCall(deps, draft, account, did);
+      return forwardCall(deps, draft, account, did, trigger);
     }
     return null;
   };
@@ -503,11 +531,11 @@ async function toUser(deps: RouteDeps, draft: DecisionDraft, account: RouteAccou
   const ceiling = Math.min(user.max_simultaneous, draft.slots.find((s) => s.level === "user" && s.id === user.id)?.limit ?? Infinity);
   if (active >= ceiling) {
     step(draft, "user", `busy: ${active} of ${ceiling} simultaneous calls`);
-    return failover("busy") ?? reject(draft, 486, "Busy Here", "user at max_simultaneous");
+    return (await failover("busy")) ?? reject(draft, 486, "Busy Here", "user at max_simultaneous");
   }
   if (contacts.length === 0) {
     step(draft, "user", "no registered contacts");
-    return failover("unreachable") ?? reject(draft, 480, "Temporarily Unavailable", "user not registered");
+    return (await failover("unreachable")) ?? reject(draft, 480, "Temporarily Unavailable", "user not registered");
   }
   await setFailovers(deps, draft, account.id, user.forwards, user.voicemail_id, deps.settings.mediaEngines[0] ?? null);
   const noAnswer = byTrigger("no_answer");
@@ -559,17 +587,39 @@ function destinationProblem(draft: DecisionDraft, ctx: Awaited<ReturnType<typeof
   return null;
 }
 
-async function forwardCall(deps: RouteDeps, draft: DecisionDraft, account: RouteAccount, fwd: RouteForward): Promise<RouteDecision> {
-  draft.vars.forward_id = fwd.id;
-  const cid = fwd.cid_mode === "custom" && fwd.cid_number ? fwd.cid_number : fwd.cid_mode === "did" && draft.vars.did ? String(draft.vars.did) : draft.from;
+/**
+ * Sends the call out to a forward's number (or, with `confirm`, to a media engine that screens it). The
+ * number passes the destination's policies and the outbound call limits first. A call that goes out
+ * is outbound from here on, whatever it was (a DID's, a device's internal call): recorded, billed
+ * and sent to the carrier as one, under the account's max_out.
+ * `failover`: the trigger of a busy or unreachable forward /route takes the call to; a number the
+ * phone lists or geo policies refuse is then no way on (null: the next one takes its place), where
+ * otherwise it refuses the call (603, 403).
+ */
+async function forwardCall(deps: RouteDeps, draft: DecisionDraft, account: RouteAccount, fwd: RouteForward): Promise<RouteDecision>;
+async function forwardCall(deps: RouteDeps, draft: DecisionDraft, account: RouteAccount, fwd: RouteForward, failover: "busy" | "unreachable"): Promise<RouteDecision | null>;
+async function forwardCall(deps: RouteDeps, draft: DecisionDraft, account: RouteAccount, fwd: RouteForward, failover?: "busy" | "unreachable"): Promise<RouteDecision | null> {
+  // The caller's own number (passthrough) is withheld as the caller asks; a DID or a custom number is
+  // the account's, presented whoever calls.
+  const cid =
+    fwd.cid_mode === "custom" && fwd.cid_number
+      ? { number: fwd.cid_number, name: null }
+      : fwd.cid_mode === "did" && draft.vars.did
+        ? { number: String(draft.vars.did), name: null }
+        : { number: draft.from, name: null, withheld: isAnonymous(draft.req) };
   const [ctx, transforms] = await Promise.all([
     loadOutbound(deps.db, account.id, draft.userId ?? "", fwd.number, Math.floor(draft.now.getTime() / 1000)),
     loadOutboundTransforms(deps.db, account.id),
   ]);
   // A forward goes out like a dialled number: the destination's policies and the outbound call
   // limits hold for it (else a forward to a premium number would be a way around them).
-  const refused = destinationVerdict(draft, ctx, fwd.number);
-  if (refused) return refused;
+  const problem = destinationProblem(draft, ctx, fwd.number);
+  if (problem && failover) {
+    step(draft, "forward", `${failover} → ${fwd.number} (${fwd.id}) refused: ${problem.why}: no failover`);
+    return null;
+  }
+  draft.vars.forward_id = fwd.id;
+  if (problem) return problem.dnc ? dncReject(draft, problem.why, fwd.number) : reject(draft, 403, "Forbidden", problem.why);
   const userId = draft.userId;
   const limited = await callLimits(deps, draft, ctx.limits, "out", (l) => (l.scope_kind === "user" && userId ? ["user", userId] : ["account_out", account.id]));
   if (limited) return limited;
@@ -577,11 +627,13 @@ async function forwardCall(deps: RouteDeps, draft: DecisionDraft, account: Route
     // Press-1 screening needs a media engine on the forwarded leg.
     return toMediaEngine(draft, deps.settings.mediaEngines, { kind: "forward", id: fwd.id, flowId: null });
   }
+  if (draft.direction !== "outbound") step(draft, "forward", `out to ${fwd.number}: the call is outbound (was ${draft.direction})`);
+  draft.direction = "outbound";
   addSlot(draft, "account_out", account.id, account.max_out);
   setOverflow(draft, fwd, deps.settings.mediaEngines[0] ?? null);
   // The number is E.164 already (account-scope rules are for what devices dial); the legs take their
   // route's and trunk's transforms like any outbound call.
-  return pickRoutes(deps, draft, account, ctx.routes, transforms, fwd.number, { number: cid, name: null });
+  return pickRoutes(deps, draft, account, ctx.routes, transforms, fwd.number, cid);
 }
 
 /**
@@ -614,7 +666,8 @@ async function pickRoutes(
   routes: readonly RouteOutboundRoute[],
   transforms: readonly RouteTransform[],
   e164: string,
-  cid: { number: string; name: string | null },
+  /** The caller-ID to present; `withheld`: the caller withholds it (anonymous, Privacy: id). */
+  cid: { number: string; name: string | null; withheld?: boolean },
   /** Applied to a caller-ID the leg falls back to (the trunk's cid_number, the From as sent). */
   fallbackCid: (number: string) => string = (number) => number,
 ): Promise<RouteDecision> {
@@ -640,7 +693,18 @@ async function pickRoutes(
     };
   };
   const extra = sipHeaders({ "X-Account-Id": account.id, "X-Call-Direction": draft.direction });
-  const from = (cidNumber: string, domain: string) => ({ uri: `sip:${cidNumber}@${domain}`, ...(cid.name ? { display: cid.name } : {}) });
+  const from = (user: string, domain: string) => ({ uri: `sip:${user}@${domain}`, ...(cid.name && !cid.withheld ? { display: cid.name } : {}) });
+  // The caller's identity asserted to the trunk or carrier (RFC 3325); a withheld one with Privacy: id,
+  // unless the caller's own Privacy header (which the edge passes on) is there to say so.
+  const asserted = (cidNumber: string, domain: string) =>
+    sipHeaders({
+      "P-Asserted-Identity": cidNumber && !namesNobody(cidNumber) ? `<sip:${cidNumber}@${domain}>` : null,
+      Privacy: cid.withheld && !draft.req.privacy ? "id" : null,
+    });
+  // A caller who withholds its identity is presented as anonymous (RFC 3323): its number, when it has
+  // one, goes only in P-Asserted-Identity, never in the From the callee sees.
+  const presented = (cidNumber: string, domain: string) =>
+    cid.withheld ? { from: { uri: ANONYMOUS_URI, display: "Anonymous" }, extra: extra + asserted(cidNumber, domain) } : { from: from(cidNumber, domain), extra };
   /** One group's legs: rtjson routes with their trunks, those through answering trunks apart from the others. */
   type Leg = { route: RtjsonRoute; trunk: { id: string; max: number | null } | null };
   let chosen: { up: Leg[]; down: Leg[] } | null = null;
@@ -668,9 +732,7 @@ async function pickRoutes(
         const { dst, cid: c } = leg(r.id, t.id, e164, cid.number || fallbackCid(t.cid_number || draft.req.from));
         const domain = t.from_domain ?? (t.proxy ? hostOf(t.proxy) : hostOf(contacts![0]!.contact));
         // A trunk's from_user (the carrier's account) is the From's user; the caller-ID goes in P-Asserted-Identity.
-        const headers = t.from_user
-          ? { from: from(t.from_user, domain), extra: extra + sipHeaders({ "P-Asserted-Identity": c ? `<sip:${c}@${domain}>` : null }) }
-          : { from: from(c, domain), extra };
+        const headers = t.from_user ? { from: from(t.from_user, domain), extra: extra + asserted(c, domain) } : presented(c, domain);
         const auth = t.auth ? { auth_trunk: t.id } : {};
         const isDown = trunkState.down.has(t.id);
         const target = isDown ? down : up;
@@ -693,7 +755,7 @@ async function pickRoutes(
           continue;
         }
         const { dst, cid: c } = leg(r.id, null, e164, cid.number || fallbackCid(draft.req.from));
-        up.push({ route: { uri: withUser(carrier, dst), headers: { from: from(c, hostOf(carrier)), extra } }, trunk: null });
+        up.push({ route: { uri: withUser(carrier, dst), headers: presented(c, hostOf(carrier)) }, trunk: null });
         step(draft, "outbound_route", `${r.name} (prefix ${r.match_prefix ?? "any"}, country ${r.match_country ?? "any"}, priority ${r.priority}) → carrier`);
       }
     }
@@ -713,14 +775,17 @@ async function pickRoutes(
   }
   const legs: Leg[] = chosen ? [...chosen.up, ...chosen.down] : [];
   if (legs.length === 0 && carrier) {
-    legs.push({ route: { uri: withUser(carrier, e164), headers: { from: from(cid.number || fallbackCid(draft.req.from), hostOf(carrier)), extra } }, trunk: null });
+    legs.push({ route: { uri: withUser(carrier, e164), headers: presented(cid.number || fallbackCid(draft.req.from), hostOf(carrier)) }, trunk: null });
     step(draft, "outbound_route", groups.length ? "no usable route → carrier default" : "no matching route → carrier default");
   }
   if (legs.length === 0) return reject(draft, 503, "Service Unavailable", `no usable outbound route for ${e164}`);
   const firstTrunk = legs[0]!.trunk;
   if (firstTrunk) {
     draft.trunkId = firstTrunk.id;
-    addSlot(draft, "trunk", firstTrunk.id, firstTrunk.max);
+    // Out through the trunk the call came in through (a DID's forward, a PBX's call back out): a
+    // second channel of that trunk, counted beside the one coming in.
+    const cameIn = draft.slots.some((s) => s.level === "trunk" && s.id === firstTrunk.id && !s.leg);
+    addSlot(draft, "trunk", firstTrunk.id, firstTrunk.max, cameIn ? "out" : undefined);
     if (firstTrunk.max !== null && legs.length > 1) draft.legs = legs.map((l) => ({ trunk: l.trunk }));
   }
   draft.to = e164;
@@ -925,7 +990,8 @@ async function outboundCall(
   // chosen here, or the trunk's cid_number or From a leg falls back to.
   const accountCid = (number: string) => applyTransforms(draft, "outbound_cid", transforms, number, (t) => t.scope_kind === "account");
   const cidNumber = cid.number ? accountCid(cid.number) : "";
-  return pickRoutes(deps, draft, account, ctx.routes, transforms, e164, { number: cidNumber, name: cid.name }, accountCid);
+  // A caller withholding its identity (anonymous From, Privacy: id) withholds whichever caller-ID the call presents.
+  return pickRoutes(deps, draft, account, ctx.routes, transforms, e164, { number: cidNumber, name: cid.name, withheld: isAnonymous(draft.req) }, accountCid);
 }
 
 function dncReject(draft: DecisionDraft, why: string, e164 = draft.to): RouteDecision {

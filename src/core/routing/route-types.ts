@@ -43,6 +43,11 @@ export interface CacSlot {
   id: string;
   /** The ceiling (null or absent ceilings are not slots at all). */
   limit: number;
+  /**
+   * `out`: a trunk slot of the call's leg out through the trunk it also came in through. The call
+   * holds that trunk twice (two channels), the leg out under its own member of the counter.
+   */
+  leg?: "out";
 }
 
 /** One routing decision recorded for GET /v1/calls/{id}/trace. */
