@@ -109,6 +109,7 @@ export function toMediaEngine(
     "X-Call-Direction": draft.direction,
     "X-Number-Id": draft.numberId,
     "X-User-Id": draft.userId,
+    "X-Fax-Mode": typeof draft.vars.fax_mode === "string" ? draft.vars.fax_mode : null,
   });
   const routes = ordered.map((engine) => ({ uri: withUser(engine, draft.to), dst_uri: engine, headers: { extra } }));
   step(draft, "media_engine", `${dest.kind}${dest.id ? ` ${dest.id}` : ""} → ${ordered[0]}`, { engines: ordered.length });

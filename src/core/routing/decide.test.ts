@@ -90,6 +90,13 @@ describe(`decideRoute classification [${storeKind}]`, () => {
     expect(rt.routes![0]!.headers!.extra).toContain(`X-Account-Id: ${f.accountId}\r\n`);
     expect(rt.routes![0]!.headers!.extra).toContain(`X-Flow-Id: ${flow}\r\n`);
     expect(rt.routes![0]!.headers!.extra).toContain(`X-Dest: flow:${flow}\r\n`);
+    // A voice number says nothing of fax; a T.38 one tells the media engine (vars and header).
+    expect(rt.vars.fax_mode).toBeUndefined();
+    expect(rt.routes![0]!.headers!.extra).not.toContain("X-Fax-Mode");
+    const faxDid = await f.number({ dest_kind: "flow", dest_id: flow, fax_mode: "t38" });
+    const fax = await decideRoute(testDeps(platform), req({ to: faxDid.e164, source_ip: CARRIER_IP }));
+    expect(fax.reply.rtjson.vars.fax_mode).toBe("t38");
+    expect(fax.reply.rtjson.routes![0]!.headers!.extra).toContain("X-Fax-Mode: t38\r\n");
     expect(rt.routes![0]!.uri).toMatch(new RegExp(`^sip:${did.e164}@10\\.0\\.0\\.[56]:5080$`));
     expect(new Set(rt.routes!.map((r) => r.dst_uri))).toEqual(new Set(["sip:10.0.0.5:5080", "sip:10.0.0.6:5080"]));
     expect(d.slots).toEqual([

@@ -271,6 +271,8 @@ async function inbound(deps: RouteDeps, draft: DecisionDraft, candidates: Array<
   draft.accountId = account.id;
   draft.numberId = number.id;
   draft.vars.did = number.e164;
+  // How the media engine treats a fax on this number (T.38 re-INVITE, G.711 pass-through); voice: none.
+  if (number.fax_mode && number.fax_mode !== "voice") draft.vars.fax_mode = number.fax_mode;
   step(draft, "number", `matched ${number.id} (${number.e164}, ${number.status})`);
   if (account.status !== "active") return reject(draft, 403, "Forbidden", `account ${account.status}`);
   if (number.status === "disabled") return reject(draft, 480, "Temporarily Unavailable", "number disabled");
