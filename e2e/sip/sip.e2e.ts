@@ -342,6 +342,36 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
     expect(kamailio.log()).not.toMatch(new RegExp(`ctl /auth .*call=${escapeRe(r.callIds.at(-1)!)}`));
   });
 
+  test("a new call under a Call-ID used before (a higher CSeq) is a call of its own: routed, recorded and billed apart; the edge's events name their record", async () => {
+    const callId = `reused-${crypto.randomUUID()}@e2e`;
+    const first = await invite("1001", "1002", "invite.xml", ["-cid_str", callId]);
+    expect(first.code, first.stderr).toBe(0);
+    // Another phone answers the second call: sipp's answering side keeps a finished call's Call-ID
+    // for half a minute and ignores a new INVITE with it (a real phone takes it).
+    await addSipUser(parley, tenant, "1899");
+    const [port] = freePorts(1) as [number];
+    const phone = startSipp("uas.xml", ["-p", String(port), "-mp", String(nextMediaPort()), "-m", "1"]);
+    await Bun.sleep(200);
+    let second: Awaited<ReturnType<typeof invite>>;
+    try {
+      expect((await register("1899", port)).code).toBe(0);
+      second = await invite("1001", "1899", "invite-later-cseq.xml", ["-cid_str", callId, "-d", "1200"]);
+    } finally {
+      await phone.stop();
+    }
+    expect(second.code, second.stderr + kamailio.log().split("\n").filter((l) => l.includes(callId)).join("\n")).toBe(0);
+    const records = await eventually(async () => {
+      const list = (await calls()).filter((c) => c.sip_call_id === callId);
+      expect(list).toHaveLength(2);
+      for (const c of list) expect(c).toMatchObject({ status: "completed", answered: 1 });
+      return list;
+    });
+    expect(new Set(records.map((c) => c.id)).size).toBe(2);
+    // Each ended by its own events: the second held its call longer.
+    expect(records.map((c) => c.to).sort()).toEqual(["1002", "1899"]);
+    await eventually(async () => expect((await cac()).data.cac).toEqual([]));
+  });
+
   test("a phone behind a NAT on UDP (its Contact a private address) is called at the address it registered from, and the caller's ACK and BYE reach it there too", async () => {
     await addSipUser(parley, tenant, "1460");
     const phonePort = await freeUdpPort();
@@ -394,6 +424,8 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
       return c;
     });
     expect(cdr.to).toBe("1004");
+    // The phone that said busy answered nothing: the media engine did (the edge's events stop naming 1004).
+    expect(cdr.agent_id).toBeNull();
   });
 
   test("a callee that rings and never answers is cancelled after the user's ring timeout, and the call goes on to voicemail (408); the branch carries /route's headers", async () => {

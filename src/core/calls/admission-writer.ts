@@ -14,7 +14,10 @@
 import { sql } from "drizzle-orm";
 import type { EventInput } from "../events/bus.ts";
 import type { Platform } from "../platform.ts";
-import { admissionCtes, sipKey, type NewCallRecord, type NewTraceStep } from "./calls.store.ts";
+import { admissionCtes, type NewCallRecord, type NewTraceStep } from "./calls.store.ts";
+
+/** The key an admission reports a written call by: its account and call id. */
+const recordKey = (accountId: string, id: string) => `${accountId}\u0000${id}`;
 
 /** Statements in flight at once per process (more would only take the batches apart). */
 const WRITERS = 2;
@@ -51,7 +54,7 @@ export function createAdmissionWriter(platform: Platform, options: { writers?: n
   let writing = 0;
   let batches = 0;
 
-  /** One statement for `list`: the SIP keys (sipKey) of the calls written. */
+  /** One statement for `list`: the keys (account and call id) of the calls written. */
   async function writeOnce(list: Waiting[]): Promise<Set<string>> {
     const { result } = await platform.events.statement({
       ctes: (gate) =>
@@ -62,10 +65,12 @@ export function createAdmissionWriter(platform: Platform, options: { writers?: n
         ),
       events: list.flatMap((w) => (w.started ? [{ ...w.started, key: w.call.id }] : [])),
       keep: sql`exists (select 1 from adm_call c where c.account_id = i.account_id and c.id = i.key)`,
-      result: sql`(select coalesce(json_agg(json_build_array(account_id, sip_call_id)), '[]') from adm_call)`,
+      result: sql`(select coalesce(json_agg(json_build_array(account_id, id)), '[]') from adm_call)`,
     });
     batches += 1;
-    return new Set((result as Array<[string, string]>).map(([accountId, sipCallId]) => sipKey(accountId, sipCallId)));
+    // By the call's own id: two admissions of one INVITE in a batch (a claim that expired meanwhile)
+    // share a Call-ID, and only the one inserted was written.
+    return new Set((result as Array<[string, string]>).map(([accountId, id]) => recordKey(accountId, id)));
   }
 
   async function writeBatch(batch: Waiting[]): Promise<void> {
@@ -78,7 +83,7 @@ export function createAdmissionWriter(platform: Platform, options: { writers?: n
       for (const w of batch) await writeBatch([w]);
       return;
     }
-    for (const w of batch) w.done(written.has(sipKey(w.call.account_id, w.call.sip_call_id)));
+    for (const w of batch) w.done(written.has(recordKey(w.call.account_id, w.call.id)));
   }
 
   function pump(): void {

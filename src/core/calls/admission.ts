@@ -6,10 +6,10 @@
 import { accountKey } from "../live/live-store.ts";
 import { newId } from "../ids/ids.ts";
 import type { Platform } from "../platform.ts";
-import type { CacSlot, RouteDecision, RouteReply, RouteRequest, TraceStep } from "../routing/route-types.ts";
+import { callLimitMember, type CacSlot, type RouteDecision, type RouteReply, type RouteRequest, type TraceStep } from "../routing/route-types.ts";
 import { acquireSlots, releaseSlots } from "../cac/cac.service.ts";
 import type { EventInput } from "../events/bus.ts";
-import { findCallBySipId, insertTrace, type NewTraceStep } from "./calls.store.ts";
+import { findCall, findCallBySipId, insertTrace, type NewTraceStep } from "./calls.store.ts";
 import { handleDialogEvent, hangupCauseOf } from "./dialog.ts";
 import { recordLog } from "../logs/logs.service.ts";
 import { noteDecision } from "./decision-notes.ts";
@@ -34,10 +34,25 @@ function servedKey(accountId: string, sipCallId: string): string {
   return accountKey(accountId, "served", sipCallId);
 }
 
-/** The stored reply of a call admitted before, remembered as sent (see settleUndeliveredReply). */
-async function storedReply(platform: Platform, accountId: string, sipCallId: string, reply: RouteReply): Promise<RouteReply> {
+/**
+ * How long after its record began an INVITE seen again (the same Call-ID and CSeq) is that INVITE
+ * retransmitted, or the edge's retry of its /route: SIP's Timer B (64 × T1). Later, it is no
+ * retransmission but a replay (a phone sending an old call's INVITE again): a merged request.
+ */
+export const RETRANSMISSION_WINDOW_MS = 32_000;
+
+/**
+ * The stored reply of a call admitted before, remembered as sent (see settleUndeliveredReply); or,
+ * for a replay of an INVITE past RETRANSMISSION_WINDOW_MS, 482 (RFC 3261 8.2.2.2, a merged request):
+ * an old reply must not place a new call unrecorded, uncounted and unbilled.
+ */
+async function storedReply(platform: Platform, accountId: string, sipCallId: string, call: { reply: RouteReply; started_ms: number }): Promise<RouteReply> {
+  if (Date.now() - call.started_ms > RETRANSMISSION_WINDOW_MS) {
+    platform.log.info("an old INVITE sent again (same Call-ID and CSeq) refused 482", { account_id: accountId });
+    return { rtjson: { action: "reject", account_id: accountId, flow_id: null, vars: { reject_reason: "replayed_invite" }, code: 482, reason: "Loop Detected" } };
+  }
   await platform.live.set(servedKey(accountId, sipCallId), "1", SERVED_TTL_MS);
-  return reply;
+  return call.reply;
 }
 
 /**
@@ -111,6 +126,7 @@ export async function admitCall(
 ): Promise<RouteReply> {
   const accountId = decision.accountId;
   const sipCallId = req.callId;
+  const cseq = req.cseq ?? 0;
   let given = held;
   if (given && (!accountId || given.claim.key !== admissionClaimKey(accountId, sipCallId))) {
     // Not this admission's claim (the decision names no account, or another one): given back.
@@ -125,8 +141,8 @@ export async function admitCall(
   const taken = given ? given.taken : await platform.live.setIfAbsent(claim.key, claim.value, claim.ttlMs);
   if (!taken) {
     for (let waited = 0; waited < RETRANSMIT_WAIT_MS; waited += 50) {
-      const existing = await findCallBySipId(platform.db, accountId, sipCallId);
-      if (existing) return storedReply(platform, accountId, sipCallId, existing.reply);
+      const existing = await findCallBySipId(platform.db, accountId, sipCallId, cseq);
+      if (existing) return storedReply(platform, accountId, sipCallId, existing);
       await sleep(50);
     }
     platform.log.warn("route retransmission timed out waiting for the first admission", { account_id: accountId });
@@ -136,7 +152,7 @@ export async function admitCall(
     // No look-up first: a Call-ID seen before (a retransmission after the first admission ended)
     // fails the record's unique insert, gives back what it took and answers with the stored reply.
     // That rare case pays for the common one, which saves a database round trip.
-    return await admitNew(platform, decision, accountId, sipCallId);
+    return await admitNew(platform, decision, accountId, sipCallId, cseq);
   } finally {
     // The reply does not wait for the claim to go: the record is committed (or nothing was), so a
     // retransmission that still finds the claim finds the record too; a claim left behind expires.
@@ -144,7 +160,8 @@ export async function admitCall(
   }
 }
 
-async function admitNew(platform: Platform, decision: RouteDecision, accountId: string, sipCallId: string): Promise<RouteReply> {
+async function admitNew(platform: Platform, decision: RouteDecision, accountId: string, sipCallId: string, cseq: number): Promise<RouteReply> {
+  const member = callLimitMember(sipCallId, cseq);
   const id = newId("call");
   const startedMs = Date.now();
   const steps: TraceStep[] = [...decision.trace];
@@ -196,6 +213,7 @@ async function admitNew(platform: Platform, decision: RouteDecision, accountId: 
     account_id: accountId,
     id,
     sip_call_id: sipCallId,
+    sip_cseq: cseq,
     direction: decision.direction,
     from,
     to: decision.to,
@@ -228,11 +246,11 @@ async function admitNew(platform: Platform, decision: RouteDecision, accountId: 
     inserted = await writerOf(platform).write({ call, steps: traceRows(accountId, id, steps), started });
   } catch (error) {
     // Nothing was recorded: give the slots back so a failed write cannot leak them.
-    await Promise.all([releaseSlots(platform.live, accountId, id, slots), giveBackLimitWindows(platform, decision, sipCallId)]);
+    await Promise.all([releaseSlots(platform.live, accountId, id, slots), giveBackLimitWindows(platform, decision, member)]);
     throw error;
   }
   // A refused call counts against no call limit (it was counted by the windows it passed first).
-  if (inserted && !admitted) await giveBackLimitWindows(platform, decision, sipCallId);
+  if (inserted && !admitted) await giveBackLimitWindows(platform, decision, member);
   if (inserted) {
     // A line in the account log is worth less than the call: its failure fails nothing.
     await noteDecision(platform, call, steps, reply).catch((error: unknown) => {
@@ -244,18 +262,18 @@ async function admitNew(platform: Platform, decision: RouteDecision, accountId: 
     // expired): its reply wins. This decision counted the call in the windows again (the same
     // member): a refused call is taken out once more, an admitted one stays counted.
     await releaseSlots(platform.live, accountId, id, slots);
-    const existing = await findCallBySipId(platform.db, accountId, sipCallId);
-    if (existing?.reply.rtjson.action === "reject") await giveBackLimitWindows(platform, decision, sipCallId);
-    if (existing) return storedReply(platform, accountId, sipCallId, existing.reply);
+    const existing = await findCallBySipId(platform.db, accountId, sipCallId, cseq);
+    if (existing?.reply.rtjson.action === "reject") await giveBackLimitWindows(platform, decision, member);
+    if (existing) return storedReply(platform, accountId, sipCallId, existing);
     throw new Error("the call's Call-ID is recorded but its record was not found");
   }
   return withCallId;
 }
 
 /** Takes the call out of the per-period call-limit windows it was counted in (a refused call). */
-async function giveBackLimitWindows(platform: Platform, decision: RouteDecision, sipCallId: string): Promise<void> {
+async function giveBackLimitWindows(platform: Platform, decision: RouteDecision, member: string): Promise<void> {
   if (!decision.limitWindows?.length) return;
-  await Promise.all(decision.limitWindows.map((key) => platform.live.zrem(key, sipCallId))).catch((error: unknown) => {
+  await Promise.all(decision.limitWindows.map((key) => platform.live.zrem(key, member))).catch((error: unknown) => {
     // The call stays counted until its window passes (period_sec): a limit reached early, nothing lost.
     platform.log.warn("call-limit windows not given back", { account_id: decision.accountId, error: String(error) });
   });
@@ -317,7 +335,9 @@ export async function settleUndeliveredReply(platform: Platform, reply: RouteRep
   const accountId = reply.rtjson.account_id;
   if (!accountId || reply.rtjson.action === "reject") return "nothing held";
   if (await platform.live.get(servedKey(accountId, sipCallId))) return "answered by a retry";
-  const call = await findCallBySipId(platform.db, accountId, sipCallId);
+  // The reply names its record (vars.call_id): another INVITE may have reused the Call-ID since.
+  const recordId = reply.rtjson.vars.call_id;
+  const call = typeof recordId === "string" ? await findCall(platform.db, accountId, recordId) : await findCallBySipId(platform.db, accountId, sipCallId);
   if (!call || call.status !== "routed") return "went on";
   const now = Date.now();
   await Promise.all([
@@ -335,7 +355,7 @@ export async function settleUndeliveredReply(platform: Platform, reply: RouteRep
       ts: now,
     }),
   ]);
-  await handleDialogEvent(platform, { type: "dialog", callId: sipCallId, account_id: accountId, state: "terminated", sip_code: 503, hangup_cause: "NORMAL_TEMPORARY_FAILURE" });
+  await handleDialogEvent(platform, { type: "dialog", callId: sipCallId, record_id: call.id, account_id: accountId, state: "terminated", sip_code: 503, hangup_cause: "NORMAL_TEMPORARY_FAILURE" });
   return "ended";
 }
 

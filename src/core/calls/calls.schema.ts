@@ -6,8 +6,10 @@ import type { CacSlot, RouteReply } from "../routing/route-types.ts";
 /**
  * One call (CDR): written when /route admits or rejects it, completed by the edge's dialog events.
  * Times are epoch **milliseconds** (`*_ms`) so billsec and wait times are exact; the API shows epoch
- * seconds. `sip_call_id` is the SIP Call-ID, unique per account: a retransmitted /route finds its
- * record (and the reply it got) instead of making a second one.
+ * seconds. `sip_call_id` is the SIP Call-ID and `sip_cseq` its INVITE's CSeq number, unique together per
+ * account: a retransmitted /route (the same INVITE) finds its record (and the reply it got) instead of
+ * making a second one, while a new INVITE that reuses a Call-ID (a retry after 422 or 488, or a phone
+ * replaying an old call's Call-ID) is a call of its own, recorded, counted and billed.
  */
 export const callRecords = pgTable(
   "call_record",
@@ -16,6 +18,8 @@ export const callRecords = pgTable(
     /** call_… */
     id: text("id").notNull(),
     sip_call_id: text("sip_call_id").notNull(),
+    /** The CSeq number of the INVITE (0 when the edge did not say: one record per Call-ID then). */
+    sip_cseq: integer("sip_cseq").notNull().default(0),
     direction: text("direction").notNull(),
     from: text("from").notNull(),
     to: text("to").notNull(),
@@ -54,7 +58,7 @@ export const callRecords = pgTable(
   (t) => [
     primaryKey({ columns: [t.account_id, t.id] }),
     // Call-ID first: it also finds a call by Call-ID alone (dialog events may arrive without an account).
-    uniqueIndex("call_record_sip_call_id_uq").on(t.sip_call_id, t.account_id),
+    uniqueIndex("call_record_sip_call_id_uq").on(t.sip_call_id, t.account_id, t.sip_cseq),
     index("call_record_started_idx").on(t.account_id, t.started_ms, t.id),
     // Calls up now. Rejects are written ended, so the predicate names ended_ms alone: the updates of a
     // live call (ringing, answered) change no indexed column and stay HOT (see the migration's fillfactor).

@@ -8,12 +8,17 @@ import { callRecords, callTraces, type CallRecordRow, type CallTraceRow } from "
 export type NewCallRecord = typeof callRecords.$inferInsert;
 export type NewTraceStep = Omit<typeof callTraces.$inferInsert, "id">;
 
-/** The account's call with this SIP Call-ID. */
-export async function findCallBySipId(db: DbOrTx, accountId: string, sipCallId: string): Promise<CallRecordRow | null> {
+/**
+ * The account's call of this SIP Call-ID and INVITE CSeq (`cseq`); without it, the newest of the
+ * Call-ID (a Call-ID reused by a new INVITE has a record per INVITE).
+ */
+export async function findCallBySipId(db: DbOrTx, accountId: string, sipCallId: string, cseq?: number): Promise<CallRecordRow | null> {
+  const sameCall = and(eq(callRecords.account_id, accountId), eq(callRecords.sip_call_id, sipCallId));
   const [row] = await db
     .select()
     .from(callRecords)
-    .where(and(eq(callRecords.account_id, accountId), eq(callRecords.sip_call_id, sipCallId)))
+    .where(cseq === undefined ? sameCall : and(sameCall, eq(callRecords.sip_cseq, cseq)))
+    .orderBy(desc(callRecords.started_ms))
     .limit(1);
   return row ?? null;
 }
@@ -84,8 +89,6 @@ function callColumnList(row: Record<string, unknown>): SQL {
   return list;
 }
 
-/** The key an admission reports a written call by (its account and SIP Call-ID). */
-export const sipKey = (accountId: string, sipCallId: string) => `${accountId}\u0000${sipCallId}`;
 
 /**
  * The call path's write of admitted calls as CTEs of one statement (EventBus.statement): `adm_call`
@@ -103,7 +106,7 @@ export function admissionCtes(calls: NewCallRecord[], steps: NewTraceStep[], gat
       insert into call_record (${columns})
       select ${columns} from jsonb_populate_recordset(null::call_record, ${JSON.stringify(calls)}::jsonb)
       where ${gate}
-      on conflict (account_id, sip_call_id) do nothing
+      on conflict (account_id, sip_call_id, sip_cseq) do nothing
       returning account_id, id, sip_call_id
     ), ${traceCte("adm_trace", steps, "adm_call")}`;
 }
@@ -173,9 +176,9 @@ export async function findStaleCalls(
   db: DbOrTx,
   beforeMs: number,
   limit: number,
-): Promise<Array<Pick<CallRecordRow, "account_id" | "sip_call_id" | "started_ms" | "answered_ms">>> {
+): Promise<Array<Pick<CallRecordRow, "account_id" | "id" | "sip_call_id" | "started_ms" | "answered_ms">>> {
   return db
-    .select({ account_id: callRecords.account_id, sip_call_id: callRecords.sip_call_id, started_ms: callRecords.started_ms, answered_ms: callRecords.answered_ms })
+    .select({ account_id: callRecords.account_id, id: callRecords.id, sip_call_id: callRecords.sip_call_id, started_ms: callRecords.started_ms, answered_ms: callRecords.answered_ms })
     .from(callRecords)
     .where(
       and(
@@ -241,14 +244,22 @@ const seenCall = (raw: Record<string, unknown>): SeenCall => ({
   routed_user: (raw.routed_user as string | null) ?? null,
 });
 
-/** The calls of these (account, SIP Call-ID) keys that exist, in one read. */
-export async function findCallsBySipIds(db: DbOrTx, keys: Array<{ account_id: string; sip_call_id: string }>): Promise<SeenCall[]> {
+/**
+ * The calls of these (account, SIP Call-ID) keys that exist, in one read: of each Call-ID the newest
+ * record (a Call-ID reused by a new INVITE has one per INVITE), or the one `record_id` names.
+ */
+export async function findCallsBySipIds(db: DbOrTx, keys: Array<{ account_id: string; sip_call_id: string; record_id?: string }>): Promise<SeenCall[]> {
   if (!keys.length) return [];
+  const rows = keys.map((k) => ({ account_id: k.account_id, sip_call_id: k.sip_call_id, record_id: k.record_id ?? null }));
   const query =
-    keys.length === 1
-      ? sql`select ${SEEN_LIST} from call_record c where c.account_id = ${keys[0]!.account_id} and c.sip_call_id = ${keys[0]!.sip_call_id}`
-      : sql`select ${SEEN_LIST} from call_record c
-            where (c.account_id, c.sip_call_id) in (select k.account_id, k.sip_call_id from ${jsonRows(keys, "k", "account_id text, sip_call_id text")})`;
+    rows.length === 1
+      ? rows[0]!.record_id !== null
+        ? sql`select ${SEEN_LIST} from call_record c where c.account_id = ${rows[0]!.account_id} and c.id = ${rows[0]!.record_id} and c.sip_call_id = ${rows[0]!.sip_call_id}`
+        : sql`select ${SEEN_LIST} from call_record c where c.account_id = ${rows[0]!.account_id} and c.sip_call_id = ${rows[0]!.sip_call_id}
+              order by c.started_ms desc limit 1`
+      : sql`select distinct on (c.account_id, c.id) ${SEEN_LIST} from ${jsonRows(rows, "k", "account_id text, sip_call_id text, record_id text")}
+            cross join lateral (select * from call_record r where r.account_id = k.account_id and r.sip_call_id = k.sip_call_id
+              and (k.record_id is null or r.id = k.record_id) order by r.started_ms desc limit 1) c`;
   return (await rawRows<Record<string, unknown>>(db, query)).map(seenCall);
 }
 

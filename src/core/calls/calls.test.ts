@@ -24,6 +24,7 @@ import { LOST_END_CAUSE, endStaleCalls, startStaleCallSweeper } from "./stale-ca
 import { trackDialog, userCallCount } from "../presence/presence.service.ts";
 import { findCallBySipId, findCallBySipIdAnyAccount, listTrace } from "./calls.store.ts";
 import { getCall, streamCallsCsv } from "./calls.service.ts";
+import { callRecords } from "./calls.schema.ts";
 import { decision, routeRequest, sipCallId } from "./calls.fixture.ts";
 import type { CacSlot } from "../routing/route-types.ts";
 import { createUser } from "../users/users.service.ts";
@@ -137,6 +138,74 @@ describe(`admission [${storeKind}]`, () => {
     expect(await eventsOf(t.accountId, "call.started")).toHaveLength(1);
   });
 
+  test("a new INVITE reusing a Call-ID (another CSeq) is a call of its own: recorded, counted, billed, decided anew", async () => {
+    const t = await seedTenant(platform);
+    await defaultRatePlan(t.accountId, [{ prefix: "44", direction: "outbound", per_minute_micro: 60_000, initial_sec: 1, increment_sec: 1, connection_fee_micro: 0 }]);
+    const cid = sipCallId();
+    const d = decision(t.accountId, { slots: [slot("account_out", t.accountId, 5)] });
+    const first = await admitCall(platform, d, routeRequest(cid, { cseq: 1 }));
+    // The same INVITE again (a retransmission, the edge's retry): its stored reply.
+    expect(await admitCall(platform, d, routeRequest(cid, { cseq: 1 }))).toEqual(first);
+    const t0 = Date.now();
+    clockAt(t0 + 70_000);
+    await handleDialogEvents(platform, [
+      { type: "dialog", callId: cid, account_id: t.accountId, state: "confirmed", ts: t0 + 1_000 },
+      { type: "dialog", callId: cid, account_id: t.accountId, state: "terminated", sip_code: 200, ts: t0 + 61_000 },
+    ]);
+    // The first INVITE sent again past SIP's Timer B is no retransmission but a replay: 482, nothing placed.
+    expect((await admitCall(platform, d, routeRequest(cid, { cseq: 1 }))).rtjson).toMatchObject({ action: "reject", code: 482 });
+    expect(await cacSnapshot(platform.live, t.accountId)).toEqual([]);
+    // A new INVITE with that Call-ID, decided anew (now refused): its own record and reply, not the first's.
+    const refused = decision(t.accountId, { reply: { rtjson: { action: "reject", account_id: t.accountId, flow_id: null, vars: {}, code: 403, reason: "Forbidden" } } });
+    const again = await admitCall(platform, refused, routeRequest(cid, { cseq: 3 }));
+    expect(again.rtjson).toMatchObject({ action: "reject", code: 403 });
+    // And one routed: recorded, counted by CAC, billed by its own events (which name their record).
+    const third = await admitCall(platform, d, routeRequest(cid, { cseq: 5 }));
+    expect(third.rtjson.action).toBe("outbound");
+    const thirdId = third.rtjson.vars.call_id as string;
+    expect(thirdId).not.toBe(first.rtjson.vars.call_id);
+    expect((await cacSnapshot(platform.live, t.accountId))[0]).toMatchObject({ active: 1, call_ids: [thirdId] });
+    clockAt(t0 + 200_000);
+    await handleDialogEvents(platform, [
+      { type: "dialog", callId: cid, record_id: thirdId, account_id: t.accountId, state: "confirmed", ts: t0 + 100_000 },
+      { type: "dialog", callId: cid, record_id: thirdId, account_id: t.accountId, state: "terminated", sip_code: 200, ts: t0 + 130_000 },
+    ]);
+    const records = await platform.db.select().from(callRecords).where(and(eq(callRecords.account_id, t.accountId), eq(callRecords.sip_call_id, cid)));
+    expect(records.map((r) => [r.sip_cseq, r.status, r.billsec, r.cost_micro]).sort()).toEqual([
+      [1, "completed", 60, 60_000],
+      [3, "rejected", 0, 0],
+      [5, "completed", 30, 30_000],
+    ]);
+    expect(await cacSnapshot(platform.live, t.accountId)).toEqual([]);
+    expect(await eventsOf(t.accountId, "call.ended")).toHaveLength(2);
+  });
+
+  test("without a CSeq, one call per Call-ID: within SIP's Timer B a /route gets the stored reply, later 482", async () => {
+    const t = await seedTenant(platform);
+    const cid = sipCallId();
+    const d = decision(t.accountId);
+    const first = await admitCall(platform, d, routeRequest(cid));
+    await handleDialogEvent(platform, { type: "dialog", callId: cid, account_id: t.accountId, state: "terminated", sip_code: 486 });
+    expect(await admitCall(platform, d, routeRequest(cid))).toEqual(first);
+    clockAt(Date.now() + 33_000);
+    expect((await admitCall(platform, d, routeRequest(cid))).rtjson).toMatchObject({ action: "reject", code: 482 });
+    expect(await platform.db.select().from(callRecords).where(and(eq(callRecords.account_id, t.accountId), eq(callRecords.sip_call_id, cid)))).toHaveLength(1);
+  });
+
+  test("an event naming its record goes to it; one that names none goes to the Call-ID's newest record", async () => {
+    const t = await seedTenant(platform);
+    const cid = sipCallId();
+    const d = decision(t.accountId);
+    const first = await admitCall(platform, d, routeRequest(cid, { cseq: 1 }));
+    const second = await admitCall(platform, d, routeRequest(cid, { cseq: 2 }));
+    // The first call's end arrives after the second was admitted (a 422, the phone's retry at once).
+    await handleDialogEvent(platform, { type: "dialog", callId: cid, record_id: first.rtjson.vars.call_id as string, account_id: t.accountId, state: "terminated", sip_code: 422 });
+    expect(await getCall(platform.db, t.accountId, second.rtjson.vars.call_id as string)).toMatchObject({ status: "routed" });
+    expect(await getCall(platform.db, t.accountId, first.rtjson.vars.call_id as string)).toMatchObject({ status: "failed" });
+    await handleDialogEvent(platform, { type: "dialog", callId: cid, account_id: t.accountId, state: "confirmed" });
+    expect(await getCall(platform.db, t.accountId, second.rtjson.vars.call_id as string)).toMatchObject({ status: "answered" });
+  });
+
   test("a router's reject is recorded (no slots, no call.started); no account → nothing recorded", async () => {
     const t = await seedTenant(platform);
     const cid = sipCallId();
@@ -212,6 +281,11 @@ describe(`admission writer [${storeKind}]`, () => {
     expect(await findCallBySipId(platform.db, t.accountId, first.call.sip_call_id)).toMatchObject({ id: first.call.id });
     expect(await listTrace(platform.db, t.accountId, taken.call.id)).toEqual([]);
 
+    // Two admissions of one INVITE in one batch (a claim that expired meanwhile): only the one inserted is written.
+    const twin = admission(t.accountId);
+    const pair = [admission(t.accountId), twin, admission(t.accountId, { sip_call_id: twin.call.sip_call_id })];
+    expect(await Promise.all(pair.map((rows) => writer.write(rows)))).toEqual([true, true, false]);
+
     // A batch with a row the database refuses (a direction its check does not allow): only that one fails.
     const bad = admission(t.accountId, { direction: "sideways" });
     const mixed = [admission(t.accountId), admission(t.accountId), bad, admission(t.accountId)];
@@ -222,7 +296,7 @@ describe(`admission writer [${storeKind}]`, () => {
       expect(await findCallBySipId(platform.db, t.accountId, rows.call.sip_call_id)).toMatchObject({ id: rows.call.id });
     }
     // One call.started per call written, none for the taken Call-ID or the refused row.
-    expect(await eventsOf(t.accountId, "call.started")).toHaveLength(1 + 3 + 3);
+    expect(await eventsOf(t.accountId, "call.started")).toHaveLength(1 + 2 + 3 + 3);
   });
 
   test("call.started is planned for the account's webhooks in the calls' own statement, as subscriptions come and go", async () => {
@@ -759,6 +833,10 @@ describe(`dialog events [${storeKind}]`, () => {
     const cid = await admitted(t.accountId, [], { reply: { rtjson: { ...base.reply.rtjson, vars: { direction: "internal", dest_kind: "user", dest_id: "us_CALLEE" } } } });
     await handleDialogEvent(platform, { type: "dialog", callId: cid, state: "confirmed", legs: [{ role: "caller", user_id: "us_CALLER" }, { role: "callee", uri: "sip:1002@192.0.2.7", state: "confirmed" }] });
     expect(await findCallBySipId(platform.db, t.accountId, cid)).toMatchObject({ answered: 1, agent_id: "us_CALLEE" });
+    // After the edge's failover (the user's phone busy, the voicemail answering): nobody is guessed.
+    const failedOver = await admitted(t.accountId, [], { reply: { rtjson: { ...base.reply.rtjson, vars: { direction: "internal", dest_kind: "user", dest_id: "us_CALLEE" } } } });
+    await handleDialogEvent(platform, { type: "dialog", callId: failedOver, state: "confirmed", failover: "voicemail:vm_1", legs: [{ role: "caller", user_id: "us_CALLER" }, { role: "callee", uri: "sip:1002@192.0.2.7", state: "confirmed" }] });
+    expect(await findCallBySipId(platform.db, t.accountId, failedOver)).toMatchObject({ answered: 1, agent_id: null });
     // Not a user destination (a trunk, a flow): no agent guessed.
     const out = await admitted(t.accountId);
     await handleDialogEvent(platform, { type: "dialog", callId: out, state: "confirmed" });

@@ -83,6 +83,15 @@ function agentOf(accountId: string, legs: Legs | undefined, known: ReadonlyMap<s
   return (confirmed?.user_id as string | undefined) ?? null;
 }
 
+/**
+ * Who answered when the legs name no user: the user the call was routed to, unless the edge's failover
+ * took the call elsewhere (the user's phone was busy or did not answer: the media engine's voicemail or
+ * a forward answered, not the user).
+ */
+function routedAnswerer(call: { routed_user: string | null }, event: DialogEvent): string | null {
+  return event.failover ? null : call.routed_user;
+}
+
 /** The callee users the round's legs name that are users of their call's account. */
 async function knownCallees(platform: Platform, items: ReadonlyArray<{ call: DialogCall; legs: Legs | undefined }>): Promise<ReadonlyMap<string, unknown>> {
   const named = new Map<string, { account_id: string; id: string }>();
@@ -146,7 +155,7 @@ export function handleDialogEvent(platform: Platform, event: DialogEvent): Promi
 export async function handleDialogEvents(platform: Platform, events: DialogEvent[], options: EndOptions = {}): Promise<void> {
   const sequences = new Map<string, DialogEvent[]>();
   for (const event of events) {
-    const key = `${event.account_id ?? ""}\u0000${event.callId}`;
+    const key = `${event.account_id ?? ""}\u0000${event.callId}\u0000${event.record_id ?? ""}`;
     const sequence = sequences.get(key);
     if (sequence) sequence.push(event);
     else sequences.set(key, [event]);
@@ -229,17 +238,28 @@ async function handleRound(platform: Platform, events: DialogEvent[], { unbilled
   // account, rare, has its plan read after).
   const planAccounts = [...new Set(keyed.filter((e) => e.state === "terminated").map((e) => e.account_id!))];
   const [calls, plans] = await Promise.all([
-    findCallsBySipIds(platform.db, keyed.map((e) => ({ account_id: e.account_id!, sip_call_id: e.callId }))),
+    findCallsBySipIds(platform.db, keyed.map((e) => ({ account_id: e.account_id!, sip_call_id: e.callId, ...(e.record_id ? { record_id: e.record_id } : {}) }))),
     defaultRatePlans(platform.db, planAccounts, platform.configCache),
   ]);
+  // By record (events that name theirs), and the newest of each Call-ID (events that do not).
+  const byRecord = new Map<string, SeenCall>();
   const found = new Map<string, SeenCall>();
-  for (const call of calls) found.set(`${call.account_id}\u0000${call.sip_call_id}`, call);
-  onCallsRead?.(new Set(found.keys()));
+  for (const call of calls) {
+    byRecord.set(`${call.account_id}\u0000${call.id}`, call);
+    const key = `${call.account_id}\u0000${call.sip_call_id}`;
+    const seen = found.get(key);
+    if (!seen || seen.started_ms < call.started_ms) found.set(key, call);
+  }
+  onCallsRead?.(new Set(calls.map((call) => `${call.account_id}\u0000${call.sip_call_id}`)));
   const items: Item[] = [];
   // Nothing happened after now: an edge clock ahead of ours (or a ts in seconds × 1000 too many)
   // must not bill the future.
   for (const event of events) {
-    const call = event.account_id ? found.get(`${event.account_id}\u0000${event.callId}`) : await findCallWithoutAccount(platform, event.callId);
+    const call = !event.account_id
+      ? await findCallWithoutAccount(platform, event.callId)
+      : event.record_id
+        ? byRecord.get(`${event.account_id}\u0000${event.record_id}`)
+        : found.get(`${event.account_id}\u0000${event.callId}`);
     if (!call) {
       platform.log.info("dialog event for an unknown call ignored", { state: event.state, account_id: event.account_id ?? null });
       continue;
@@ -402,7 +422,7 @@ async function applyAtOnce(platform: Platform, items: Item[], context: RoundCont
           status: "answered",
           answered: 1,
           answered_ms: answeredMs,
-          agent_id: state.agent_id ?? agentOf(call.account_id, item.legs, context.known) ?? call.routed_user,
+          agent_id: state.agent_id ?? agentOf(call.account_id, item.legs, context.known) ?? routedAnswerer(call, item.event),
           legs: item.legs ?? state.legs,
         });
         answeredNow = true;
@@ -413,7 +433,7 @@ async function applyAtOnce(platform: Platform, items: Item[], context: RoundCont
         if (end.lateAnswerMs !== null) {
           state.answered = 1;
           state.answered_ms = end.lateAnswerMs;
-          state.agent_id = state.agent_id ?? end.patch.agent_id ?? call.routed_user;
+          state.agent_id = state.agent_id ?? end.patch.agent_id ?? routedAnswerer(call, item.event);
           // Answered as the end reports it: the answer is traced and announced first, as it happened.
           callSteps.push(traceStep(call, end.lateAnswerMs, "confirmed: answered (reported with the end)"));
           callEvents.push(answeredEvent({ ...call, agent_id: state.agent_id }, end.lateAnswerMs));

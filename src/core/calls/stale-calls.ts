@@ -38,6 +38,7 @@ export async function endStaleCalls(platform: Platform, now: number = Date.now()
       stale.map((call) => ({
         type: "dialog" as const,
         callId: call.sip_call_id,
+        record_id: call.id,
         account_id: call.account_id,
         state: "terminated" as const,
         hangup_cause: LOST_END_CAUSE,

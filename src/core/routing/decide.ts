@@ -15,7 +15,7 @@ import { canonicalIp } from "../security/address.ts";
 import { evaluateSchedule } from "../schedules/schedule-eval.ts";
 import { trunkContacts, userContacts, userCallCount, type RegisteredContact, type TrunkContact } from "../presence/presence.service.ts";
 import { isTrunkDown, readTrunkHealth, type TrunkHealth } from "../trunks/trunk-health.ts";
-import type { RouteDecision, RouteRequest, RtjsonRoute } from "./route-types.ts";
+import { callLimitMember, type RouteDecision, type RouteRequest, type RtjsonRoute } from "./route-types.ts";
 import { FEATURE_CODES } from "./route-target.ts";
 import { countryOfE164 } from "./country-codes.ts";
 import {
@@ -1115,7 +1115,7 @@ async function callLimits(
     // the old version running beside this one cannot trip over the other's type.
     const key = accountKey(draft.accountId!, "call_limit_log", l.id);
     const periodMs = l.period_sec * 1000;
-    const counted = await deps.live.zaddExpiringWithin([{ key, limit: l.max_count }], draft.req.callId, periodMs);
+    const counted = await deps.live.zaddExpiringWithin([{ key, limit: l.max_count }], callLimitMember(draft.req.callId, draft.req.cseq), periodMs);
     if (counted.ok) {
       (draft.limitWindows ??= []).push(key);
       continue;

@@ -10,6 +10,14 @@ import { EpochMs, IpAddress } from "../validation/fields.ts";
 export const RouteRequest = T.Object(
   {
     callId: T.String({ minLength: 1, maxLength: 255, description: "SIP Call-ID." }),
+    cseq: T.Optional(
+      T.Integer({
+        minimum: 0,
+        maximum: 2147483647,
+        description:
+          "The INVITE's CSeq number. With it, a new INVITE reusing a Call-ID (another CSeq) is a call of its own; the same Call-ID and CSeq is the same INVITE (its stored reply). Without it, one call per Call-ID.",
+      }),
+    ),
     from: T.String({ maxLength: 255, description: "Caller: user part of From (number or SIP user), may be empty for anonymous." }),
     fromDomain: T.String({ maxLength: 255, description: "Domain of From (the account's SIP realm for devices)." }),
     to: T.String({ minLength: 1, maxLength: 255, description: "Called: user part of the Request-URI." }),
@@ -24,6 +32,14 @@ export const RouteRequest = T.Object(
   { additionalProperties: true },
 );
 export type RouteRequest = Static<typeof RouteRequest>;
+
+/**
+ * What a call is counted by in a per-period call limit's window: its Call-ID, with its INVITE's CSeq
+ * when the edge gives it (a new INVITE reusing a Call-ID is another call; a retransmission the same).
+ */
+export function callLimitMember(callId: string, cseq: number | undefined): string {
+  return cseq ? `${callId}#${cseq}` : callId;
+}
 
 export type CallDirection = "inbound" | "outbound" | "internal";
 
@@ -130,6 +146,11 @@ export const DialogEvent = T.Object(
   {
     type: T.Literal("dialog"),
     callId: T.String({ minLength: 1, maxLength: 255 }),
+    /**
+     * The call record /route answered the INVITE with (its reply's vars.call_id). A Call-ID reused by a
+     * new INVITE has a record per INVITE: this names which one; without it, the newest.
+     */
+    record_id: T.Optional(T.String({ pattern: "^call_[0-9A-Za-z]{1,60}$", description: "call_… id of the record (/route's vars.call_id)." })),
     state: T.Union([T.Literal("early"), T.Literal("confirmed"), T.Literal("terminated")]),
     account_id: T.Optional(T.String({ maxLength: 64 })),
     /** SIP final code or Q.850-style cause of a terminated dialog (e.g. 200/BYE → NORMAL_CLEARING, 486 → USER_BUSY, 487 → ORIGINATOR_CANCEL). */
@@ -163,6 +184,11 @@ export const DialogEvent = T.Object(
     answered_ts: T.Optional(
       EpochMs("terminated only: when the dialog was answered at the edge, epoch ms; the call counts as answered then even if its confirmed event was lost or comes after the end."),
     ),
+    /**
+     * Where the edge's failover took the call (its X-Dest: `voicemail:…`, `forward:…`) after the user it
+     * rang was busy, did not answer or was unreachable: whoever answers is not that user.
+     */
+    failover: T.Optional(T.String({ maxLength: 128, description: "Where the edge's failover took the call (X-Dest): the user it rang did not answer it." })),
   },
   { additionalProperties: false },
 );
