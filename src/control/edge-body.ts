@@ -23,7 +23,7 @@ export function edgeBodyPreparer(...schemas: TSchema[]) {
     for (const [name, prop] of Object.entries(props)) if (isIntegerLike(prop)) integers.add(name);
     for (const name of (schema as { required?: string[] }).required ?? []) required.add(name);
   }
-  return function prepare(body: unknown, request: Request): void {
+  return function prepare(body: unknown, request: Pick<Request, "headers">): void {
     if (body === null || typeof body !== "object" || Array.isArray(body)) return;
     const record = body as Record<string, unknown>;
     const form = (request.headers.get("content-type") ?? "").toLowerCase().startsWith("application/x-www-form-urlencoded");

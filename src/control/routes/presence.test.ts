@@ -14,6 +14,7 @@ import { eq } from "drizzle-orm";
 import { PresenceModel } from "../../core/presence/presence.model.ts";
 import { presenceRoutes } from "./presence.ts";
 import { admitCall } from "../../core/calls/admission.ts";
+import { findCallBySipId } from "../../core/calls/calls.store.ts";
 import { decision, routeRequest } from "../../core/calls/calls.fixture.ts";
 import { listenControl, type ControlClient } from "./control-listener.fixture.ts";
 
@@ -446,6 +447,17 @@ describe(`POST /presence/events (the edge's batches) [${storeKind}]`, () => {
     expect((await client.post("/presence/events", { events })).status).toBe(200);
     expect(await userCallCount(platform.live, t.accountId, users[1]!.userId)).toBe(1);
     expect(await userCallCount(platform.live, t.accountId, users[0]!.userId)).toBe(0);
+  });
+
+  test("a batch's events drop optional fields sent empty, as a single event's body does", async () => {
+    const t = await seedTenant(platform);
+    const [inBatch, alone] = [await routed(t.accountId), await routed(t.accountId)];
+    const end = (callId: string) => ({ type: "dialog", callId, state: "terminated", account_id: t.accountId, sip_code: 486, hangup_cause: "", record_id: "" });
+    expect((await client.post("/presence/events", { events: [end(inBatch)] })).body).toMatchObject({ handled: 1, refused: [] });
+    expect((await client.post("/presence/event", end(alone))).status).toBe(200);
+    for (const callId of [inBatch, alone]) {
+      expect(await findCallBySipId(platform.db, t.accountId, callId)).toMatchObject({ status: "busy", hangup_cause: "USER_BUSY" });
+    }
   });
 
   test("a malformed event is refused alone, named by position with its problems; the others are handled", async () => {

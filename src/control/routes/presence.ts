@@ -104,6 +104,8 @@ async function handle(platform: Platform, event: AnyEvent): Promise<void> {
  * already handled change nothing.
  */
 const EVENT_TYPES = new Set<unknown>(["register", "dialog", "agent"]);
+/** What a batch's events are prepared as: parts of a JSON body. */
+const JSON_BODY = { headers: new Headers({ "content-type": "application/json" }) };
 
 async function handleBatch(platform: Platform, events: AnyEvent[], late: (events: readonly AnyEvent[]) => void): Promise<PresenceModel.BatchReply["refused"]> {
   const refused: PresenceModel.BatchReply["refused"] = [];
@@ -117,6 +119,8 @@ async function handleBatch(platform: Platform, events: AnyEvent[], late: (events
     if (!EVENT_TYPES.has((event as { type?: unknown }).type)) {
       return void refuse(index, validationFailed([{ path: `/events/${index}/type`, message: "Expected register, dialog or agent" }], `Not an event: /events/${index}/type must be register, dialog or agent`));
     }
+    // As a single event's body is prepared: optional fields sent empty are absent.
+    KINDS[event.type as keyof typeof KINDS].prepare(event, JSON_BODY);
     // Unstorable text is checked here, event by event: the host skips its whole-body check for batches.
     const unstorable = unstorableTextPath(event, `/events/${index}`);
     const details = unstorable !== null ? [{ path: unstorable, message: NUL_MESSAGE }] : problems(event.type, event, `/events/${index}`);

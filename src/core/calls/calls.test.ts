@@ -827,6 +827,23 @@ describe(`dialog events [${storeKind}]`, () => {
     }
   });
 
+  test("overlapping batches of the same calls in other orders, at once, all go through (a deadlock's victim runs again)", async () => {
+    const t = await seedTenant(platform);
+    const shuffled = <T>(list: T[]) => list.map((v) => [Math.random(), v] as const).sort((a, b) => a[0] - b[0]).map(([, v]) => v);
+    for (let round = 0; round < 6; round++) {
+      const cids = Array.from({ length: 30 }, () => sipCallId());
+      await Promise.all(cids.map((cid) => admitCall(platform, decision(t.accountId), routeRequest(cid))));
+      const event = (callId: string, state: "early" | "confirmed" | "terminated") =>
+        ({ type: "dialog" as const, callId, account_id: t.accountId, state, ...(state === "terminated" ? { sip_code: 200, hangup_cause: "NORMAL_CLEARING" } : {}) });
+      const batches = Array.from({ length: 6 }, (_, k) =>
+        shuffled(cids).flatMap((cid) => (k % 3 === 0 ? [event(cid, "early")] : k % 3 === 1 ? [event(cid, "confirmed")] : [event(cid, "early"), event(cid, "confirmed"), event(cid, "terminated")])),
+      );
+      const outcomes = await Promise.allSettled(batches.map((batch) => handleDialogEvents(platform, batch)));
+      expect(outcomes.filter((o) => o.status === "rejected").map((o) => { const e = (o as PromiseRejectedResult).reason; return `${e?.code ?? e?.cause?.code} ${e?.cause?.message ?? e?.message}`.slice(0, 120); })).toEqual([]);
+      for (const cid of cids) expect((await findCallBySipId(platform.db, t.accountId, cid))!.status).toBe("completed");
+    }
+  }, 60_000);
+
   test("a confirmed call to a user is answered by that user when the edge names no callee user", async () => {
     const t = await seedTenant(platform);
     const base = decision(t.accountId);

@@ -168,7 +168,32 @@ export async function handleDialogEvents(platform: Platform, events: DialogEvent
     const batch: DialogEvent[] = [];
     for (const callRuns of runs) if (callRuns.length > round) batch.push(...callRuns[round]!);
     if (!batch.length) return;
-    await handleRound(platform, batch, round === 0 ? options : { ...options, onCallsRead: undefined });
+    await retryDeadlocks(() => handleRound(platform, batch, round === 0 ? options : { ...options, onCallsRead: undefined }));
+  }
+}
+
+/** Times a round is run again after PostgreSQL chose it as a deadlock's victim. */
+const DEADLOCK_RETRIES = 5;
+
+/**
+ * Runs a round again when PostgreSQL broke a deadlock by failing it (40P01, or 25P02 for a statement
+ * pipelined after it in the aborted transaction): overlapping batches of
+ * the same calls in other orders (several edges, two instances) can lock rows in opposite orders
+ * inside one statement's plan. A round is safe to repeat (it applies what the records do not have
+ * yet); before, the batch failed with a 500 and the edge sent it again.
+ */
+async function retryDeadlocks<T>(run: () => Promise<T>): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await run();
+    } catch (error) {
+      const e = error as { code?: unknown; cause?: { code?: unknown } };
+      // The driver's error, or the query builder's around it. A statement pipelined after the victim in
+      // its transaction reports 25P02 (the transaction was aborted) instead: the same deadlock.
+      const code = e.code ?? e.cause?.code;
+      if (!(code === "40P01" || code === "25P02") || attempt >= DEADLOCK_RETRIES) throw error;
+      await Bun.sleep(5 + Math.random() * 20 * (attempt + 1));
+    }
   }
 }
 
