@@ -10,10 +10,22 @@ export interface Blackhole {
 }
 
 /**
- * Starts one on `host` (default 127.0.0.1) and `port` (default: any free one).
+ * Starts one on `host` (default 127.0.0.1) and `port` (default: any free one). With `acceptAfterMs`,
+ * it starts accepting (and keeps what it accepts) that long after it is up: a connect whose SYN was
+ * dropped then opens at the kernel's next retransmission (a second after the first SYN).
  * @example const hole = await startBlackhole("127.0.0.2", receiver.port); … await hole.stop();
  */
-export async function startBlackhole(host = "127.0.0.1", port = 0): Promise<Blackhole> {
+export async function startBlackhole(host = "127.0.0.1", port = 0, options: { acceptAfterMs?: number } = {}): Promise<Blackhole> {
+  const wait =
+    options.acceptAfterMs === undefined
+      ? ["sys.stdin.read()"]
+      : [
+          `time.sleep(${options.acceptAfterMs / 1000})`,
+          "ls.settimeout(0.2); kept = []",
+          "while True:",
+          "  try: kept.append(ls.accept()[0])",
+          "  except socket.timeout: pass",
+        ];
   const script = [
     "import socket, time, sys",
     `ls = socket.socket(); ls.bind((${JSON.stringify(host)}, ${port})); ls.listen(0)`,
@@ -24,7 +36,7 @@ export async function startBlackhole(host = "127.0.0.1", port = 0): Promise<Blac
     "  except BlockingIOError: pass",
     "time.sleep(0.2)",
     "print(ls.getsockname()[1], flush=True)",
-    "sys.stdin.read()",
+    ...wait,
   ].join("\n");
   const child = Bun.spawn(["python3", "-c", script], { stdin: "pipe", stdout: "pipe", stderr: "inherit" });
   const reader = child.stdout.getReader();

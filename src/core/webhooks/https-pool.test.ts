@@ -451,38 +451,17 @@ describe("HttpsPool reading replies", () => {
   });
 
   test("a connection that opens after its attempt timed out is closed, not kept", async () => {
-    // A listener whose accept queue is full (listen(0) and connections it does not accept): our SYN is
-    // dropped and resent by the kernel a second later, after the attempt's 300 ms ran out; the queue
-    // is drained meanwhile, so that connection then opens. (Python: JavaScript runtimes accept at once.)
-    const script = [
-      "import socket, time",
-      "ls = socket.socket(); ls.bind(('127.0.0.1', 0)); ls.listen(0)",
-      "held = [socket.socket() for _ in range(3)]",
-      "for h in held:",
-      "  h.setblocking(False)",
-      "  try: h.connect(ls.getsockname())",
-      "  except BlockingIOError: pass",
-      "time.sleep(0.2)",
-      "print(ls.getsockname()[1], flush=True)",
-      "time.sleep(0.5)",
-      "ls.settimeout(0.2); kept = []; end = time.time() + 8",
-      "while time.time() < end:",
-      "  try: kept.append(ls.accept()[0])",
-      "  except socket.timeout: pass",
-    ].join("\n");
-    const listener = Bun.spawn(["python3", "-c", script], { stdout: "pipe", stderr: "inherit" });
+    // Our SYN is dropped (the listener's accept queue is full) and resent by the kernel a second later,
+    // after the attempt's 300 ms ran out; the queue is drained meanwhile, so that connection then opens.
+    const listener = await startBlackhole("127.0.0.1", 0, { acceptAfterMs: 500 });
     const pool = new HttpsPool({ ca: [cert.cert] });
     try {
-      const reader = listener.stdout.getReader();
-      let text = "";
-      while (!text.includes("\n")) text += new TextDecoder().decode((await reader.read()).value);
-      const port = Number(text.trim());
-      expect((await failure(pool.post(request(port, { timeoutMs: 300 })))).code).toBe("ETIMEDOUT");
+      expect((await failure(pool.post(request(listener.port, { timeoutMs: 300 })))).code).toBe("ETIMEDOUT");
       await Bun.sleep(1800);
       expect(pool.size).toBe(0);
     } finally {
       pool.close();
-      listener.kill();
+      await listener.stop();
     }
   }, 15_000);
 });
