@@ -134,6 +134,57 @@ describe(`POST /trunks/tick [${storeKind}]`, () => {
     }
   });
 
+  test("a trunk changed while a tick runs is handed out with its new settings (the cached registration is built from the trunk as read inside the cache's guard)", async () => {
+    const platform = host.platform;
+    const t = await seedTenant(platform);
+    const node = `edge-race-${randomUUID().slice(0, 8)}`;
+    const file = (proxy: string) => ({ version: 1, trunks: [{ name: "reg", direction: "outbound", proxy, do_register: 1, auth_username: "u1", auth_password: "reg-password", reg_node: node }] });
+    await applyConfig(platform.db, platform.secrets, t.accountId, file("10.9.0.1"));
+    await platform.configCache.settle();
+    const [row] = await platform.db.select().from(sipTrunks).where(eq(sipTrunks.account_id, t.accountId));
+    // The tick pauses once it has listed the trunks (its first live-store write comes after).
+    let release!: () => void;
+    let paused!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const isPaused = new Promise<void>((resolve) => (paused = resolve));
+    let pauseOnce = true;
+    const live = new Proxy(platform.live, {
+      get(target, name) {
+        const value = Reflect.get(target, name);
+        if (name === "hset") {
+          return async (...args: unknown[]) => {
+            if (pauseOnce) {
+              pauseOnce = false;
+              paused();
+              await gate;
+            }
+            return (value as (...a: unknown[]) => unknown).apply(target, args);
+          };
+        }
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const ticker = trunkTicker({ db: platform.db, live, secrets: platform.secrets, log: platform.log, configCache: platform.configCache });
+    const report = (version: string) => [{ account_id: t.accountId, trunk_id: row!.id, status: 1, version }];
+    try {
+      const first = ticker.tick({ node, interval: 5, registrations: report("none") });
+      await isPaused;
+      // Changed meanwhile, within the same second as before (updated_at is in seconds).
+      await applyConfig(platform.db, platform.secrets, t.accountId, file("10.9.0.2"));
+      await platform.db.update(sipTrunks).set({ updated_at: row!.updated_at }).where(and(eq(sipTrunks.account_id, t.accountId), eq(sipTrunks.id, row!.id)));
+      await platform.configCache.settle();
+      release();
+      let held = (await first).registrations.find((r) => r.trunk_id === row!.id)!;
+      for (let i = 0; i < 3; i++) {
+        const next = (await ticker.tick({ node, interval: 5, registrations: report(held.version) })).registrations.find((r) => r.trunk_id === row!.id);
+        if (next) held = next;
+      }
+      expect(held.rpc).toContain("10.9.0.2");
+    } finally {
+      await platform.db.update(sipTrunks).set({ status: "disabled", updated_at: 2 }).where(eq(sipTrunks.account_id, t.accountId));
+    }
+  });
+
   test("reg_node must be a node name (letters, digits, ., _, -): any other is a 400, nothing applied", async () => {
     const t = await seedTenant(host.platform);
     await expect(

@@ -102,9 +102,16 @@ export async function createCredentialResolver(deps: {
   const unauthorized = (message: string) => new AppError("unauthorized", message);
   const listeners = new Set<(kind: "key" | "account", id: string) => void>();
 
+  /**
+   * Bumped by every invalidation: a database read begun before one may hold what it revoked, so its
+   * answer serves the request it was made for but is not kept (else a key revoked, or an account
+   * suspended, while a cache miss was being read stayed good here for CACHE_TTL_MS).
+   */
+  let generation = 0;
   const drop = (message: string) => {
     const [kind, id] = message.split(" ");
     if (!id || (kind !== "key" && kind !== "account")) return;
+    generation++;
     if (kind === "key") {
       for (const [secret, entry] of keys) if (entry.keyId === id) keys.delete(secret);
     } else {
@@ -118,10 +125,11 @@ export async function createCredentialResolver(deps: {
     const now = Date.now();
     const hit = accounts.get(accountId);
     if (hit && hit.until > now) return hit;
+    const before = generation;
     const row = await findAccount(deps.db, accountId);
     if (!row) return null;
     const gate = { status: row.status, rateLimitRequests: row.rate_limit_requests, until: now + CACHE_TTL_MS };
-    bounded(accounts, accountId, gate);
+    if (generation === before) bounded(accounts, accountId, gate);
     return gate;
   };
 
@@ -158,13 +166,14 @@ export async function createCredentialResolver(deps: {
       let entry = keys.get(secret);
       if (!entry || entry.until <= now) {
         if (!looksLikeApiKeySecret(secret)) throw unauthorized("Invalid API key.");
+        const before = generation;
         const row = await findApiKeyByHash(deps.db, hashApiKeySecret(secret));
         if (!row) {
           keys.delete(secret);
           throw unauthorized("Invalid API key.");
         }
         entry = { accountId: row.account_id, keyId: row.id, scopes: row.scopes, until: now + CACHE_TTL_MS };
-        bounded(keys, secret, entry);
+        if (generation === before) bounded(keys, secret, entry);
       }
       return answer(entry, await requireActive(entry.accountId));
     },

@@ -194,6 +194,18 @@ describe(`configuration cache [${storeKind}]`, () => {
     await eventually(async () => expect((await activeSubscriptions(other.db, [s.accountId], other.configCache)).map((w) => w.id)).toEqual([hook.id]));
   });
 
+  test("bounded: entries past the cap push the oldest out, and an account whose entries all went is forgotten too", async () => {
+    const cache = platform.configCache;
+    const load = async (missing: Array<{ account_id: string; id: string }>) => new Map(missing.map((m) => [`${m.account_id}\u0000${m.id}`, m.id]));
+    // Many more accounts than the cache holds entries (each read keeps one entry for its account).
+    for (let i = 0; i < 30; i++) {
+      const refs = Array.from({ length: 1000 }, (_, j) => ({ account_id: `acc_bound_${i}_${j}`, id: "x" }));
+      await cache.readEach("bound\u0000", refs, load);
+    }
+    expect(cache.size).toBeLessThanOrEqual(20_000);
+    expect(cache.accounts).toBeLessThanOrEqual(cache.size);
+  });
+
   test("a cached context cannot be changed by a caller; a stopped cache keeps nothing", async () => {
     const s = await seed(platform);
     await route(platform, s.realm, "pw-1001-long", "300");

@@ -73,6 +73,8 @@ export interface ConfigCache {
   readonly active: boolean;
   /** Entries held now (tests, diagnostics). */
   readonly size: number;
+  /** Accounts with entries held now (tests, diagnostics): never more than the entries. */
+  readonly accounts: number;
   stop(): Promise<void>;
 }
 
@@ -206,12 +208,19 @@ export async function startConfigCache(database: Database, log: Logger, options:
     }
     return hit;
   };
+  /** Forgets `key` in its account's index, and the index itself once it is empty (bounded by the entries). */
+  const unindex = (account: string, key: string) => {
+    const keys = keysOf.get(account);
+    if (keys?.delete(key) && keys.size === 0) keysOf.delete(account);
+  };
   const keep = (key: string, account: string, value: unknown) => {
-    if (!entries.has(key) && entries.size >= MAX_ENTRIES) {
+    const replaced = entries.get(key);
+    if (replaced && replaced.account !== account) unindex(replaced.account, key);
+    if (!replaced && entries.size >= MAX_ENTRIES) {
       const oldest = entries.keys().next().value as string;
       const old = entries.get(oldest)!;
       entries.delete(oldest);
-      keysOf.get(old.account)?.delete(oldest);
+      unindex(old.account, oldest);
     }
     // Shared by every call that reads it: frozen, so no caller can change what the next one gets.
     entries.set(key, { account, value: deepFreeze(value) });
@@ -278,6 +287,9 @@ export async function startConfigCache(database: Database, log: Logger, options:
     },
     get size() {
       return entries.size;
+    },
+    get accounts() {
+      return keysOf.size;
     },
     async stop() {
       listeners.clear();

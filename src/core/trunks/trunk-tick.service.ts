@@ -14,7 +14,7 @@ import { hostOf } from "../routing/decide-support.ts";
 import { describeError } from "../../http/describe-error.ts";
 import { isHealthStale, readTrunkHealth, recordTrunkProbes } from "./trunk-health.ts";
 import { MAX_TICK_PROBES, MAX_TICK_REGISTRATIONS, type TrunkTickModel } from "./trunk-tick.model.ts";
-import { listProbedTrunks, listRegisteredTrunks, listTrunkStatusRows, type RegisteredTrunk } from "./trunks.store.ts";
+import { findRegisteredTrunk, listProbedTrunks, listRegisteredTrunks, listTrunkStatusRows, type RegisteredTrunk } from "./trunks.store.ts";
 
 export interface TrunkTickDeps {
   db: DbOrTx;
@@ -108,7 +108,17 @@ export function trunkTicker(deps: TrunkTickDeps) {
     const cache = deps.configCache;
     if (!cache) return buildRegistration(t);
     // Kept under the trunk's account: any change of its configuration (the password too) drops it.
-    return cache.read(`trunkreg\u0000${t.id}\u0000${t.updated_at}`, () => buildRegistration(t), () => t.account_id);
+    // The load reads the trunk itself, so a change told while it runs keeps nothing (the cache's
+    // guard); built from the row the tick listed earlier, a change between that listing and this
+    // load was kept for good (a password replaced in place has the same reference).
+    return cache.read(
+      `trunkreg\u0000${t.account_id}\u0000${t.id}`,
+      async () => {
+        const now = await findRegisteredTrunk(deps.db, t.account_id, t.id);
+        return now ? buildRegistration(now) : null;
+      },
+      () => t.account_id,
+    );
   };
 
   return {

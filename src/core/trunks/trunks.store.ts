@@ -174,21 +174,33 @@ export async function listProbedTrunks(db: DbOrTx): Promise<ProbedTrunk[]> {
 /** A trunk we register with (do_register), as the registering node needs it. */
 export type RegisteredTrunk = Pick<SipTrunkRow, "account_id" | "id" | "proxy" | "transport" | "realm" | "from_domain" | "auth_username" | "auth_secret_ref" | "expire_sec" | "updated_at">;
 
+const registeredColumns = {
+  account_id: sipTrunks.account_id,
+  id: sipTrunks.id,
+  proxy: sipTrunks.proxy,
+  transport: sipTrunks.transport,
+  realm: sipTrunks.realm,
+  from_domain: sipTrunks.from_domain,
+  auth_username: sipTrunks.auth_username,
+  auth_secret_ref: sipTrunks.auth_secret_ref,
+  expire_sec: sipTrunks.expire_sec,
+  updated_at: sipTrunks.updated_at,
+};
+
+/** One trunk's registration settings as they are now (null when it is gone). */
+export async function findRegisteredTrunk(db: DbOrTx, accountId: string, id: string): Promise<RegisteredTrunk | null> {
+  const [row] = await db
+    .select(registeredColumns)
+    .from(sipTrunks)
+    .where(and(eq(sipTrunks.account_id, accountId), eq(sipTrunks.id, id)))
+    .limit(1);
+  return row ?? null;
+}
+
 /** The trunks node `node` registers with: do_register, active, in an active account, for that node or any (all accounts). */
 export async function listRegisteredTrunks(db: DbOrTx, node: string): Promise<RegisteredTrunk[]> {
   return db
-    .select({
-      account_id: sipTrunks.account_id,
-      id: sipTrunks.id,
-      proxy: sipTrunks.proxy,
-      transport: sipTrunks.transport,
-      realm: sipTrunks.realm,
-      from_domain: sipTrunks.from_domain,
-      auth_username: sipTrunks.auth_username,
-      auth_secret_ref: sipTrunks.auth_secret_ref,
-      expire_sec: sipTrunks.expire_sec,
-      updated_at: sipTrunks.updated_at,
-    })
+    .select(registeredColumns)
     .from(sipTrunks)
     .where(
       and(
