@@ -80,6 +80,15 @@ export async function renewSlots(live: LiveStore, accountId: string, member: str
   ]);
 }
 
+/**
+ * How many calls hold `slot` now: what /route reads to know a user is busy at its own concurrent limit
+ * before CAC would refuse the call (so the call can go to the user's busy forward or mailbox).
+ * @example if ((await slotActive(live, acc, { level: "call_limit", id: "cl_…" })) >= 1) busy()
+ */
+export async function slotActive(live: LiveStore, accountId: string, slot: Pick<CacSlot, "level" | "id">): Promise<number> {
+  return (await live.zliveMembers(slotKey(accountId, slot))).length;
+}
+
 /** One counter of a snapshot. */
 export interface CacCounter {
   level: CacSlot["level"];

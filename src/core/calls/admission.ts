@@ -56,13 +56,14 @@ async function storedReply(platform: Platform, accountId: string, sipCallId: str
 }
 
 /**
- * The reply to a call CAC refuses: 486 Busy Here when the user's own simultaneous-call ceiling is
- * reached (the person is busy, the caller may try later or go to voicemail on busy), 503 Service
- * Unavailable for every capacity ceiling (account, number, trunk), which tells an upstream carrier to
- * try another route.
+ * The reply to a call CAC refuses: 486 Busy Here when a person's own ceiling is reached (the user's
+ * simultaneous calls, or a user-scope concurrent call limit: the person is busy, the caller may try
+ * later or go to voicemail on busy), 503 Service Unavailable for every capacity ceiling (account,
+ * number, trunk, an account's or a number's call limit), which tells an upstream carrier to try
+ * another route.
  */
 export function cacRejectReply(decision: RouteDecision, refused: CacSlot): RouteReply {
-  const busy = refused.level === "user";
+  const busy = refused.level === "user" || refused.busy === true;
   return {
     rtjson: {
       action: "reject",

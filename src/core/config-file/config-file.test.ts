@@ -384,6 +384,10 @@ describe(`config file: errors [${storeKind}]`, () => {
       ["list kind", (f) => (f.phone_lists[0].kind = "block"), "/phone_lists/0/kind"],
       ["geo country", (f) => (f.geo_policies[0].countries[0] = "XX"), "/geo_policies/0/countries/0"],
       ["empty allowlist", (f) => (f.geo_policies[0].countries = []), "/geo_policies/0/countries"],
+      ["geo country the router never detects", (f) => (f.geo_policies[0].countries[1] = "MF"), "/geo_policies/0/countries/1"],
+      ["geo country as a non-country", (f) => (f.geo_policies[0].countries[1] = "QQ"), "/geo_policies/0/countries/1"],
+      ["route country the router never detects", (f) => (f.outbound_routes[1].match_country = "PN"), "/outbound_routes/1/match_country"],
+      ["caller-ID rule country the router never detects", (f) => (f.caller_id_rules[0].match_country = "BL"), "/caller_id_rules/0/match_country"],
       ["two primary domains", (f) => (f.sip_domains[1].is_primary = 1), "/sip_domains/1/is_primary"],
       ["no primary domain", (f) => (f.sip_domains[0].is_primary = 0), "/sip_domains/0/is_primary"],
       ["upper-case domain", (f) => (f.sip_domains[0].domain = "ACME.example.com"), "/sip_domains/0/domain"],
@@ -401,6 +405,26 @@ describe(`config file: errors [${storeKind}]`, () => {
       expect(paths(planError), name).toContain(path);
     }
     expect(await snapshotAccount(platform, seed.accountId)).toBe(before);
+  });
+
+  test("geo policies name territories that share a calling code (JE, GG, IM …) and ZZ, numbers of no country; a country never detected is refused with the reason", async () => {
+    const seed = await seedConfigAccount(platform);
+    const file = load(seed);
+    file.geo_policies = [{ name: "no-crown-or-satellite", mode: "denylist", countries: ["JE", "GG", "IM", "ZZ"] }];
+    file.outbound_routes[1].match_country = "JE";
+    await applyConfig(platform.db, platform.secrets, seed.accountId, file, { env });
+    const exported = await exportConfig(platform.db, seed.accountId);
+    expect(exported.geo_policies).toEqual([expect.objectContaining({ name: "no-crown-or-satellite", countries: ["GG", "IM", "JE", "ZZ"] })]);
+    file.geo_policies[0].countries.push("MF");
+    const error = await failure(() => applyConfig(platform.db, platform.secrets, seed.accountId, file, { env }));
+    expect(error.status).toBe(400);
+    const detail = (error.extra.details as Array<{ path: string; message: string }>).find((d) => d.path === "/geo_policies/0/countries/4");
+    expect(detail?.message).toContain("+590");
+    expect(detail?.message).toContain("GP");
+    // ZZ is a geo policy's word for no country, not a destination a route or a caller-ID rule matches.
+    const zz = load(seed);
+    zz.outbound_routes[1].match_country = "ZZ";
+    expect(paths(await failure(() => applyConfig(platform.db, platform.secrets, seed.accountId, zz, { env })))).toContain("/outbound_routes/1/match_country");
   });
 
   test("several problems are reported together, sorted by path", async () => {

@@ -9,6 +9,7 @@
 import type { DbOrTx } from "../db/db.ts";
 import type { ErrorDetail } from "../errors/app-error.ts";
 import type { SecretStore } from "../secrets/secrets.service.ts";
+import { undetectableCountry } from "../routing/country-codes.ts";
 
 /** A secret field (a trunk password) as the file asks for it, or as it is stored. */
 export type SecretSpec =
@@ -191,6 +192,17 @@ export function readSecret(value: unknown, path: string, ctx: Pick<ResolveContex
     return { secret: "plain", value: resolved };
   }
   return { secret: "plain", value: text };
+}
+
+/**
+ * `country` as it is; a country no number ever resolves to (a policy or route naming it would never
+ * match: MF and BL share +590 with GP, PN has no numbers) is an error at `path` saying why. For geo
+ * policies, caller-ID rules and outbound routes.
+ */
+export function detectableCountryAt<C extends string | null>(country: C, path: string, ctx: Pick<ResolveContext, "errors">): C {
+  const why = country === null ? null : undetectableCountry(country);
+  if (why) ctx.errors.push({ path, message: `${country} never matches a number: ${why}.` });
+  return country;
 }
 
 /** True for a SecretSpec value inside a canonical entry. */

@@ -39,7 +39,7 @@ function normalizePhones(input: readonly PhoneIn[], details: ErrorDetail[]): Con
   input.forEach((phone, i) => {
     const e164 = normalizeE164(phone.e164);
     const path = `/phones/${i}/e164`;
-    if (!e164) details.push({ path, message: "Not a valid E.164 number (country code and number, 8–15 digits)." });
+    if (!e164) details.push({ path, message: "Not a valid E.164 number (country code and number, 7–15 digits)." });
     else if (seen.has(e164)) details.push({ path, message: "This number is already given above." });
     else {
       seen.add(e164);

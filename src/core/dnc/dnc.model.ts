@@ -40,7 +40,7 @@ export namespace DncModel {
   const Numbers = T.Array(T.String({ maxLength: 32 }), {
     minItems: 1,
     maxItems: MAX_DNC_BATCH,
-    description: `1–${MAX_DNC_BATCH} numbers as typed (+, spaces, dots, dashes, parentheses ignored; a leading 00 counts as +). Duplicates are fine. One invalid number refuses the whole request.`,
+    description: `1–${MAX_DNC_BATCH} numbers as typed (+, spaces, dots, dashes, parentheses ignored; a leading 00 counts as +; a trunk 0 after the country code, "+44 (0)20 …" or "+44 020 …", is dropped). E.164: 7–15 digits. Duplicates are fine. One invalid number refuses the whole request.`,
   });
 
   /** POST /v1/dnc. */
@@ -48,7 +48,7 @@ export namespace DncModel {
     {
       numbers: Numbers,
       reason: T.Optional(Nullable(T.String({ minLength: 1, maxLength: 200 }))),
-      expires_at: T.Optional(Nullable(T.Integer({ minimum: 1, maximum: MAX_EPOCH_SEC, description: "Epoch seconds in the future; null or absent = never expires." }))),
+      expires_at: T.Optional(Nullable(T.Integer({ minimum: 1, maximum: MAX_EPOCH_SEC, description: "Epoch seconds in the future; null or absent = never expires. A number listed already keeps the later expiry of the two." }))),
       source: T.Optional(Source),
     },
     { additionalProperties: false },
@@ -58,7 +58,10 @@ export namespace DncModel {
   export const AddResult = T.Object(
     {
       added: T.Integer({ description: "Numbers newly listed (including expired entries listed again)." }),
-      already_listed: T.Integer({ description: "Numbers that were listed already; their entries are left as they were." }),
+      already_listed: T.Integer({
+        description:
+          "Numbers that were listed already. Each keeps the later of its expiry and this request's, no expiry being the latest (re-adding without expires_at makes an expiring entry permanent); when this request's is later, the entry takes this request's source, time and reason (its own reason stays when none is given). An earlier or equal expiry leaves the entry as it was.",
+      }),
     },
     { additionalProperties: false },
   );

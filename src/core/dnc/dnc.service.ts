@@ -3,12 +3,12 @@ import { keysetPage } from "../pagination/pagination.ts";
 import type { DbOrTx } from "../db/db.ts";
 import { validationFailed, type ErrorDetail } from "../errors/app-error.ts";
 import { nowSeconds } from "../db/columns.ts";
-import { normalizeE164 } from "../validation/fields.ts";
+import { E164_PATTERN, normalizeE164 } from "../validation/fields.ts";
 import type { DncModel } from "./dnc.model.ts";
 import type { DncEntryRow } from "./dnc.schema.ts";
 import { addEntries, findActiveEntry, listEntries, removeEntries } from "./dnc.store.ts";
 
-const E164_SHAPE = /^[1-9][0-9]{7,14}$/;
+const E164_SHAPE = new RegExp(E164_PATTERN);
 
 function toEntry(row: DncEntryRow): DncModel.Entry {
   return {
@@ -41,7 +41,7 @@ function normalizeNumbers(numbers: readonly string[]): string[] {
   numbers.forEach((value, i) => {
     const e164 = normalizeE164(value);
     if (e164) out.add(e164);
-    else details.push({ path: `/numbers/${i}`, message: "Not a valid E.164 number (country code and number, 8–15 digits)." });
+    else details.push({ path: `/numbers/${i}`, message: "Not a valid E.164 number (country code and number, 7–15 digits)." });
   });
   if (details.length) throw validationFailed(details, `${details.length} of the numbers are not valid; nothing was changed.`);
   return [...out];

@@ -43,8 +43,11 @@ export async function listEntries(
 }
 
 /**
- * Lists numbers (distinct, normalized). A number already listed keeps its entry; an expired entry is
- * replaced. Returns how many were listed by this call. Call inside a transaction.
+ * Lists numbers (distinct, normalized). A number listed already keeps the later expiry of its entry
+ * and this one, no expiry counting as the latest (a permanent opt-out never lapses for an earlier
+ * expiring entry); when this one's is later, the entry takes it with this call's source, time and
+ * reason (the entry's reason stays when this one gives none). An expired entry is replaced. Returns
+ * how many were not listed (or only expired) before this call. Call inside a transaction.
  */
 export async function addEntries(
   db: DbOrTx,
@@ -52,24 +55,32 @@ export async function addEntries(
   numbers: string[],
   entry: { reason: string | null; source: string; expires_at: number | null; created_at: number },
 ): Promise<number> {
+  const now = entry.created_at;
+  const expired = sql`(${dncEntries.expires_at} is not null and ${dncEntries.expires_at} <= ${now})`;
   let added = 0;
   for (let i = 0; i < numbers.length; i += CHUNK) {
-    const rows = numbers.slice(i, i + CHUNK).map((e164) => ({ account_id: accountId, e164, ...entry }));
-    const written = await db
+    const chunk = numbers.slice(i, i + CHUNK);
+    // Read under the transaction's own view, before the write: which numbers count as listed already.
+    const listed = await db
+      .select({ e164: dncEntries.e164 })
+      .from(dncEntries)
+      .where(and(eq(dncEntries.account_id, accountId), inArray(dncEntries.e164, chunk), activeAt(now)));
+    added += chunk.length - listed.length;
+    const rows = chunk.map((e164) => ({ account_id: accountId, e164, ...entry }));
+    await db
       .insert(dncEntries)
       .values(rows)
       .onConflictDoUpdate({
         target: [dncEntries.account_id, dncEntries.e164],
         set: {
-          reason: sql`excluded.reason`,
+          reason: sql`case when ${expired} then excluded.reason else coalesce(excluded.reason, ${dncEntries.reason}) end`,
           source: sql`excluded.source`,
           expires_at: sql`excluded.expires_at`,
           created_at: sql`excluded.created_at`,
         },
-        setWhere: sql`${dncEntries.expires_at} is not null and ${dncEntries.expires_at} <= ${entry.created_at}`,
-      })
-      .returning({ e164: dncEntries.e164 });
-    added += written.length;
+        // Only an entry this one outlasts changes: an expired one, or one that ends before this one.
+        setWhere: sql`${expired} or (${dncEntries.expires_at} is not null and (excluded.expires_at is null or excluded.expires_at > ${dncEntries.expires_at}))`,
+      });
   }
   return added;
 }

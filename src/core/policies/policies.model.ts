@@ -41,7 +41,7 @@ export namespace PolicyModel {
 
   export const CallerIdRuleEntry = scoped(
     {
-      match_country: T.Optional(Nullable(Country("Destination country the rule applies to; absent = any."))),
+      match_country: T.Optional(Nullable(Country("Destination country the rule applies to; absent = any. A country the router never tells apart (MF, BL: +590 is GP's) is refused."))),
       cid_number: PhoneInput("Caller-ID number presented."),
       cid_name: T.Optional(Nullable(T.String({ minLength: 1, maxLength: 40, description: "Caller-ID name presented, where the network carries one." }))),
       priority: T.Optional(T.Integer({ minimum: 0, maximum: 100000, description: "Lower wins among matching rules. Default 100." })),
@@ -81,7 +81,14 @@ export namespace PolicyModel {
   export const GeoPolicyEntry = scoped(
     {
       mode: lit(GEO_MODES, "allowlist: outbound calls may reach only these countries; denylist: never these."),
-      countries: T.Array(Country(), { maxItems: 250, description: "ISO alpha-2 destination countries." }),
+      countries: T.Array(
+        T.String({
+          pattern: "^[A-Z]{2}$",
+          description:
+            "An ISO 3166-1 alpha-2 destination country in upper case (territories that share a calling code, such as JE, GG, IM in +44, are told apart by number range; one the router never tells apart, such as MF or BL in +590, is refused), or ZZ: numbers of no country (+800, +808, +870, +878, +881, +882, +883, +888, +979: international networks and services).",
+        }),
+        { maxItems: 250, description: "ISO alpha-2 destination countries, and ZZ for numbers of no country." },
+      ),
     },
     "A geographic policy on outbound destinations.",
   );

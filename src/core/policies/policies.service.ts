@@ -7,6 +7,7 @@ import { newId, type IdPrefix } from "../ids/ids.ts";
 import type { DbOrTx } from "../db/db.ts";
 import { normalizeE164 } from "../validation/fields.ts";
 import { isCountryCode } from "../validation/formats.ts";
+import { NO_COUNTRY } from "../routing/country-codes.ts";
 import { canonicalCidr } from "../trunks/cidr-text.ts";
 import type { PolicyModel } from "./policies.model.ts";
 import {
@@ -22,7 +23,7 @@ import {
   type PolicyRow,
   type PolicyTableName,
 } from "./policies.store.ts";
-import { byText, orNull, rejectDuplicateKeys, type Desired, type ResolveContext, type Section, type SectionName } from "../config-file/section.ts";
+import { byText, detectableCountryAt, orNull, rejectDuplicateKeys, type Desired, type ResolveContext, type Section, type SectionName } from "../config-file/section.ts";
 import { resolveScope, scopeIdFor, scopeKeyFor, type ScopeKind } from "../config-file/scope.ts";
 
 /** Fields every policy has in canonical form. */
@@ -149,7 +150,7 @@ export const callerIdRuleSection = policySection<CallerIdRuleCanonical, "caller_
   table: "caller_id_rule",
   idPrefix: "cir",
   fields: (raw, at, ctx) => ({
-    match_country: orNull(raw.match_country),
+    match_country: detectableCountryAt(orNull(raw.match_country), `${at}/match_country`, ctx),
     cid_number: e164At(raw.cid_number, `${at}/cid_number`, ctx),
     cid_name: orNull(raw.cid_name),
     priority: raw.priority ?? 100,
@@ -225,6 +226,9 @@ export const geoPolicySection = policySection<GeoPolicyCanonical, "geo_policy", 
   fields: (raw, at, ctx) => {
     const seen = new Set<string>();
     raw.countries.forEach((country, j) => {
+      if (country !== NO_COUNTRY && !isCountryCode(country)) {
+        ctx.errors.push({ path: `${at}/countries/${j}`, message: `Expected an ISO 3166-1 alpha-2 country code in upper case, e.g. US, or ${NO_COUNTRY} for numbers of no country.` });
+      } else detectableCountryAt(country, `${at}/countries/${j}`, ctx);
       if (seen.has(country)) ctx.errors.push({ path: `${at}/countries/${j}`, message: `${country} is listed twice.` });
       seen.add(country);
     });

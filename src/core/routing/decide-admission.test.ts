@@ -68,6 +68,54 @@ describe(`routing meets admission [${storeKind}]`, () => {
     expect(reply.rtjson.action, decision.trace.map((s) => `${s.step}: ${s.result}`).join("\n")).toBe("outbound");
   });
 
+  test("a user's concurrent limit of one direction counts only its calls in that direction: a call received does not fill its out limit, nor a call placed its in limit", async () => {
+    const f = await routeFixture(platform);
+    const alice = await f.user({ username: "1001", max_simultaneous: 5 });
+    const aliceDev = await f.device(alice);
+    const bob = await f.user({ username: "1002", max_simultaneous: 5 });
+    const bobDev = await f.device(bob);
+    const outLimit = await f.callLimit({ name: "one-out", scope_kind: "user", scope_id: alice, direction: "out", max_count: 1, hard: 1 });
+    const inLimit = await f.callLimit({ name: "one-in", scope_kind: "user", scope_id: alice, direction: "in", max_count: 1, hard: 1 });
+    const did = await f.number({ dest_kind: "user", dest_id: alice });
+    // Presence's count of the calls Alice is in, as the calls below add up.
+    const deps = (calls: number) => testDeps(platform, { contacts: { [alice]: [contact(alice, aliceDev, "sip:1001@10.0.0.9")] }, calls: { [alice]: calls } });
+    const fromDevice = (user: string, device: string, to: string): RouteRequest => ({ callId: callId(), from: "x", fromDomain: "r.example", to, account_id: f.accountId, user_id: user, device_id: device, source_ip: "198.51.100.1" });
+    const fromCarrier = (): RouteRequest => ({ callId: callId(), from: "14155550000", fromDomain: "carrier", to: did.e164, source_ip: "192.0.2.1" });
+    const why = (r: Awaited<ReturnType<typeof route>>) => r.decision.trace.map((s) => `${s.step}: ${s.result}`).join("\n");
+    // Bob calls Alice: a call Alice is in, of neither of her limits' directions (internal).
+    const internal = await route(fromDevice(bob, bobDev, "1001"), deps(0));
+    expect(internal.reply.rtjson.action).toBe("proxy");
+    expect(internal.decision.slots.filter((s) => s.level === "call_limit")).toEqual([]);
+    // A call from outside reaches her: it takes her in limit's own counter, her user slot at its own ceiling.
+    const receivedReq = fromCarrier();
+    const received = await route(receivedReq, deps(1));
+    expect(received.reply.rtjson.action, why(received)).toBe("proxy");
+    expect(received.decision.slots).toContainEqual({ level: "user", id: alice, limit: 5 });
+    expect(received.decision.slots).toContainEqual({ level: "call_limit", id: inLimit, limit: 1, busy: true });
+    // On two calls, neither placed by her: she may place one.
+    const placedReq = fromDevice(alice, aliceDev, "447700900123");
+    const placed = await route(placedReq, deps(2));
+    expect(placed.reply.rtjson.action, why(placed)).toBe("outbound");
+    expect(placed.decision.slots).toContainEqual({ level: "user", id: alice, limit: 5 });
+    expect(placed.decision.slots).toContainEqual({ level: "call_limit", id: outLimit, limit: 1, busy: true });
+    // Not two: her out limit is full (486: she is busy, as at her max_simultaneous).
+    expect((await route(fromDevice(alice, aliceDev, "447700900124"), deps(3))).reply.rtjson).toMatchObject({ action: "reject", code: 486, vars: { cac_level: "call_limit", cac_id: outLimit } });
+    // Her in limit is full too: the next call from outside finds her busy, below her max_simultaneous.
+    const busy = await route(fromCarrier(), deps(3));
+    expect(busy.reply.rtjson, why(busy)).toMatchObject({ action: "reject", code: 486 });
+    expect(why(busy)).toContain("one-in");
+    // GET /cac lists each counter with the call holding it; the calls' ends give them back.
+    const counters = await cacSnapshot(platform.live, f.accountId);
+    expect(counters.find((c) => c.level === "call_limit" && c.id === outLimit)).toMatchObject({ active: 1, limit: 1, call_ids: [String(placed.reply.rtjson.vars.call_id)] });
+    expect(counters.find((c) => c.level === "call_limit" && c.id === inLimit)).toMatchObject({ active: 1, limit: 1, call_ids: [String(received.reply.rtjson.vars.call_id)] });
+    expect(counters.find((c) => c.level === "user" && c.id === alice)?.active).toBe(3);
+    for (const r of [placedReq, receivedReq]) {
+      await handleDialogEvent(platform, { type: "dialog", callId: r.callId, account_id: f.accountId, state: "terminated", sip_code: 200, hangup_cause: "NORMAL_CLEARING" });
+    }
+    expect((await cacSnapshot(platform.live, f.accountId)).filter((c) => c.level === "call_limit")).toEqual([]);
+    expect((await route(fromCarrier(), deps(1))).reply.rtjson.action).toBe("proxy");
+  });
+
   test("a user busy at its own concurrent in-limit goes to its busy forward; the forward does not take the user's slot", async () => {
     const f = await routeFixture(platform);
     const u = await f.user({ username: "1001", max_simultaneous: 5 });

@@ -79,6 +79,19 @@ describe(`decideRoute outbound [${storeKind}]`, () => {
     expect((await decideRoute(testDeps(platform), c.dial("12"))).reply.rtjson.code).toBe(484);
   });
 
+  test("an outbound_dst transform that writes the number with its + (^0(\\d{10})$ → +44$1) gives that number, not a 484", async () => {
+    const c = await caller();
+    await c.f.transform({ direction: "outbound_dst", match_regex: "^0(\\d{10})$", replacement: "+44$1" });
+    await c.f.phoneList("dnc_out", ["447700900299"]);
+    const d = await decideRoute(testDeps(platform), c.dial("07700900298"));
+    expect(d.reply.rtjson.action, steps(d)).toBe("outbound");
+    expect(d.to).toBe("447700900298");
+    expect(d.reply.rtjson.routes![0]!.uri).toBe("sip:447700900298@carrier.example.net:5060");
+    expect(d.reply.rtjson.vars.country).toBe("GB");
+    // The number is compared with the lists without its +.
+    expect((await decideRoute(testDeps(platform), c.dial("07700900299"))).reply.rtjson.code).toBe(603);
+  });
+
   test("a number dialled with its + is international already: national-format transforms leave it alone", async () => {
     const c = await caller();
     // The usual North American rule: ten digits get the country code.
@@ -111,6 +124,21 @@ describe(`decideRoute outbound [${storeKind}]`, () => {
     expect((await decideRoute(testDeps(platform), other.dial("447700900301"))).reply.rtjson.action).toBe("outbound");
   });
 
+  test("DNC: a number dialled with the trunk 0 after its country code ((0), or a bare 0 where no number begins with 0) is the listed number", async () => {
+    const c = await caller();
+    await c.f.transform({ direction: "outbound_dst", match_regex: "^00(\\d+)$", replacement: "$1" });
+    await c.f.phoneList("dnc_out", ["442071230000"]);
+    await addToDnc(platform.db, c.f.accountId, { numbers: ["+44 (0)20 7946 0000"] });
+    for (const to of ["+44 (0)20 7123 0000", "+4402071230000", "tel:+44-(0)20-7123-0000", "004402071230000", "+44 (0)20 7946 0000", "+4402079460000"]) {
+      const d = await decideRoute(testDeps(platform), c.dial(to));
+      expect(d.reply.rtjson, `${to}\n${steps(d)}`).toMatchObject({ action: "reject", code: 603 });
+      expect(d.to, to).toMatch(/^44207(123|946)0000$/);
+    }
+    // Italy keeps its 0 after +39: it is part of the number.
+    const rome = await decideRoute(testDeps(platform), c.dial("+39 06 6981 2345"));
+    expect(rome.to).toBe("390669812345");
+  });
+
   test("geo policies: an allowlist refuses other countries, a denylist its own", async () => {
     const c = await caller();
     await c.f.geo("allowlist", ["GB", "US"]);
@@ -122,6 +150,31 @@ describe(`decideRoute outbound [${storeKind}]`, () => {
     await d.f.geo("denylist", ["CA"], { scope_kind: "user", scope_id: d.user });
     expect((await decideRoute(testDeps(platform), d.dial("14165550100"))).reply.rtjson.code).toBe(403);
     expect((await decideRoute(testDeps(platform), d.dial("14155550100"))).reply.rtjson.action).toBe("outbound");
+  });
+
+  test("geo policies tell apart territories that share a calling code (Jersey, Guernsey, Isle of Man in +44); ZZ names numbers of no country", async () => {
+    const c = await caller();
+    await c.f.geo("denylist", ["JE", "GG", "IM"]);
+    for (const to of ["447797712345", "441534123456", "447781123456", "441481256789", "447624123456", "441624756789"]) {
+      const d = await decideRoute(testDeps(platform), c.dial(to));
+      expect(d.reply.rtjson, `${to}\n${steps(d)}`).toMatchObject({ action: "reject", code: 403 });
+    }
+    expect((await decideRoute(testDeps(platform), c.dial("447700900400"))).reply.rtjson.action).toBe("outbound");
+    // A denylist without ZZ lets numbers of no country through (satellite networks, international premium rate); with it, not.
+    expect((await decideRoute(testDeps(platform), c.dial("881612345678"))).reply.rtjson.action).toBe("outbound");
+    const z = await caller();
+    await z.f.geo("denylist", ["ZZ"]);
+    for (const to of ["881612345678", "882345678901", "979123456789", "870772001234"]) {
+      const d = await decideRoute(testDeps(platform), z.dial(to));
+      expect(d.reply.rtjson, to).toMatchObject({ action: "reject", code: 403 });
+      expect(steps(d), to).toContain("refuses ZZ (no country)");
+    }
+    expect((await decideRoute(testDeps(platform), z.dial("447700900400"))).reply.rtjson.action).toBe("outbound");
+    // An allowlist of JE reaches Jersey, not the rest of +44.
+    const j = await caller();
+    await j.f.geo("allowlist", ["JE"]);
+    expect((await decideRoute(testDeps(platform), j.dial("441534123456"))).reply.rtjson.action).toBe("outbound");
+    expect((await decideRoute(testDeps(platform), j.dial("442071230000"))).reply.rtjson.code).toBe(403);
   });
 
   test("ACL rules: ip_deny refuses, ip_allow must match, geo rules use source_country when the edge sends it", async () => {

@@ -4,6 +4,7 @@
  */
 import type { CacSlot, RouteDecision, RouteReply, RouteRequest, RtjsonRoute } from "./route-types.ts";
 import type { RouteForward, RouteTransform } from "./decide.store.ts";
+import { internationalDigits, withoutTrunkZero } from "../validation/fields.ts";
 
 /** A decision being built: the decision's fields but its reply, plus what the rules work from. */
 export interface DecisionDraft extends Omit<RouteDecision, "reply"> {
@@ -23,13 +24,13 @@ export function step(draft: DecisionDraft, name: string, result: string, data?: 
 /**
  * Adds a CAC slot when the ceiling is set; a second slot of the same level, id and leg keeps the lower
  * limit. `leg` out: the place of a call's leg out through a trunk it also came in through (a second
- * channel of that trunk, not the same one).
+ * channel of that trunk, not the same one). `busy`: a person's own ceiling (see `CacSlot.busy`).
  */
-export function addSlot(draft: DecisionDraft, level: CacSlot["level"], id: string, limit: number | null | undefined, leg?: CacSlot["leg"]): void {
+export function addSlot(draft: DecisionDraft, level: CacSlot["level"], id: string, limit: number | null | undefined, leg?: CacSlot["leg"], busy?: true): void {
   if (limit === null || limit === undefined) return;
   const existing = draft.slots.find((s) => s.level === level && s.id === id && s.leg === leg);
   if (existing) existing.limit = Math.min(existing.limit, limit);
-  else draft.slots.push(leg ? { level, id, limit, leg } : { level, id, limit });
+  else draft.slots.push({ level, id, limit, ...(leg ? { leg } : {}), ...(busy ? { busy } : {}) });
 }
 
 function baseVars(draft: DecisionDraft): Record<string, string | number | null> {
@@ -202,14 +203,31 @@ export function applyTransforms(
   return out;
 }
 
-/** The dialled number as digits: strips a sip:/tel: scheme, a leading + or 00, and visual separators. */
 /** Whether a dialled number was written in international form (a leading +): it is E.164 already. */
 export function dialledInternational(value: string): boolean {
   return /^\+/.test(value.trim().replace(/^(sips?|tel):/i, ""));
 }
 
+/**
+ * The dialled number as digits: strips a sip:/tel: scheme, the host part and visual separators. A
+ * number with its leading + is in international form: the + goes, and so does the national trunk
+ * prefix written after its country code ("+44 (0)20…", "+44 020…", as `normalizeE164` reads them, so
+ * the lists it wrote match). A leading 00 stays: which prefix dials abroad is the account's to say
+ * (00, 011, 0011…), with its outbound_dst transforms.
+ * @example dialledDigits("sip:+44 (0)20 7123 0000@acme.example") // "442071230000"; dialledDigits("0044207…") // "0044207…"
+ */
 export function dialledDigits(value: string): string {
-  let v = value.trim().replace(/^(sips?|tel):/i, "").replace(/@.*$/, "").replace(/[\s().-]/g, "");
-  if (v.startsWith("+")) v = v.slice(1);
-  return v;
+  const v = value.trim().replace(/^(sips?|tel):/i, "").replace(/@.*$/, "");
+  if (v.startsWith("+")) return internationalDigits(v.slice(1));
+  return v.replace(/[\s().-]/g, "");
+}
+
+/**
+ * A number an outbound_dst transform (or a device, in international form) gave, as E.164 without +:
+ * one leading + dropped (people write E.164 with it: ^0(\d{10})$ → +44$1), and the national trunk
+ * prefix after the country code, as `normalizeE164` drops it. Not a check: the caller tests the shape.
+ * @example transformedNumber("+447700900123") // "447700900123"; transformedNumber("4402071230000") // "442071230000"
+ */
+export function transformedNumber(value: string): string {
+  return withoutTrunkZero(value.startsWith("+") ? value.slice(1) : value);
 }

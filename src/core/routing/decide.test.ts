@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Platform } from "../platform.ts";
 import { storeKind, testPlatform } from "../../../test/support/platform.ts";
 import { decideRoute } from "./decide.ts";
+import { admitCall } from "../calls/admission.ts";
 import { MAX_SOURCE_TRUNKS } from "./decide.store.ts";
 import { contact, freshE164, routeFixture, testDeps } from "./decide.fixture.ts";
 import type { RouteRequest } from "./route-types.ts";
@@ -56,7 +57,8 @@ describe(`decideRoute classification [${storeKind}]`, () => {
     const did = await owner.number({ dest_kind: "hangup" });
     const other = await routeFixture(platform);
     const own = await other.number({ dest_kind: "hangup" });
-    const shared = "192.0.2.78";
+    // Addresses of this run's own (a database kept from an earlier run holds other trunks on fixed ones).
+    const shared = `192.0.2.${100 + Math.floor(Math.random() * 150)}`;
     const trunk = await other.trunk({}, [`${shared}/32`]);
     await other.transform({ scope_kind: "trunk", scope_id: trunk, direction: "inbound_dst", match_regex: "^.*$", replacement: own.e164 });
     const d = await decideRoute(testDeps(platform), req({ to: did.e164, source_ip: shared }));
@@ -67,7 +69,7 @@ describe(`decideRoute classification [${storeKind}]`, () => {
     const mine = await decideRoute(testDeps(platform), req({ to: "0800123", source_ip: shared }));
     expect(mine).toMatchObject({ accountId: other.accountId, trunkId: trunk, numberId: own.id });
     // Another tenant's trunk of the same upstream (a shared address that is not the carrier's) neither.
-    const upstream = "198.51.100.203";
+    const upstream = `198.51.100.${10 + Math.floor(Math.random() * 240)}`;
     const ownersTrunk = await owner.trunk({}, [`${upstream}/32`]);
     const othersTrunk = await other.trunk({}, [`${upstream}/32`]);
     await other.transform({ scope_kind: "trunk", scope_id: othersTrunk, direction: "inbound_dst", match_regex: "^.*$", replacement: own.e164 });
@@ -489,19 +491,26 @@ describe(`decideRoute inbound DIDs [${storeKind}]`, () => {
     expect(internal.reply.rtjson.action).toBe("proxy");
   });
 
-  test("a user's concurrent inbound limit lowers its ceiling: at that many calls it is busy (its busy forward, else 486)", async () => {
+  test("a user's concurrent inbound limit is a counter of its own: at that many calls from outside it is busy (its busy forward, else 486); other calls of the user do not fill it", async () => {
     const f = await routeFixture(platform);
     const user = await f.user({ username: "2101", max_simultaneous: 4 });
     const dev = await f.device(user);
     const did = await f.number({ dest_kind: "user", dest_id: user });
-    await f.callLimit({ scope_kind: "user", scope_id: user, direction: "in", max_count: 1, hard: 1 });
+    const limit = await f.callLimit({ scope_kind: "user", scope_id: user, direction: "in", max_count: 1, hard: 1 });
     const contacts = { [user]: [contact(user, dev, "sip:2101@198.51.100.22:5062")] };
-    const idle = await decideRoute(testDeps(platform, { contacts }), req({ to: did.e164, source_ip: CARRIER_IP }));
+    const first = req({ to: did.e164, source_ip: CARRIER_IP });
+    const idle = await decideRoute(testDeps(platform, { contacts }), first);
     expect(idle.reply.rtjson.action).toBe("proxy");
-    expect(idle.slots).toContainEqual({ level: "user", id: user, limit: 1 });
+    expect(idle.slots).toContainEqual({ level: "user", id: user, limit: 4 });
+    expect(idle.slots).toContainEqual({ level: "call_limit", id: limit, limit: 1, busy: true });
+    // On a call it placed (presence counts it; the limit's counter does not): a call from outside still reaches it.
+    const onAnother = await decideRoute(testDeps(platform, { contacts, calls: { [user]: 1 } }), req({ to: did.e164, source_ip: CARRIER_IP }));
+    expect(onAnother.reply.rtjson.action, steps(onAnother)).toBe("proxy");
+    // A call from outside holds the counter: the next is busy.
+    expect((await admitCall(platform, idle, first)).rtjson.action).toBe("proxy");
     const busy = await decideRoute(testDeps(platform, { contacts, calls: { [user]: 1 } }), req({ to: did.e164, source_ip: CARRIER_IP }));
     expect(busy.reply.rtjson).toMatchObject({ action: "reject", code: 486 });
-    expect(steps(busy)).toContain("busy: 1 of 1");
+    expect(steps(busy)).toContain("holds 1 of 1 concurrent calls");
   });
 
   test("callers on a dnc_in list (the account's, or this DID's) are declined, after the caller-ID transforms; an allow list wins", async () => {

@@ -15,9 +15,10 @@ import { canonicalIp } from "../security/address.ts";
 import { evaluateSchedule } from "../schedules/schedule-eval.ts";
 import { trunkContacts, userContacts, userCallCount, type RegisteredContact, type TrunkContact } from "../presence/presence.service.ts";
 import { isTrunkDown, readTrunkHealth, type TrunkHealth } from "../trunks/trunk-health.ts";
+import { slotActive } from "../cac/cac.service.ts";
 import { callLimitMember, type RouteDecision, type RouteRequest, type RtjsonRoute } from "./route-types.ts";
 import { FEATURE_CODES } from "./route-target.ts";
-import { countryOfE164 } from "./country-codes.ts";
+import { NO_COUNTRY, countryOfE164, geoCountryOf } from "./country-codes.ts";
 import {
   loadDevice,
   loadDid,
@@ -55,10 +56,12 @@ import {
   sipHeaders,
   step,
   toMediaEngine,
+  transformedNumber,
   trunkUri,
   withUser,
   type DecisionDraft,
 } from "./decide-support.ts";
+import { E164_PATTERN } from "../validation/fields.ts";
 
 /** Platform-level routing settings (from CARRIER_ADDRESSES, CARRIER_URI, MEDIA_ENGINES). */
 export interface RouteSettings {
@@ -94,8 +97,8 @@ export function routeDeps(platform: Platform): RouteDeps {
   };
 }
 
-/** A number the outbound path accepts after transforms: E.164 without +, 7–15 digits. */
-const E164 = /^[1-9][0-9]{6,14}$/;
+/** A number the outbound path accepts after transforms: E.164 without +, 7–15 digits (the one bound every list uses). */
+const E164 = new RegExp(E164_PATTERN);
 /** The From of a caller who withholds its identity (RFC 3323 section 4.1.1.3). */
 const ANONYMOUS_URI = "sip:anonymous@anonymous.invalid";
 /** How many route-target hops (extension → extension → user …) before a loop is assumed. */
@@ -480,19 +483,23 @@ async function toUser(deps: RouteDeps, draft: DecisionDraft, account: RouteAccou
   step(draft, "user", `${user.username} (${user.id})`);
   if (user.status !== "active") return reject(draft, 480, "Temporarily Unavailable", "user disabled");
   // The user's own limits on the calls it receives from outside (a carrier's or a trunk's call), before
-  // any forward: a call forwarded on is still a call to the user. A concurrent one lowers the user's
-  // ceiling (its CAC slot, shared with the calls it places, as the caller's out limits do).
+  // any forward: a call forwarded on is still a call to the user (a per-period one counts it). A
+  // concurrent one is a CAC counter of its own (level call_limit), taken only by the calls from outside
+  // that reach the user: not by the calls it places, nor by internal ones, which its `user` slot counts.
   if (draft.direction === "inbound") {
-    const limited = await callLimits(deps, draft, user.limits, "in", () => ["user", user.id]);
+    const limited = await callLimits(deps, draft, user.limits, "in");
     if (limited) return limited;
   }
+  const ownLimitIds = new Set(user.limits.map((l) => l.id));
+  const ownLimitSlots = () => draft.slots.filter((s) => s.level === "call_limit" && ownLimitIds.has(s.id));
   // A call forwarded elsewhere (always, or as /route's busy or unreachable failover) does not go to the
-  // user: the user's slot (a concurrent in-limit's lowered ceiling) is not the forward's to take, or a
-  // user at that ceiling would have its forwarded call refused by it. The caller's own slot stays (a
+  // user: the user's slot, and its concurrent limits' counters, are not the forward's to take, or a
+  // user at such a ceiling would have its forwarded call refused by it. The caller's own slot stays (a
   // user calling itself is still placing a call).
   const leaveUserSlot = () => {
     if (draft.deviceId !== null && draft.userId === user.id) return;
-    draft.slots = draft.slots.filter((s) => !(s.level === "user" && s.id === user.id));
+    const own = new Set(ownLimitSlots());
+    draft.slots = draft.slots.filter((s) => !(s.level === "user" && s.id === user.id) && !own.has(s));
   };
   const always = user.forwards.find((f) => f.trigger === "always");
   if (always) {
@@ -523,17 +530,31 @@ async function toUser(deps: RouteDeps, draft: DecisionDraft, account: RouteAccou
     return null;
   };
   const byTrigger = (t: RouteForward["trigger"]) => user.forwards.find((f) => f.trigger === t) ?? null;
-  const [active, registered] = await Promise.all([deps.userCallCount(account.id, user.id), deps.contacts(account.id, user.id)]);
+  const limitSlots = ownLimitSlots();
+  const [active, registered, limitActive] = await Promise.all([
+    deps.userCallCount(account.id, user.id),
+    deps.contacts(account.id, user.id),
+    Promise.all(limitSlots.map((slot) => slotActive(deps.live, account.id, slot))),
+  ]);
   // Bindings of a device disabled or removed since it registered are never rung (they would stay
   // until they expire, up to a day).
   const activeDevices = new Set(user.devices);
   const contacts = registered.filter((c) => activeDevices.has(c.device_id));
   if (contacts.length < registered.length) step(draft, "user", `${registered.length - contacts.length} binding(s) of inactive devices left out`);
-  // A concurrent call limit of the user's may have lowered its ceiling.
+  // A user calling itself may have set a lower ceiling on its slot before (its own max_simultaneous).
   const ceiling = Math.min(user.max_simultaneous, draft.slots.find((s) => s.level === "user" && s.id === user.id)?.limit ?? Infinity);
   if (active >= ceiling) {
     step(draft, "user", `busy: ${active} of ${ceiling} simultaneous calls`);
     return (await failover("busy")) ?? reject(draft, 486, "Busy Here", "user at max_simultaneous");
+  }
+  // The user's concurrent limit on calls from outside, full: busy too (CAC would refuse the call 486;
+  // known here, it goes to the busy forward or the mailbox instead).
+  const full = limitSlots.findIndex((slot, i) => limitActive[i]! >= slot.limit);
+  if (full >= 0) {
+    const slot = limitSlots[full]!;
+    const name = user.limits.find((l) => l.id === slot.id)?.name ?? slot.id;
+    step(draft, "user", `busy: call limit ${name} holds ${limitActive[full]} of ${slot.limit} concurrent calls`);
+    return (await failover("busy")) ?? reject(draft, 486, "Busy Here", `user at call limit ${name}`);
   }
   if (contacts.length === 0) {
     step(draft, "user", "no registered contacts");
@@ -577,15 +598,18 @@ function destinationProblem(draft: DecisionDraft, ctx: Awaited<ReturnType<typeof
   }
   if (ctx.lists.includes("dnc_out")) return { dnc: true, why: "on a do-not-call phone list" };
   if (ctx.dnc) return { dnc: true, why: "on the account's do-not-call list" };
-  const country = countryOfE164(e164);
+  // A number of no country (an international network or service: +881, +882, +979 …) is ZZ to a geo
+  // policy: an allowlist refuses it unless it lists ZZ, a denylist that lists ZZ refuses it.
+  const country = geoCountryOf(e164);
+  const shown = country === NO_COUNTRY ? `${NO_COUNTRY} (no country)` : country;
   for (const g of ctx.geo) {
-    const listed = country !== null && g.countries.includes(country);
+    const listed = g.countries.includes(country);
     if ((g.mode === "allowlist" && !listed) || (g.mode === "denylist" && listed)) {
-      step(draft, "geo", `${g.name} (${g.scope_kind} ${g.mode}) refuses ${country ?? "unknown country"}`);
-      return { dnc: false, why: `destination country ${country ?? "unknown"} not allowed` };
+      step(draft, "geo", `${g.name} (${g.scope_kind} ${g.mode}) refuses ${shown}`);
+      return { dnc: false, why: `destination country ${shown} not allowed` };
     }
   }
-  if (ctx.geo.length) step(draft, "geo", `${country ?? "unknown country"} allowed by ${ctx.geo.map((g) => g.name).join(", ")}`);
+  if (ctx.geo.length) step(draft, "geo", `${shown} allowed by ${ctx.geo.map((g) => g.name).join(", ")}`);
   return null;
 }
 
@@ -622,8 +646,7 @@ async function forwardCall(deps: RouteDeps, draft: DecisionDraft, account: Route
   }
   draft.vars.forward_id = fwd.id;
   if (problem) return problem.dnc ? dncReject(draft, problem.why, fwd.number) : reject(draft, 403, "Forbidden", problem.why);
-  const userId = draft.userId;
-  const limited = await callLimits(deps, draft, ctx.limits, "out", (l) => (l.scope_kind === "user" && userId ? ["user", userId] : ["account_out", account.id]));
+  const limited = await callLimits(deps, draft, ctx.limits, "out", () => ["account_out", account.id]);
   if (limited) return limited;
   if (fwd.confirm === 1) {
     // Press-1 screening needs a media engine on the forwarded leg.
@@ -972,7 +995,9 @@ async function outboundCall(
   // must not rewrite it.
   const international = dialledInternational(draft.req.to);
   if (international) step(draft, "transform", `+${digits} dialled in international form: account transforms skipped`);
-  const e164 = international ? digits : applyTransforms(draft, "outbound_dst", transforms, digits, (t) => t.scope_kind === "account");
+  // A transform may write the number with its + (^0(\d{10})$ → +44$1), or with the trunk 0 after the
+  // country code: the number is the one the lists and policies know.
+  const e164 = international ? digits : transformedNumber(applyTransforms(draft, "outbound_dst", transforms, digits, (t) => t.scope_kind === "account"));
   if (!E164.test(e164)) {
     step(draft, "number", `${e164} is not an E.164 number after transforms`);
     return reject(draft, 484, "Address Incomplete", "not an E.164 destination");
@@ -985,7 +1010,7 @@ async function outboundCall(
   if (refused) return refused;
   addSlot(draft, "account_out", account.id, account.max_out);
   if (user) addSlot(draft, "user", user.id, user.max_simultaneous);
-  const limited = await callLimits(deps, draft, ctx.limits, "out", (l) => (l.scope_kind === "user" && user ? ["user", user.id] : ["account_out", account.id]));
+  const limited = await callLimits(deps, draft, ctx.limits, "out", () => ["account_out", account.id]);
   if (limited) return limited;
   const cid = callerId(draft, account, caller, ctx.cidRules, country);
   // The account's outbound_cid transforms apply to whichever caller-ID the call presents: the one
@@ -1090,23 +1115,29 @@ function aclVerdict(draft: DecisionDraft, rules: readonly RouteAclRule[]): Route
  * while max_count calls of the last period_sec are counted). A call refused after it was counted (by a
  * later hard limit, the router, or CAC) is taken out of the windows again at admission (`limitWindows`),
  * so a refused call counts against none. Concurrent limits (no period) become CAC slot ceilings.
+ * `concurrentSlot`: the ceiling an account's or a number's concurrent limit of one direction lowers
+ * (those ceilings count that direction's calls alone); without it (a user's limits), every concurrent
+ * limit is a counter of its own.
  */
 async function callLimits(
   deps: RouteDeps,
   draft: DecisionDraft,
   limits: readonly RouteCallLimit[],
   direction: "in" | "out",
-  concurrentSlot: (l: RouteCallLimit) => [level: "account_in" | "account_out" | "number" | "user", id: string],
+  concurrentSlot?: (l: RouteCallLimit) => [level: "account_in" | "account_out" | "number", id: string],
 ): Promise<RouteDecision | null> {
   // Hard ones first: a call one of them refuses is counted by no soft one.
   for (const l of [...limits].sort((a, b) => b.hard - a.hard)) {
     if (l.direction !== direction && l.direction !== "any") continue;
     if (l.period_sec === null) {
       if (l.hard === 1) {
-        // One direction lowers that direction's ceiling; both directions share the policy's own
-        // counter (each direction's ceiling would let max_count calls through in each).
-        const [level, id] = l.direction === "any" ? (["call_limit", l.id] as const) : concurrentSlot(l);
-        addSlot(draft, level, id, l.max_count);
+        // An account's or a number's limit of one direction lowers that direction's ceiling. The
+        // policy has a counter of its own when both directions share it (each direction's ceiling would
+        // let max_count calls through in each), and at user scope: the user's `user` slot counts every
+        // call the user is in, so an out limit lowering it would refuse a call out for a call received.
+        const own = l.direction === "any" || l.scope_kind === "user" || !concurrentSlot;
+        const [level, id] = own ? (["call_limit", l.id] as const) : concurrentSlot(l);
+        addSlot(draft, level, id, l.max_count, undefined, l.scope_kind === "user" ? true : undefined);
         step(draft, "call_limit", `${l.name}: at most ${l.max_count} concurrent (CAC ${level})`);
       } else step(draft, "call_limit", `${l.name}: soft concurrent limit, not enforced by CAC`);
       continue;

@@ -46,8 +46,8 @@ export type CallDirection = "inbound" | "outbound" | "internal";
 /**
  * The concurrency ceilings, in the order counters are listed: account max_in / max_out / max_dialer,
  * a number's or trunk's max_channels, a user's max_simultaneous, and a concurrent call_limit policy
- * of direction `any` (both directions, one counter). The one list the type, the API schema and the
- * listings use.
+ * with a counter of its own (direction `any`: both directions, one counter; scope user: the user's calls
+ * of its direction alone). The one list the type, the API schema and the listings use.
  */
 export const CAC_LEVELS = ["account_in", "account_out", "account_dialer", "number", "trunk", "user", "call_limit"] as const;
 
@@ -64,6 +64,11 @@ export interface CacSlot {
    * holds that trunk twice (two channels), the leg out under its own member of the counter.
    */
   leg?: "out";
+  /**
+   * true: the person's own ceiling (a user-scope call limit), so a call it refuses is busy (486 Busy
+   * Here, as at the user's max_simultaneous), not a capacity refusal (503).
+   */
+  busy?: true;
 }
 
 /** One routing decision recorded for GET /v1/calls/{id}/trace. */

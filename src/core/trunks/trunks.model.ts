@@ -73,7 +73,7 @@ export namespace TrunkModel {
     {
       name: Name(100),
       match_prefix: T.Optional(Nullable(T.String({ pattern: "^[0-9]{1,15}$", description: "Leading digits of the E.164 destination (no +); absent = any." }))),
-      match_country: T.Optional(Nullable(Country("Destination country, ISO alpha-2; absent = any."))),
+      match_country: T.Optional(Nullable(Country("Destination country, ISO alpha-2; absent = any. A country the router never tells apart (MF, BL: +590 is GP's) is refused."))),
       via: lit(VIAS, "carrier: the platform's wholesale carrier; trunk: the trunk named in trunk."),
       trunk: T.Optional(Nullable(Name(100))),
       priority: T.Optional(T.Integer({ minimum: 0, maximum: 100000, description: "Lower is tried first. Default 100." })),

@@ -28,6 +28,7 @@ import { canonicalCidr } from "./cidr-text.ts";
 import { captureGroupCount, regexProblem } from "./regex-safety.ts";
 import {
   byText,
+  detectableCountryAt,
   orNull,
   readSecret,
   rejectDuplicateKeys,
@@ -326,7 +327,7 @@ export const outboundRouteSection: Section<OutboundRouteCanonical> = {
       const entry: OutboundRouteCanonical = {
         name: raw.name,
         match_prefix: orNull(raw.match_prefix),
-        match_country: orNull(raw.match_country),
+        match_country: detectableCountryAt(orNull(raw.match_country), `${at}/match_country`, ctx),
         via: raw.via,
         trunk: orNull(raw.trunk),
         priority: raw.priority ?? 100,

@@ -31,21 +31,67 @@ export const EpochMs = (description: string) => T.Integer({ minimum: 0, maximum:
 /** A whole number ≥ 1. */
 export const Positive = (options: { maximum?: number; description?: string } = {}) => T.Integer({ minimum: 1, ...options });
 
-/** E.164 without the leading +: country code and subscriber number, 8–15 digits, no leading 0. */
-export const E164_PATTERN = "^[1-9][0-9]{7,14}$";
+/**
+ * E.164 without the leading +: country code and subscriber number, 7–15 digits, no leading 0. ITU-T
+ * E.164 allows at most 15; the shortest numbers in service have 7 (Niue's, Saint Helena's and
+ * Tokelau's 4-digit numbers after a 3-digit code). The one bound the router, the lists and every
+ * stored number use.
+ */
+export const E164_PATTERN = "^[1-9][0-9]{6,14}$";
+const E164_RE = new RegExp(E164_PATTERN);
 export const E164 = (description = "E.164 number without the leading +, e.g. 14155550123.") =>
   T.String({ pattern: E164_PATTERN, description });
 
 /**
+ * Calling codes whose national trunk prefix is 0 and whose numbers never begin with 0 after the code:
+ * "+44 020 7123 0000" can only mean +44 20 7123 0000 (people write the 0 they dial at home), and
+ * carriers reach that number with it. Elsewhere a 0 after the code may be part of the number (Italy's,
+ * San Marino's, Côte d'Ivoire's), or the trunk prefix is not 0 (Spain, Norway, Russia…): left as written.
+ */
+const TRUNK_ZERO_CODES = new Set([
+  "20", "27", "31", "32", "33", "41", "43", "44", "46", "49", "54", "55", "61", "62", "63", "64", "66", "81", "82", "84", "86", "90", "91", "92",
+  "234", "254", "353", "358", "971", "972",
+]);
+
+/** Codes after which a 0 is part of the number even when written "(0)": Italy (and the Vatican in +39), San Marino. */
+const KEEPS_ZERO_CODES = ["39", "378"];
+
+/**
+ * A number in international form after its + or 00 (country code first), as digits: visual
+ * separators dropped, and the national trunk prefix written after the country code dropped: "(0)"
+ * wherever it follows digits (kept as 0 for the codes that dial it from abroad, Italy's and San
+ * Marino's), and a bare 0 right after a code of `TRUNK_ZERO_CODES`. Not a check: the result may be no
+ * E.164 number.
+ * @example internationalDigits("44 (0)20 7123 0000") // "442071230000"; internationalDigits("4402071230000") // "442071230000"
+ */
+export function internationalDigits(text: string): string {
+  const bare = text.replace(/[\s().-]/g, "");
+  const withoutZero = text.replace(/([0-9][\s.-]*)\(\s*0\s*\)/, "$1").replace(/[\s().-]/g, "");
+  const digits = KEEPS_ZERO_CODES.some((code) => bare.startsWith(`${code}0`)) ? bare : withoutZero;
+  return withoutTrunkZero(digits);
+}
+
+/** Digits in E.164 order without the 0 written right after a code of `TRUNK_ZERO_CODES` ("4402071230000" → "442071230000"). */
+export function withoutTrunkZero(digits: string): string {
+  for (const length of [2, 3]) {
+    if (digits[length] === "0" && TRUNK_ZERO_CODES.has(digits.slice(0, length))) return digits.slice(0, length) + digits.slice(length + 1);
+  }
+  return digits;
+}
+
+/**
  * Normalizes what people type for a phone number to E.164 without +: strips spaces, dots, dashes,
- * parentheses and a leading + or 00. Returns null when the result is not E.164.
+ * parentheses and a leading + or 00, and the national trunk prefix written after the country code
+ * ("+44 (0)20 …", "+44 020 …": see `internationalDigits`). Returns null when the result is not E.164.
  * @example normalizeE164("+1 (415) 555-0123") // "14155550123"
+ * @example normalizeE164("+44 (0)20 7123 0000") // "442071230000"
  */
 export function normalizeE164(input: string): string | null {
-  let digits = input.trim().replace(/[\s().-]/g, "");
-  if (digits.startsWith("+")) digits = digits.slice(1);
-  else if (digits.startsWith("00")) digits = digits.slice(2);
-  return new RegExp(E164_PATTERN).test(digits) ? digits : null;
+  let text = input.trim();
+  if (text.startsWith("+")) text = text.slice(1);
+  else if (text.replace(/[\s().-]/g, "").startsWith("00")) text = text.replace(/^[\s().-]*0[\s().-]*0/, "");
+  const digits = internationalDigits(text);
+  return E164_RE.test(digits) ? digits : null;
 }
 
 /** A number as typed by a person: digits with optional +, spaces, dots, dashes, parentheses. Normalize it. */

@@ -17,6 +17,9 @@ const COUNTRIES = new Set(
     "TW TZ UA UG UM US UY UZ VA VC VE VG VI VN VU WF WS YE YT ZA ZM ZW").split(" "),
 );
 
+/** Every officially assigned ISO 3166-1 alpha-2 code, upper case. */
+export const ISO_COUNTRIES: ReadonlySet<string> = COUNTRIES;
+
 /** True for an officially assigned ISO 3166-1 alpha-2 code (upper case). */
 export function isCountryCode(value: string): boolean {
   return COUNTRIES.has(value);
