@@ -14,6 +14,7 @@ import m10 from "./0010_event_snapshot.sql" with { type: "text" };
 import m11 from "./0011_webhook_due_by_subscription.sql" with { type: "text" };
 import m12 from "./0012_trunk_credentials.sql" with { type: "text" };
 import m13 from "./0013_call_cseq.sql" with { type: "text" };
+import m14 from "./0014_trunk_zero.sql" with { type: "text" };
 
 /** Every migration, in order. */
 export const migrations: Migration[] = [
@@ -31,4 +32,5 @@ export const migrations: Migration[] = [
   { tag: "0011_webhook_due_by_subscription", sql: m11 },
   { tag: "0012_trunk_credentials", sql: m12 },
   { tag: "0013_call_cseq", sql: m13 },
+  { tag: "0014_trunk_zero", sql: m14 },
 ];

@@ -90,7 +90,7 @@ export function routeRoutes(platform: Platform, options: RouteRoutesOptions = {}
         // The credential and the device's routing context in one query; the context is used only once
         // the digest is verified. The call's admission claim is taken with the nonce (one round trip).
         const { result: who, device, also } = await authenticateDigestForRoute(authDeps, auth, req.to, {
-          alsoTake: (accountId) => admissionClaim(accountId, req.callId),
+          alsoTake: (accountId) => admissionClaim(accountId, req.callId, req.cseq),
         });
         // A device's call, or a trunk's (inbound_auth register or digest): routed as from that trunk.
         const routed = who.trunk_id

@@ -29,9 +29,12 @@ export const UNDELIVERED_GRACE_MS = 10_000;
 /** How long an answer from a call's stored reply (a retry, a retransmission) is remembered. */
 const SERVED_TTL_MS = 60_000;
 
-/** Set when a call's stored reply was sent (to a retry of the edge, or a retransmission). */
-function servedKey(accountId: string, sipCallId: string): string {
-  return accountKey(accountId, "served", sipCallId);
+/**
+ * Set when a call's stored reply was sent (to a retry of the edge, or a retransmission): by the call
+ * record's id, since a Call-ID reused by a new INVITE has a record per INVITE.
+ */
+function servedKey(accountId: string, recordId: string): string {
+  return accountKey(accountId, "served", recordId);
 }
 
 /**
@@ -46,12 +49,12 @@ export const RETRANSMISSION_WINDOW_MS = 32_000;
  * for a replay of an INVITE past RETRANSMISSION_WINDOW_MS, 482 (RFC 3261 8.2.2.2, a merged request):
  * an old reply must not place a new call unrecorded, uncounted and unbilled.
  */
-async function storedReply(platform: Platform, accountId: string, sipCallId: string, call: { reply: RouteReply; started_ms: number }): Promise<RouteReply> {
+async function storedReply(platform: Platform, accountId: string, call: { id: string; reply: RouteReply; started_ms: number }): Promise<RouteReply> {
   if (Date.now() - call.started_ms > RETRANSMISSION_WINDOW_MS) {
     platform.log.info("an old INVITE sent again (same Call-ID and CSeq) refused 482", { account_id: accountId });
     return { rtjson: { action: "reject", account_id: accountId, flow_id: null, vars: { reject_reason: "replayed_invite" }, code: 482, reason: "Loop Detected" } };
   }
-  await platform.live.set(servedKey(accountId, sipCallId), "1", SERVED_TTL_MS);
+  await platform.live.set(servedKey(accountId, call.id), "1", SERVED_TTL_MS);
   return call.reply;
 }
 
@@ -95,12 +98,13 @@ export interface AdmissionClaim {
  * (POST /route with a digest takes it with the nonce: setEachIfAbsent) and hands it to admitCall.
  * @example const claim = admissionClaim(accountId, req.callId)
  */
-export function admissionClaim(accountId: string, sipCallId: string): AdmissionClaim {
-  return { key: admissionClaimKey(accountId, sipCallId), value: newId("req"), ttlMs: CLAIM_TTL_MS };
+export function admissionClaim(accountId: string, sipCallId: string, cseq?: number): AdmissionClaim {
+  return { key: admissionClaimKey(accountId, sipCallId, cseq), value: newId("req"), ttlMs: CLAIM_TTL_MS };
 }
 
-function admissionClaimKey(accountId: string, sipCallId: string): string {
-  return accountKey(accountId, "admit", sipCallId);
+/** Per INVITE (its Call-ID and CSeq): another INVITE reusing the Call-ID is admitted beside it, not after it. */
+function admissionClaimKey(accountId: string, sipCallId: string, cseq?: number): string {
+  return accountKey(accountId, "admit", callLimitMember(sipCallId, cseq));
 }
 
 /** Gives a claim back; a claim not given back expires on its own. */
@@ -114,7 +118,7 @@ export function releaseAdmissionClaim(platform: Platform, claim: AdmissionClaim)
  * Admits a call: when `decision.accountId` is set, takes `decision.slots` (CAC, all or nothing), writes
  * the call record (status routed, or rejected with the reject's SIP code, for the router's rejects
  * and CAC refusals alike) with its trace steps, and emits call.started for routed calls, all in one
- * transaction (shared with the calls admitted beside it: admission-writer.ts). Returns the reply to send. Idempotent per SIP Call-ID.
+ * transaction (shared with the calls admitted beside it: admission-writer.ts). Returns the reply to send. Idempotent per INVITE (its Call-ID and CSeq).
  * `held`: the call's admission claim as the caller tried it already (`taken`: it got it; not taken:
  * another admission of the Call-ID holds it); without it, the claim is tried here.
  * @example const reply = await admitCall(platform, await decideRoute(platform, req), req)
@@ -129,7 +133,7 @@ export async function admitCall(
   const sipCallId = req.callId;
   const cseq = req.cseq ?? 0;
   let given = held;
-  if (given && (!accountId || given.claim.key !== admissionClaimKey(accountId, sipCallId))) {
+  if (given && (!accountId || given.claim.key !== admissionClaimKey(accountId, sipCallId, req.cseq))) {
     // Not this admission's claim (the decision names no account, or another one): given back.
     if (given.taken) releaseAdmissionClaim(platform, given.claim);
     given = undefined;
@@ -138,12 +142,12 @@ export async function admitCall(
 
   // One admission per Call-ID at a time, on every instance: a retransmission arriving while the first
   // is still being admitted waits for its record instead of racing it for the same slots.
-  const claim = given?.claim ?? admissionClaim(accountId, sipCallId);
+  const claim = given?.claim ?? admissionClaim(accountId, sipCallId, req.cseq);
   const taken = given ? given.taken : await platform.live.setIfAbsent(claim.key, claim.value, claim.ttlMs);
   if (!taken) {
     for (let waited = 0; waited < RETRANSMIT_WAIT_MS; waited += 50) {
       const existing = await findCallBySipId(platform.db, accountId, sipCallId, cseq);
-      if (existing) return storedReply(platform, accountId, sipCallId, existing);
+      if (existing) return storedReply(platform, accountId, existing);
       await sleep(50);
     }
     platform.log.warn("route retransmission timed out waiting for the first admission", { account_id: accountId });
@@ -265,7 +269,7 @@ async function admitNew(platform: Platform, decision: RouteDecision, accountId: 
     await releaseSlots(platform.live, accountId, id, slots);
     const existing = await findCallBySipId(platform.db, accountId, sipCallId, cseq);
     if (existing?.reply.rtjson.action === "reject") await giveBackLimitWindows(platform, decision, member);
-    if (existing) return storedReply(platform, accountId, sipCallId, existing);
+    if (existing) return storedReply(platform, accountId, existing);
     throw new Error("the call's Call-ID is recorded but its record was not found");
   }
   return withCallId;
@@ -335,10 +339,10 @@ export type UndeliveredOutcome = "ended" | "answered by a retry" | "went on" | "
 export async function settleUndeliveredReply(platform: Platform, reply: RouteReply, sipCallId: string): Promise<UndeliveredOutcome> {
   const accountId = reply.rtjson.account_id;
   if (!accountId || reply.rtjson.action === "reject") return "nothing held";
-  if (await platform.live.get(servedKey(accountId, sipCallId))) return "answered by a retry";
   // The reply names its record (vars.call_id): another INVITE may have reused the Call-ID since.
   const recordId = reply.rtjson.vars.call_id;
   const call = typeof recordId === "string" ? await findCall(platform.db, accountId, recordId) : await findCallBySipId(platform.db, accountId, sipCallId);
+  if (call && (await platform.live.get(servedKey(accountId, call.id)))) return "answered by a retry";
   if (!call || call.status !== "routed") return "went on";
   const now = Date.now();
   await Promise.all([

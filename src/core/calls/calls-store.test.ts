@@ -96,6 +96,23 @@ describe(`fixed-text statements of the dialog path [${storeKind}]`, () => {
     expect(await findCallsBySipIds(platform.db, [{ account_id: other.accountId, sip_call_id: b.sip_call_id }])).toEqual([]);
   });
 
+  test("an answer or an end reported with the edge's failover names no routed user as the answerer (the locked path)", async () => {
+    const t = await seedTenant(platform);
+    const toUser = { reply: { rtjson: { action: "proxy", vars: { dest_kind: "user", dest_id: "us_RUNG" } } } as never };
+    const [plain, failedOver, endedOver] = [await newCall(t.accountId, toUser), await newCall(t.accountId, toUser), await newCall(t.accountId, toUser)];
+    const now = Date.now();
+    await markAnsweredMany(platform.db, [
+      { account_id: t.accountId, id: plain.id, answered_ms: now, agent_id: null, legs: null },
+      { account_id: t.accountId, id: failedOver.id, answered_ms: now, agent_id: null, legs: null, no_routed: true },
+    ]);
+    expect((await findCallBySipId(platform.db, t.accountId, plain.sip_call_id))!.agent_id).toBe("us_RUNG");
+    expect((await findCallBySipId(platform.db, t.accountId, failedOver.sip_call_id))!.agent_id).toBeNull();
+    await markEndedMany(platform.db, [
+      { account_id: t.accountId, id: endedOver.id, status: "completed", ended_ms: now + 2_000, billsec: 1, hangup_cause: "NORMAL_CLEARING", sip_code: 200, cost_micro: 0, currency: null, rate_plan_id: null, legs: null, answered_ms: now, agent_id: null, no_routed: true },
+    ]);
+    expect((await findCallBySipId(platform.db, t.accountId, endedOver.sip_call_id))).toMatchObject({ answered: 1, agent_id: null });
+  });
+
   test("default rate plans, users, accounts and subscriptions read as the query builder reads them", async () => {
     const t = await seedTenant(platform);
     const other = await seedTenant(platform);

@@ -357,14 +357,15 @@ export async function callPartiesBySipIds(db: DbOrTx, sipCallIds: string[]): Pro
 /** markAnswered for many calls: answered once, unless ended; returns the rows it changed. */
 export async function markAnsweredMany(
   db: DbOrTx,
-  rows: Array<{ account_id: string; id: string; answered_ms: number; agent_id: string | null; legs: Array<Record<string, unknown>> | null }>,
+  /** `no_routed`: the edge's failover took the call elsewhere (the user it was routed to is no answerer). */
+  rows: Array<{ account_id: string; id: string; answered_ms: number; agent_id: string | null; legs: Array<Record<string, unknown>> | null; no_routed?: boolean }>,
 ): Promise<DialogCall[]> {
   if (!rows.length) return [];
   return dialogRows(
     db,
     sql`update call_record c set status = 'answered', answered = 1, answered_ms = v.answered_ms,
-               agent_id = coalesce(c.agent_id, v.agent_id, ${ROUTED_USER}), legs = coalesce(v.legs, c.legs)
-        from ${jsonRows(rows, "v", "account_id text, id text, answered_ms bigint, agent_id text, legs jsonb")}
+               agent_id = coalesce(c.agent_id, v.agent_id, case when v.no_routed then null else ${ROUTED_USER} end), legs = coalesce(v.legs, c.legs)
+        from ${jsonRows(rows, "v", "account_id text, id text, answered_ms bigint, agent_id text, legs jsonb, no_routed boolean")}
         where ${LIVE_CALL_OF_V} and c.answered = 0
         returning ${DIALOG_LIST}`,
   );
@@ -394,6 +395,8 @@ export type EndPatch = Pick<CallRecordRow, "account_id" | "id" | "status" | "end
   answered_ms?: number | null;
   /** The answering user the end's legs name, with answered_ms. */
   agent_id?: string | null;
+  /** The edge's failover took the call elsewhere: the user it was routed to did not answer it. */
+  no_routed?: boolean;
 };
 
 /** markEnded for many calls: each ended once; returns the rows it changed. */
@@ -406,11 +409,11 @@ export async function markEndedMany(db: DbOrTx, rows: EndPatch[]): Promise<Dialo
                legs = coalesce(v.legs, c.legs),
                answered = case when c.answered = 0 and v.answered_ms is not null then 1 else c.answered end,
                answered_ms = case when c.answered = 0 and v.answered_ms is not null then v.answered_ms else c.answered_ms end,
-               agent_id = case when c.answered = 0 and v.answered_ms is not null then coalesce(c.agent_id, v.agent_id, ${ROUTED_USER}) else c.agent_id end
+               agent_id = case when c.answered = 0 and v.answered_ms is not null then coalesce(c.agent_id, v.agent_id, case when v.no_routed then null else ${ROUTED_USER} end) else c.agent_id end
         from ${jsonRows(
           rows,
           "v",
-          "account_id text, id text, status text, ended_ms bigint, billsec integer, hangup_cause text, sip_code integer, cost_micro bigint, currency text, rate_plan_id text, legs jsonb, answered_ms bigint, agent_id text",
+          "account_id text, id text, status text, ended_ms bigint, billsec integer, hangup_cause text, sip_code integer, cost_micro bigint, currency text, rate_plan_id text, legs jsonb, answered_ms bigint, agent_id text, no_routed boolean",
         )}
         where ${LIVE_CALL_OF_V}
         returning ${DIALOG_LIST}`,

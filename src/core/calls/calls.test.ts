@@ -17,7 +17,7 @@ import { webhookSubscriptions } from "../webhooks/webhooks.schema.ts";
 import { nowSeconds } from "../db/columns.ts";
 import { acquireSlots, cacSnapshot, resetCac } from "../cac/cac.service.ts";
 import { insertRatePlan } from "../rates/rates.store.ts";
-import { admitCall } from "./admission.ts";
+import { admissionClaim, admitCall, settleUndeliveredReply } from "./admission.ts";
 import { createAdmissionWriter, type AdmissionRows } from "./admission-writer.ts";
 import { handleDialogEvent, handleDialogEvents } from "./dialog.ts";
 import { LOST_END_CAUSE, endStaleCalls, startStaleCallSweeper } from "./stale-calls.ts";
@@ -190,6 +190,30 @@ describe(`admission [${storeKind}]`, () => {
     clockAt(Date.now() + 33_000);
     expect((await admitCall(platform, d, routeRequest(cid))).rtjson).toMatchObject({ action: "reject", code: 482 });
     expect(await platform.db.select().from(callRecords).where(and(eq(callRecords.account_id, t.accountId), eq(callRecords.sip_call_id, cid)))).toHaveLength(1);
+  });
+
+  test("an INVITE reusing a Call-ID is admitted while an earlier INVITE of it still holds its admission claim", async () => {
+    const t = await seedTenant(platform);
+    const cid = sipCallId();
+    const held = admissionClaim(t.accountId, cid, 1);
+    expect(await platform.live.setIfAbsent(held.key, held.value, held.ttlMs)).toBe(true);
+    const second = await admitCall(platform, decision(t.accountId), routeRequest(cid, { cseq: 2 }));
+    expect(second.rtjson.action).toBe("outbound");
+    // The same INVITE as the held one waits for it (here: in vain, 503), as a retransmission does.
+    expect((await admitCall(platform, decision(t.accountId), routeRequest(cid, { cseq: 1 }))).rtjson).toMatchObject({ action: "reject", code: 503 });
+  });
+
+  test("a reply the edge never got is settled by its own record, whatever another INVITE of its Call-ID was served", async () => {
+    const t = await seedTenant(platform);
+    const cid = sipCallId();
+    const d = decision(t.accountId, { slots: [slot("account_out", t.accountId, 5)] });
+    await admitCall(platform, d, routeRequest(cid, { cseq: 1 }));
+    // CSeq 1's stored reply served once (a retransmission): that says nothing of CSeq 2's reply.
+    await admitCall(platform, d, routeRequest(cid, { cseq: 1 }));
+    const second = await admitCall(platform, d, routeRequest(cid, { cseq: 2 }));
+    expect(await settleUndeliveredReply(platform, second, cid)).toBe("ended");
+    expect(await getCall(platform.db, t.accountId, second.rtjson.vars.call_id as string)).toMatchObject({ status: "failed", sip_code: 503 });
+    expect((await cacSnapshot(platform.live, t.accountId))[0]).toMatchObject({ active: 1 });
   });
 
   test("an event naming its record goes to it; one that names none goes to the Call-ID's newest record", async () => {

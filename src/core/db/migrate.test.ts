@@ -55,4 +55,38 @@ describe("migrations", () => {
       await database.close();
     }
   });
+
+  test("0014 rewrites numbers stored with the trunk 0 after their country code, merging do-not-call entries by the later expiry", async () => {
+    const database = await openDatabase({ kind: "pglite", dataDir: null });
+    try {
+      const upTo = migrations.findIndex((m) => m.tag === "0014_trunk_zero");
+      expect(upTo).toBeGreaterThan(0);
+      await migrate(database.db, migrations.slice(0, upTo));
+      // As the normalization before wrote "+44 (0)20 7123 0000" (4402…), beside entries in the new form.
+      await database.db.execute(sql`insert into dnc_entry (account_id, e164, reason, source, expires_at, created_at)
+        values ('acc_a', '4402071230000', 'old form, never expires', 'api', null, 1),
+               ('acc_a', '442071230000', 'new form, expiring', 'api', 5000, 2),
+               ('acc_a', '4907001234567', 'old form only', 'api', 9000, 3),
+               ('acc_a', '390612345678', 'Italy keeps its 0', 'api', null, 4),
+               ('acc_b', '4402079990000', 'another account', 'api', null, 5)`);
+      await database.db.execute(sql`insert into phone_list_entry (account_id, phone_list_id, e164, created_at)
+        values ('acc_a', 'pl_1', '4401611234567', 1), ('acc_a', 'pl_1', '441611234567', 1), ('acc_a', 'pl_2', '3301234567890', 1)`);
+      await migrate(database.db, migrations);
+      const dnc = await rawRows<{ account_id: string; e164: string; expires_at: number | null }>(database.db, sql`select account_id, e164, expires_at from dnc_entry order by account_id, e164`);
+      expect(dnc).toEqual([
+        // Merged: never expires (the later of the two).
+        { account_id: "acc_a", e164: "390612345678", expires_at: null },
+        { account_id: "acc_a", e164: "442071230000", expires_at: null },
+        { account_id: "acc_a", e164: "497001234567", expires_at: 9000 },
+        { account_id: "acc_b", e164: "442079990000", expires_at: null },
+      ]);
+      const lists = await rawRows<{ phone_list_id: string; e164: string }>(database.db, sql`select phone_list_id, e164 from phone_list_entry order by phone_list_id, e164`);
+      expect(lists).toEqual([
+        { phone_list_id: "pl_1", e164: "441611234567" },
+        { phone_list_id: "pl_2", e164: "331234567890" },
+      ]);
+    } finally {
+      await database.close();
+    }
+  });
 });

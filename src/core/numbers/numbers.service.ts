@@ -34,7 +34,7 @@ export function toNumber(row: NumberRow): NumberModel.Number {
   };
 }
 
-const E164_REFUSED = "Not a phone number in E.164 form: country code first, 8 to 15 digits (e.g. +1 415 555 0123).";
+const E164_REFUSED = "Not a phone number in E.164 form: country code first, 7 to 15 digits (e.g. +1 415 555 0123).";
 
 /** The e164 a request asks for, or a 400 detail when it does not normalize. */
 function parseE164(input: string, details: ErrorDetail[]): string | null {

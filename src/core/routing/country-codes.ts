@@ -119,6 +119,32 @@ export function countryOfE164(e164: string): string | null {
 }
 
 /**
+ * The country whose calling code an E.164 number is in, its territories' ranges included ("441534…",
+ * Jersey's, is GB's +44), or null when no code matches.
+ * @example callingCodeCountryOf("441534123456") // "GB"
+ */
+export function callingCodeCountryOf(e164: string): string | null {
+  if (!/^[1-9][0-9]{2,14}$/.test(e164)) return null;
+  if (e164.startsWith("1")) return NANP[e164.slice(1, 4)] ?? "US";
+  if (e164.startsWith("7")) return e164[1] === "6" || e164[1] === "7" ? "KZ" : "RU";
+  return CODES[e164.slice(0, 2)] ?? CODES[e164.slice(0, 3)] ?? null;
+}
+
+/**
+ * How a rule naming a country (an outbound route's or a caller-ID rule's match_country) fits a number:
+ * 2 when it names the number's own country (a territory's own: JE for a Jersey number), 1 when it names
+ * the country whose calling code the number is in (GB for a Jersey number: a route or caller-ID for the
+ * UK still serves the Crown Dependencies, as before they were told apart), 0 otherwise. Geo policies
+ * compare the own country only (geoCountryOf): a JE denylist refuses Jersey, a GB one not.
+ * @example countryFit("441534123456", "JE") // 2; countryFit("441534123456", "GB") // 1
+ */
+export function countryFit(e164: string, country: string): 0 | 1 | 2 {
+  const own = countryOfE164(e164);
+  if (own === country) return 2;
+  return own !== null && callingCodeCountryOf(e164) === country ? 1 : 0;
+}
+
+/**
  * The country a geo policy compares an E.164 number against: its country, or NO_COUNTRY (ZZ).
  * @example geoCountryOf("881612345678") // "ZZ"
  */

@@ -177,6 +177,25 @@ describe(`decideRoute outbound [${storeKind}]`, () => {
     expect((await decideRoute(testDeps(platform), j.dial("442071230000"))).reply.rtjson.code).toBe(403);
   });
 
+  test("routes and caller-ID rules for GB still serve Jersey, Guernsey and the Isle of Man (in +44); a JE one is preferred for Jersey", async () => {
+    const c = await caller();
+    const uk = await c.f.trunk({ name: "uk", proxy: "uk.example.net" });
+    await c.f.route({ via: "trunk", trunk_id: uk, match_country: "GB", priority: 1 });
+    await c.f.cidRule({ cid_number: "442071230000", match_country: "GB" });
+    for (const to of ["441534123456", "447797712345", "441624756789", "442071239999"]) {
+      const d = await decideRoute(testDeps(platform), c.dial(to));
+      expect(d.trunkId, `${to}\n${steps(d)}`).toBe(uk);
+      expect(d.from, to).toBe("442071230000");
+    }
+    const jersey = await c.f.trunk({ name: "jersey", proxy: "je.example.net" });
+    await c.f.route({ via: "trunk", trunk_id: jersey, match_country: "JE", priority: 9 });
+    await c.f.cidRule({ cid_number: "441534000000", match_country: "JE", priority: 9 });
+    const d = await decideRoute(testDeps(platform), c.dial("441534123456"));
+    expect(d.trunkId).toBe(jersey);
+    expect(d.from).toBe("441534000000");
+    expect((await decideRoute(testDeps(platform), c.dial("442071239999"))).trunkId).toBe(uk);
+  });
+
   test("ACL rules: ip_deny refuses, ip_allow must match, geo rules use source_country when the edge sends it", async () => {
     const c = await caller();
     await c.f.aclRule({ rule_type: "ip_allow", value: "198.51.100.0/24" });

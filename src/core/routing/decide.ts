@@ -18,7 +18,7 @@ import { isTrunkDown, readTrunkHealth, type TrunkHealth } from "../trunks/trunk-
 import { slotActive } from "../cac/cac.service.ts";
 import { callLimitMember, type RouteDecision, type RouteRequest, type RtjsonRoute } from "./route-types.ts";
 import { FEATURE_CODES } from "./route-target.ts";
-import { NO_COUNTRY, countryOfE164, geoCountryOf } from "./country-codes.ts";
+import { NO_COUNTRY, countryFit, countryOfE164, geoCountryOf } from "./country-codes.ts";
 import {
   loadDevice,
   loadDid,
@@ -216,9 +216,13 @@ async function inbound(deps: RouteDeps, draft: DecisionDraft, candidates: Array<
   // Candidates without transforms look up the same number: once. The number as dialled first: when
   // it is a DID, no other account's trunk may take it, whatever its transforms would make of it.
   const lookups = new Map<string, Promise<Awaited<ReturnType<typeof loadDid>>>>();
-  const asDialled = loadDid(deps.db, dialled);
-  lookups.set(dialled, asDialled);
-  const dialledOwner = byAddress === null ? null : ((await asDialled)?.account.id ?? null);
+  let dialledOwner: string | null = null;
+  if (byAddress !== null) {
+    // Awaited here: a lookup left pending would be an unhandled rejection when it fails.
+    const asDialled = loadDid(deps.db, dialled);
+    lookups.set(dialled, asDialled);
+    dialledOwner = (await asDialled)?.account.id ?? null;
+  }
   const classifyAt = draft.trace.length;
   for (const candidate of candidates) {
     if (candidate && dialledOwner !== null && candidate.trunk.account_id !== dialledOwner) continue;
@@ -696,16 +700,18 @@ async function pickRoutes(
   /** Applied to a caller-ID the leg falls back to (the trunk's cid_number, the From as sent). */
   fallbackCid: (number: string) => string = (number) => number,
 ): Promise<RouteDecision> {
-  const country = countryOfE164(e164);
+  // A route's country fits the number's own (2: JE for a Jersey number) or the one whose calling code
+  // it is in (1: GB); the own country is the more specific.
+  const fits = new Map(routes.map((r) => [r, r.match_country ? countryFit(e164, r.match_country) : 0]));
   const matching = routes
-    .filter((r) => (!r.match_prefix || e164.startsWith(r.match_prefix)) && (!r.match_country || r.match_country === country))
-    .sort((a, b) => (b.match_prefix?.length ?? 0) - (a.match_prefix?.length ?? 0) || Number(!!b.match_country) - Number(!!a.match_country) || a.priority - b.priority);
-  // Tied routes (same prefix length, country or not) are one group; the most specific group with a
-  // usable leg is taken, a less specific one when none of its trunks can (disabled for maintenance).
+    .filter((r) => (!r.match_prefix || e164.startsWith(r.match_prefix)) && (!r.match_country || fits.get(r)! > 0))
+    .sort((a, b) => (b.match_prefix?.length ?? 0) - (a.match_prefix?.length ?? 0) || fits.get(b)! - fits.get(a)! || a.priority - b.priority);
+  // Tied routes (same prefix length, as specific a country or none) are one group; the most specific
+  // group with a usable leg is taken, a less specific one when none of its trunks can (disabled for maintenance).
   const groups: RouteOutboundRoute[][] = [];
   for (const r of matching) {
     const last = groups.at(-1)?.[0];
-    if (last && (last.match_prefix?.length ?? 0) === (r.match_prefix?.length ?? 0) && !!last.match_country === !!r.match_country) groups.at(-1)!.push(r);
+    if (last && (last.match_prefix?.length ?? 0) === (r.match_prefix?.length ?? 0) && fits.get(last) === fits.get(r)) groups.at(-1)!.push(r);
     else groups.push([r]);
   }
   const trunkState = await trunkLiveState(deps, account.id, matching, draft.now.getTime());
@@ -814,7 +820,7 @@ async function pickRoutes(
     if (firstTrunk.max !== null && legs.length > 1) draft.legs = legs.map((l) => ({ trunk: l.trunk }));
   }
   draft.to = e164;
-  draft.vars.country = country;
+  draft.vars.country = countryOfE164(e164);
   return outbound(draft, legs.map((l) => l.route));
 }
 
@@ -1003,7 +1009,6 @@ async function outboundCall(
     return reject(draft, 484, "Address Incomplete", "not an E.164 destination");
   }
   draft.to = e164;
-  const country = countryOfE164(e164);
   const user = "user" in caller ? caller.user : null;
   const ctx = await loadOutbound(deps.db, account.id, user?.id ?? "", e164, Math.floor(draft.now.getTime() / 1000));
   const refused = destinationVerdict(draft, ctx, e164);
@@ -1012,7 +1017,7 @@ async function outboundCall(
   if (user) addSlot(draft, "user", user.id, user.max_simultaneous);
   const limited = await callLimits(deps, draft, ctx.limits, "out", () => ["account_out", account.id]);
   if (limited) return limited;
-  const cid = callerId(draft, account, caller, ctx.cidRules, country);
+  const cid = callerId(draft, account, caller, ctx.cidRules, e164);
   // The account's outbound_cid transforms apply to whichever caller-ID the call presents: the one
   // chosen here, or the trunk's cid_number or From a leg falls back to.
   const accountCid = (number: string) => applyTransforms(draft, "outbound_cid", transforms, number, (t) => t.scope_kind === "account");
@@ -1036,12 +1041,15 @@ function callerId(
   account: RouteAccount,
   caller: OutboundCaller,
   rules: readonly RouteCidRule[],
-  country: string | null,
+  e164: string,
 ): { number: string; name: string | null } {
-  const fits = (r: (typeof rules)[number]) => r.match_country === null || r.match_country === country;
+  // A rule's country fits the number's own (JE for a Jersey number) before the one whose calling code it shares (GB).
+  const fit = (r: (typeof rules)[number]) => (r.match_country === null ? 0 : countryFit(e164, r.match_country));
+  const fits = (r: (typeof rules)[number]) => r.match_country === null || fit(r) > 0;
   const byPriority = (a: (typeof rules)[number], b: (typeof rules)[number]) => a.priority - b.priority || a.name.localeCompare(b.name);
+  const bySpecificity = (a: (typeof rules)[number], b: (typeof rules)[number]) => fit(b) - fit(a) || byPriority(a, b);
   const user = rules.filter((r) => r.scope_kind === "user" && fits(r)).sort(byPriority)[0];
-  const accountCountry = rules.filter((r) => r.scope_kind === "account" && r.match_country !== null && r.match_country === country).sort(byPriority)[0];
+  const accountCountry = rules.filter((r) => r.scope_kind === "account" && r.match_country !== null && fit(r) > 0).sort(bySpecificity)[0];
   const accountAny = rules.filter((r) => r.scope_kind === "account" && r.match_country === null).sort(byPriority)[0];
   const rule = user ?? accountCountry;
   let chosen: { number: string; name: string | null; why: string };
