@@ -41,7 +41,7 @@ async function createExtension(t: Tenant, body: Json = {}): Promise<Json> {
 }
 
 async function createNumber(t: Tenant, body: Json): Promise<Json> {
-  const e164 = `44${String(Math.floor(Math.random() * 1e11)).padStart(11, "0")}`;
+  const e164 = `44${1 + Math.floor(Math.random() * 9)}${String(Math.floor(Math.random() * 1e10)).padStart(10, "0")}`;
   const r = await call(app, "POST", "/v1/numbers", { key: t.key, body: { e164, ...body } });
   expect(r.status).toBe(201);
   return r.body.data;
