@@ -309,6 +309,23 @@ describe(`agents and dialogs [${storeKind}]`, () => {
     expect((await agentEvents(t.accountId)).every((e) => e.user_id === agent.userId)).toBe(true);
   });
 
+  test("after the edge's failover the user it rang is out of the call (the voicemail answered): not busy for their next calls", async () => {
+    const t = await seedTenant(platform);
+    const caller = await seedUser(t.accountId);
+    const rung = await seedUser(t.accountId);
+    const callId = await routed(t.accountId);
+    const dialog = (state: string, legs: unknown[], extra: Record<string, unknown> = {}) =>
+      client.post("/presence/event", { type: "dialog", callId, state, account_id: t.accountId, legs, ...extra });
+    expect((await dialog("early", [{ role: "caller", user_id: caller.userId }, { role: "callee", user_id: rung.userId }])).status).toBe(200);
+    expect(await userCallCount(platform.live, t.accountId, rung.userId)).toBe(1);
+    // The phone said busy; the media engine's voicemail answers: the events name the caller only.
+    expect((await dialog("confirmed", [{ role: "caller", user_id: caller.userId }, { role: "callee", uri: "sip:vm@10.0.0.5" }], { failover: "voicemail:vm_1" })).status).toBe(200);
+    expect(await userCallCount(platform.live, t.accountId, rung.userId)).toBe(0);
+    expect(await userCallCount(platform.live, t.accountId, caller.userId)).toBe(1);
+    expect((await dialog("terminated", [{ role: "caller", user_id: caller.userId }], { failover: "voicemail:vm_1", sip_code: 200 })).status).toBe(200);
+    expect(await userCallCount(platform.live, t.accountId, caller.userId)).toBe(0);
+  });
+
   test("an agent reached through its device goes on_call; the calls of a user who is no agent read no agent state", async () => {
     const t = await seedTenant(platform);
     const agent = await seedUser(t.accountId, { agent: true });

@@ -6,7 +6,7 @@ import type { Platform } from "../platform.ts";
 import { handleDialogEvents, type EndOptions } from "../calls/dialog.ts";
 import { callPartiesBySipIds } from "../calls/calls.store.ts";
 import type { PresenceModel } from "./presence.model.ts";
-import { accountRegistrations, applyRegistration, applyTrunkRegistration, endDialog, forgetDevice, forgetTrunk, trackDialog, userCallStates } from "./presence.service.ts";
+import { accountRegistrations, applyRegistration, applyTrunkRegistration, endDialog, forgetDevice, forgetTrunk, leaveDialog, trackDialog, userCallStates } from "./presence.service.ts";
 import { findTrunkStatus } from "../trunks/trunks.store.ts";
 import {
   accountExists,
@@ -198,7 +198,11 @@ export async function handleDialogs(
         let touched = users;
         if (event.state === "terminated") touched = await endDialog(platform.live, event.account_id, event.callId, users);
         else if (!routed) continue;
-        else await trackDialog(platform.live, event.account_id, event.callId, event.state, users, now());
+        else {
+          await trackDialog(platform.live, event.account_id, event.callId, event.state, users, now());
+          // After the edge's failover the user it rang is out of the call (its legs name them no more).
+          if (event.failover && event.legs) touched = [...users, ...(await leaveDialog(platform.live, event.account_id, event.callId, users))];
+        }
         const agents = touched.filter((userId) => !notAgents.has(key(event.account_id, userId)));
         await Promise.all(agents.map((userId) => refreshAgentAfterCalls(deps, event.account_id, userId, now)));
       }

@@ -128,6 +128,20 @@ export async function endDialog(live: LiveStore, accountId: string, callId: stri
   return users;
 }
 
+/**
+ * Takes out of dialog `callId` the users it touched that `keepUserIds` does not name, and returns them:
+ * after the edge's failover (the user rung was busy or did not answer; the media engine's voicemail or
+ * a forward took the call) that user is no longer in it, though the call goes on.
+ */
+export async function leaveDialog(live: LiveStore, accountId: string, callId: string, keepUserIds: readonly string[]): Promise<string[]> {
+  const usersKey = presenceKeys.dialogUsers(accountId, callId);
+  const keep = new Set(keepUserIds);
+  const gone = (await live.smembers(usersKey)).filter((userId) => !keep.has(userId));
+  if (!gone.length) return [];
+  await Promise.all([...gone.map((userId) => live.zrem(presenceKeys.userDialogs(accountId, userId), callId)), live.srem(usersKey, ...gone)]);
+  return gone;
+}
+
 function parseStored(raw: string): StoredContact | null {
   try {
     const value = JSON.parse(raw) as StoredContact;
