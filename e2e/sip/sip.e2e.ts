@@ -925,6 +925,49 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
     expect(kamailio.log()).toMatch(new RegExp(`ctl /route rc=200 us=\\d+ action=proxy to=${did}`));
   });
 
+  test("a withheld caller's call from the carrier, forwarded out: the trunk out gets one P-Asserted-Identity, Parley's, with the number the carrier asserted and Privacy: id; the carrier's own identity headers do not pass", async () => {
+    const outPort = await freeUdpPort();
+    const dir = mkdtempSync(join(tmpdir(), "sipp-pai-"));
+    const did = `1629${String(Math.floor(Math.random() * 1e7)).padStart(7, "0")}`;
+    // The carrier's INVITE: an anonymous From, its caller's number asserted, and an identity header of its own.
+    const withheld = join(dir, "invite-withheld.xml");
+    writeFileSync(
+      withheld,
+      readFileSync(join(import.meta.dir, "scenarios", "invite-noauth.xml"), "utf8").replace(
+        "      Max-Forwards: 70\n",
+        "      Max-Forwards: 70\n      P-Asserted-Identity: <sip:+14155550777@carrier-pai.example>\n      Remote-Party-ID: <sip:+14155550777@carrier-pai.example>;privacy=full;screen=yes\n      Privacy: id\n",
+      ),
+    );
+    // The trunk out fails the call (check_it_inverse) on a second PAI, the carrier's host or its
+    // Remote-Party-ID, or (check_it) without Parley's assertion of the number and Privacy: id.
+    const checking = checkingUas(dir, "uas-pai.xml", ["twice", "carrier", "pai", "privacy", "from"], `
+      <ereg regexp="P-Asserted-Identity:.*P-Asserted-Identity:" search_in="msg" check_it_inverse="true" assign_to="twice"/>
+      <ereg regexp="carrier-pai\\.example|Remote-Party-ID" search_in="msg" check_it_inverse="true" assign_to="carrier"/>
+      <ereg regexp="P-Asserted-Identity: &lt;sip:\\+?14155550777@" search_in="msg" check_it="true" assign_to="pai"/>
+      <ereg regexp="Privacy: id" search_in="msg" check_it="true" assign_to="privacy"/>
+      <ereg regexp="From:[^@]*sip:anonymous@anonymous\\.invalid" search_in="msg" check_it="true" assign_to="from"/>`);
+    const out = startSipp(checking, ["-p", String(outPort), "-mp", String(nextMediaPort()), "-m", "1"]);
+    const before = tenant.config;
+    const num = await api("POST", `${parley.publicUrl}/v1/numbers`, { e164: did, dest_kind: "hangup", allow_anonymous: 1 }, { "x-api-key": tenant.key });
+    expect(num.status, JSON.stringify(num.body)).toBe(201);
+    await applyTenantConfig(parley, tenant, {
+      trunks: [...(before.trunks as unknown[]), { name: "pai-out", role: "carrier", direction: "outbound", proxy: `127.0.0.1:${outPort}`, transport: "udp" }],
+      outbound_routes: [...(before.outbound_routes as unknown[]), { name: "pai-out", match_prefix: "1415888", via: "trunk", trunk: "pai-out", priority: 5 }],
+      forwards: [...((before.forwards as unknown[] | undefined) ?? []), { did: `+${did}`, trigger: "always", number: "+14158880199" }],
+    });
+    try {
+      const r = await runSipp(withheld, edge(), ["-i", TRUNK_IP, "-s", did, "-key", "from_user", "anonymous", "-key", "domain", "127.0.0.1", "-d", "200", "-m", "1", "-timeout", "20s"]);
+      expect(r.code, `${r.stderr}${r.messages.slice(-2500)}\nout: ${out.stderr()}${out.stdout().slice(-1500)}\n${kamailio.log().slice(-2000)}`).toBe(0);
+      expect(r.statuses).toContain(200);
+      expect(await exitOf(out), out.stderr() + out.stdout().slice(-1500)).toBe(0);
+      await eventually(async () => expect((await calls()).find((x) => x.sip_call_id === r.callIds.at(-1))).toMatchObject({ direction: "outbound", status: "completed", answered: 1 }));
+    } finally {
+      await applyTenantConfig(parley, tenant, before);
+      await out.stop();
+      await api("DELETE", `${parley.publicUrl}/v1/numbers/${num.body.data.id}`, undefined, { "x-api-key": tenant.key });
+    }
+  });
+
   test("trunks that authenticate towards us: a digest trunk's call is challenged and, answered with its inbound credentials, reaches the DID (only from its acl, never with a wrong password); a PBX trunk registers (inbound_auth register), calls routed through it reach its registration, and its own calls reach the account's users and go out", async () => {
     const before = tenant.config;
     const tag = crypto.randomUUID().slice(0, 8);

@@ -7,7 +7,7 @@ import { createUser, updateUser } from "../../core/users/users.service.ts";
 import { createDevice, updateDevice } from "../../core/devices/devices.service.ts";
 import { createQueue } from "../../core/queues/queues.service.ts";
 import { newId } from "../../core/ids/ids.ts";
-import { trunkContacts, userCallCount, userContacts } from "../../core/presence/presence.service.ts";
+import { trackDialog, trunkContacts, userCallCount, userContacts } from "../../core/presence/presence.service.ts";
 import { applyConfig } from "../../core/config-file/applier.ts";
 import { sipTrunks } from "../../core/trunks/trunks.schema.ts";
 import { eq } from "drizzle-orm";
@@ -324,6 +324,38 @@ describe(`agents and dialogs [${storeKind}]`, () => {
     expect(await userCallCount(platform.live, t.accountId, caller.userId)).toBe(1);
     expect((await dialog("terminated", [{ role: "caller", user_id: caller.userId }], { failover: "voicemail:vm_1", sip_code: 200 })).status).toBe(200);
     expect(await userCallCount(platform.live, t.accountId, caller.userId)).toBe(0);
+  });
+
+  test("a dialog is its call record's: a new INVITE under a Call-ID whose first call ended (a retry after 422) puts its users on the call again", async () => {
+    const t = await seedTenant(platform);
+    const callee = await seedUser(t.accountId);
+    const callId = randomUUID();
+    const record = async (cseq: number) => String((await admitCall(platform, decision(t.accountId), routeRequest(callId, { cseq }))).rtjson.vars.call_id);
+    const first = await record(1);
+    const dialog = (record_id: string, state: string) =>
+      client.post("/presence/event", { type: "dialog", callId, record_id, state, account_id: t.accountId, legs: [{ role: "callee", user_id: callee.userId }], ...(state === "terminated" ? { sip_code: 422 } : {}) });
+    expect((await dialog(first, "early")).status).toBe(200);
+    expect((await dialog(first, "terminated")).status).toBe(200);
+    expect(await userCallCount(platform.live, t.accountId, callee.userId)).toBe(0);
+    // The retry: same Call-ID, the next CSeq, a record of its own.
+    const second = await record(2);
+    expect(second).not.toBe(first);
+    expect((await dialog(second, "early")).status).toBe(200);
+    expect((await dialog(second, "confirmed")).status).toBe(200);
+    expect(await userCallCount(platform.live, t.accountId, callee.userId)).toBe(1);
+    // A late event of the first call does not bring it back; the second's end ends it.
+    expect((await dialog(first, "confirmed")).status).toBe(200);
+    expect(await userCallCount(platform.live, t.accountId, callee.userId)).toBe(1);
+    expect((await dialog(second, "terminated")).status).toBe(200);
+    expect(await userCallCount(platform.live, t.accountId, callee.userId)).toBe(0);
+    // An instance of the version before tracked dialogs by Call-ID: an end naming the record ends that too.
+    const before = randomUUID();
+    await trackDialog(platform.live, t.accountId, before, "confirmed", [callee.userId]);
+    expect(await userCallCount(platform.live, t.accountId, callee.userId)).toBe(1);
+    const third = String((await admitCall(platform, decision(t.accountId), routeRequest(before, { cseq: 1 }))).rtjson.vars.call_id);
+    const end = { type: "dialog", callId: before, record_id: third, state: "terminated", account_id: t.accountId, sip_code: 200 };
+    expect((await client.post("/presence/event", end)).status).toBe(200);
+    expect(await userCallCount(platform.live, t.accountId, callee.userId)).toBe(0);
   });
 
   test("an agent reached through its device goes on_call; the calls of a user who is no agent read no agent state", async () => {

@@ -113,6 +113,32 @@ describe(`POST /route [${storeKind}]`, () => {
     expect(lines[0]!.call_id).toMatch(/^call_/);
   });
 
+  test("a soft concurrent call limit counts the calls and refuses none: a call that finds it full goes on with a warning in its trace and the account log", async () => {
+    const f = await routeFixture(platform, { max_in: 10 });
+    const limit = await f.callLimit({ name: "lines", direction: "in", max_count: 1, hard: 0 });
+    const did = await f.number({ dest_kind: "flow", dest_id: await f.flow() });
+    const inbound = async () => {
+      const callId = `soft-${randomUUID()}`;
+      const r = await json({ callId, from: "14155550000", fromDomain: "carrier", to: did.e164, source_ip: "192.0.2.1" });
+      const row = (await findCallBySipId(platform.db, f.accountId, callId))!;
+      return { rtjson: r.body.rtjson, trace: (await listTrace(platform.db, f.accountId, row.id)).map((t) => t.result) };
+    };
+    const first = await inbound();
+    expect(first.rtjson.action).toBe("flow");
+    expect(first.trace).toContain("lines: soft, 0 of 1 concurrent (counted, not refused)");
+    // The first call still up: the second finds the limit full and goes on.
+    const second = await inbound();
+    expect(second.rtjson.action).toBe("flow");
+    expect(second.trace).toContain("warning: lines soft limit exceeded (1 concurrent call, limit 1), call allowed");
+    const counter = (await cacSnapshot(platform.live, f.accountId)).find((c) => c.level === "call_limit" && c.id === limit)!;
+    expect(counter).toMatchObject({ limit: 1, active: 2 });
+    // Neither it nor a third lowers the account's own ceiling for inbound calls (max_in 10).
+    expect((await inbound()).rtjson.action).toBe("flow");
+    const lines = (await listLogs(platform.db, f.accountId, { level: "warn" })).data;
+    expect(lines).toHaveLength(1);
+    expect(lines[0]!.message).toContain("lines soft limit exceeded (1 concurrent call, limit 1)");
+  });
+
   test("malformed input is 400 validation_failed", async () => {
     for (const body of [{}, { callId: "", from: "", fromDomain: "", to: "1" }, { callId: "x", from: "", fromDomain: "", to: "1", source_country: "USA" }, { callId: 5, from: "", fromDomain: "", to: "1" }]) {
       const r = await json(body);

@@ -32,12 +32,15 @@ const limitsKey = (accountId: string) => accountKey(accountId, "cac", "limits");
 /** The account's slot index (names and last limits), kept a minute longer than any member it can list. */
 const slotIndex = (accountId: string, ttlMs: number) => ({ namesKey: registryKey(accountId), valuesKey: limitsKey(accountId), ttlMs: ttlMs + 60_000 });
 
+/** What a soft slot is taken with: it counts every call and refuses none. */
+const SOFT_CEILING = 2 ** 31 - 1;
+
 /** Outcome of `acquireSlots`. */
 export type Acquired = { ok: true } | { ok: false; refused: CacSlot; active: number };
 
 /**
  * Takes every slot for `member` (a call id) or none. Re-taking slots the member already holds only
- * renews them (a retransmitted request counts once).
+ * renews them (a retransmitted request counts once). A soft slot is taken whatever it holds.
  * @example const got = await acquireSlots(live, acc, "call_…", decision.slots, 14_400_000); if (!got.ok) reject(got.refused)
  */
 export async function acquireSlots(live: LiveStore, accountId: string, member: string, slots: readonly CacSlot[], ttlMs: number): Promise<Acquired> {
@@ -46,7 +49,7 @@ export async function acquireSlots(live: LiveStore, accountId: string, member: s
   // the same atomic step, so a slot taken is always findable; the index outlives every member that
   // could still be counted.
   const got = await live.zaddExpiringWithin(
-    slots.map((slot) => ({ key: slotKey(accountId, slot), limit: slot.limit, member: memberOf(member, slot) })),
+    slots.map((slot) => ({ key: slotKey(accountId, slot), limit: slot.soft ? SOFT_CEILING : slot.limit, member: memberOf(member, slot) })),
     member,
     ttlMs,
     { ...slotIndex(accountId, ttlMs), entries: slots.map((slot) => ({ name: slotName(slot), value: String(slot.limit) })) },

@@ -196,12 +196,15 @@ export async function handleDialogs(
       for (const event of sequence) {
         const users = usersOf(event);
         let touched = users;
-        if (event.state === "terminated") touched = await endDialog(platform.live, event.account_id, event.callId, users);
+        // A dialog is its call record's (the edge names it): a new INVITE under a Call-ID used before
+        // (a retry after 422, a phone that reuses them) is a call of its own, not one already ended.
+        const dialogId = event.record_id ?? event.callId;
+        if (event.state === "terminated") touched = await endDialog(platform.live, event.account_id, event.record_id ? [dialogId, event.callId] : dialogId, users);
         else if (!routed) continue;
         else {
-          await trackDialog(platform.live, event.account_id, event.callId, event.state, users, now());
+          await trackDialog(platform.live, event.account_id, dialogId, event.state, users, now());
           // After the edge's failover the user it rang is out of the call (its legs name them no more).
-          if (event.failover && event.legs) touched = [...users, ...(await leaveDialog(platform.live, event.account_id, event.callId, users))];
+          if (event.failover && event.legs) touched = [...users, ...(await leaveDialog(platform.live, event.account_id, dialogId, users))];
         }
         const agents = touched.filter((userId) => !notAgents.has(key(event.account_id, userId)));
         await Promise.all(agents.map((userId) => refreshAgentAfterCalls(deps, event.account_id, userId, now)));

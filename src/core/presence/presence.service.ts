@@ -95,7 +95,8 @@ export async function userCallCount(live: LiveStore, accountId: string, userId: 
 }
 
 /**
- * Records that `userIds` are in dialog `callId` (early or confirmed). A confirmed dialog is never
+ * Records that `userIds` are in dialog `callId` (early or confirmed; the id of the call's record when
+ * the edge names it, else its Call-ID). A confirmed dialog is never
  * downgraded by a late early event, and a dialog already reported terminated is not revived by a
  * late one (edge workers can reorder events). One live-store round trip whatever the number of
  * users; stale entries (a lost end) are dropped on the way.
@@ -117,14 +118,20 @@ export async function trackDialog(live: LiveStore, accountId: string, callId: st
 }
 
 /**
- * Ends dialog `callId` for every user it touched (and `extraUserIds`); returns those users. Two
+ * Ends dialog `dialogId` for every user it touched (and `extraUserIds`); returns those users. Two
  * live-store round trips: the end mark with the dialog's users, then every user's entry at once.
+ * Several ids end together (a call's record id and its Call-ID: an instance of an earlier version
+ * tracked the dialog by its Call-ID).
  */
-export async function endDialog(live: LiveStore, accountId: string, callId: string, extraUserIds: string[]): Promise<string[]> {
-  const usersKey = presenceKeys.dialogUsers(accountId, callId);
-  const [, members] = await Promise.all([live.set(presenceKeys.dialogEnded(accountId, callId), "1", 3_600_000), live.smembers(usersKey)]);
-  const users = [...new Set([...members, ...extraUserIds])];
-  await Promise.all([...users.map((userId) => live.zrem(presenceKeys.userDialogs(accountId, userId), callId)), live.del(usersKey)]);
+export async function endDialog(live: LiveStore, accountId: string, dialogId: string | readonly string[], extraUserIds: string[]): Promise<string[]> {
+  const ids = typeof dialogId === "string" ? [dialogId] : dialogId;
+  const usersKeys = ids.map((id) => presenceKeys.dialogUsers(accountId, id));
+  const [, ...members] = await Promise.all([
+    Promise.all(ids.map((id) => live.set(presenceKeys.dialogEnded(accountId, id), "1", 3_600_000))),
+    ...usersKeys.map((k) => live.smembers(k)),
+  ]);
+  const users = [...new Set([...members.flat(), ...extraUserIds])];
+  await Promise.all([...users.flatMap((userId) => ids.map((id) => live.zrem(presenceKeys.userDialogs(accountId, userId), id))), ...usersKeys.map((k) => live.del(k))]);
   return users;
 }
 

@@ -25,12 +25,13 @@ export function step(draft: DecisionDraft, name: string, result: string, data?: 
  * Adds a CAC slot when the ceiling is set; a second slot of the same level, id and leg keeps the lower
  * limit. `leg` out: the place of a call's leg out through a trunk it also came in through (a second
  * channel of that trunk, not the same one). `busy`: a person's own ceiling (see `CacSlot.busy`).
+ * `soft`: a counter that never refuses (see `CacSlot.soft`).
  */
-export function addSlot(draft: DecisionDraft, level: CacSlot["level"], id: string, limit: number | null | undefined, leg?: CacSlot["leg"], busy?: true): void {
+export function addSlot(draft: DecisionDraft, level: CacSlot["level"], id: string, limit: number | null | undefined, leg?: CacSlot["leg"], busy?: true, soft?: true): void {
   if (limit === null || limit === undefined) return;
   const existing = draft.slots.find((s) => s.level === level && s.id === id && s.leg === leg);
   if (existing) existing.limit = Math.min(existing.limit, limit);
-  else draft.slots.push({ level, id, limit, ...(leg ? { leg } : {}), ...(busy ? { busy } : {}) });
+  else draft.slots.push({ level, id, limit, ...(leg ? { leg } : {}), ...(busy ? { busy } : {}), ...(soft ? { soft } : {}) });
 }
 
 function baseVars(draft: DecisionDraft): Record<string, string | number | null> {

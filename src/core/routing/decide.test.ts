@@ -332,6 +332,15 @@ describe(`decideRoute inbound DIDs [${storeKind}]`, () => {
     const leg = withheld.reply.rtjson.routes![0]!;
     expect(leg.headers!.from).toEqual({ uri: "sip:anonymous@anonymous.invalid", display: "Anonymous" });
     expect(leg.headers!.extra).toContain("P-Asserted-Identity: <sip:14155550333@carrier.example.net>\r\n");
+    // An anonymous From with the number the carrier asserts (P-Asserted-Identity): that number is
+    // asserted on, withheld; anything but a number there is not.
+    const asserted = (await call({ from: "anonymous", asserted: "+14155550444" })).reply.rtjson.routes![0]!;
+    expect(asserted.headers!.from).toEqual({ uri: "sip:anonymous@anonymous.invalid", display: "Anonymous" });
+    expect(asserted.headers!.extra).toContain("P-Asserted-Identity: <sip:14155550444@carrier.example.net>\r\nPrivacy: id\r\n");
+    for (const odd of ["alice", "1415555044x", "12", ""]) {
+      const leg = (await call({ from: "anonymous", asserted: odd })).reply.rtjson.routes![0]!;
+      expect(leg.headers!.extra, odd).not.toContain("P-Asserted-Identity");
+    }
     // A caller who withholds nothing is presented as before.
     const plain = await call({ from: "14155550333" });
     expect(plain.reply.rtjson.routes![0]!.headers!.from).toEqual({ uri: "sip:14155550333@carrier.example.net" });

@@ -194,6 +194,15 @@ function namesNobody(user: string): boolean {
   return name === "" || name === "anonymous" || name === "unknown" || name === "restricted";
 }
 
+/**
+ * The caller's number to pass on: the From's, or for a call a trunk or the carrier brought in with an
+ * anonymous From, the number it asserts (P-Asserted-Identity), which a withheld caller keeps there.
+ */
+function callerNumber(draft: DecisionDraft): string {
+  const asserted = draft.req.asserted?.replace(/^\+/, "") ?? "";
+  return draft.direction === "inbound" && namesNobody(draft.from) && /^\d{3,15}$/.test(asserted) ? asserted : draft.from;
+}
+
 /** The caller's Privacy header asks for its identity to be withheld (`id`). */
 function asksIdPrivacy(req: RouteRequest): boolean {
   return /\bid\b/i.test(req.privacy ?? "");
@@ -534,7 +543,8 @@ async function toUser(deps: RouteDeps, draft: DecisionDraft, account: RouteAccou
     return null;
   };
   const byTrigger = (t: RouteForward["trigger"]) => user.forwards.find((f) => f.trigger === t) ?? null;
-  const limitSlots = ownLimitSlots();
+  // A soft limit's counter never makes the user busy.
+  const limitSlots = ownLimitSlots().filter((s) => !s.soft);
   const [active, registered, limitActive] = await Promise.all([
     deps.userCallCount(account.id, user.id),
     deps.contacts(account.id, user.id),
@@ -636,7 +646,7 @@ async function forwardCall(deps: RouteDeps, draft: DecisionDraft, account: Route
       ? { number: fwd.cid_number, name: null }
       : fwd.cid_mode === "did" && draft.vars.did
         ? { number: String(draft.vars.did), name: null }
-        : { number: draft.from, name: null, withheld: isAnonymous(draft.req) };
+        : { number: callerNumber(draft), name: null, withheld: isAnonymous(draft.req) };
   const [ctx, transforms] = await Promise.all([
     loadOutbound(deps.db, account.id, draft.userId ?? "", fwd.number, Math.floor(draft.now.getTime() / 1000)),
     loadOutboundTransforms(deps.db, account.id),
@@ -1122,7 +1132,8 @@ function aclVerdict(draft: DecisionDraft, rules: readonly RouteAclRule[]): Route
  * limit is not added to its set, so a set holds at most max_count calls (a soft limit's warnings last
  * while max_count calls of the last period_sec are counted). A call refused after it was counted (by a
  * later hard limit, the router, or CAC) is taken out of the windows again at admission (`limitWindows`),
- * so a refused call counts against none. Concurrent limits (no period) become CAC slot ceilings.
+ * so a refused call counts against none. Concurrent limits (no period) become CAC slot ceilings, a
+ * soft one a counter that never refuses (a call that finds it full is warned about).
  * `concurrentSlot`: the ceiling an account's or a number's concurrent limit of one direction lowers
  * (those ceilings count that direction's calls alone); without it (a user's limits), every concurrent
  * limit is a counter of its own.
@@ -1147,7 +1158,15 @@ async function callLimits(
         const [level, id] = own ? (["call_limit", l.id] as const) : concurrentSlot(l);
         addSlot(draft, level, id, l.max_count, undefined, l.scope_kind === "user" ? true : undefined);
         step(draft, "call_limit", `${l.name}: at most ${l.max_count} concurrent (CAC ${level})`);
-      } else step(draft, "call_limit", `${l.name}: soft concurrent limit, not enforced by CAC`);
+      } else {
+        // Counted like a hard one (a counter of its own), never refused: a call that finds it full
+        // goes on with a warning (the call's trace, the account log).
+        addSlot(draft, "call_limit", l.id, l.max_count, undefined, undefined, true);
+        const active = await slotActive(deps.live, draft.accountId!, { level: "call_limit", id: l.id });
+        if (active >= l.max_count) {
+          step(draft, "call_limit", `warning: ${l.name} soft limit exceeded (${active} concurrent call${active === 1 ? "" : "s"}, limit ${l.max_count}), call allowed`, { soft: true });
+        } else step(draft, "call_limit", `${l.name}: soft, ${active} of ${l.max_count} concurrent (counted, not refused)`);
+      }
       continue;
     }
     // Not the fixed-window counters of before (key call_limit:…): a set of its own, so an instance of

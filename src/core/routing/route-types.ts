@@ -25,6 +25,13 @@ export const RouteRequest = T.Object(
     transport: T.Optional(T.String({ maxLength: 16 })),
     fromName: T.Optional(T.String({ maxLength: 255, description: "Display name of From." })),
     privacy: T.Optional(T.String({ maxLength: 64, description: "Privacy header (id, none), for anonymous callers." })),
+    asserted: T.Optional(
+      T.String({
+        maxLength: 64,
+        description:
+          "The user part of the P-Asserted-Identity a trunk or the carrier sent (not a device's). A withheld caller's number forwarded out with cid_mode passthrough; anything but a number is ignored.",
+      }),
+    ),
     account_id: T.Optional(T.String({ maxLength: 64, description: "From the /auth reply when the edge authenticated the caller." })),
     user_id: T.Optional(T.String({ maxLength: 64 })),
     device_id: T.Optional(T.String({ maxLength: 64 })),
@@ -69,6 +76,11 @@ export interface CacSlot {
    * Here, as at the user's max_simultaneous), not a capacity refusal (503).
    */
   busy?: true;
+  /**
+   * true: a soft concurrent call limit's counter. It counts the calls (GET /cac shows them against
+   * `limit`) but never refuses one; /route warns when a call finds it full.
+   */
+  soft?: true;
 }
 
 /** One routing decision recorded for GET /v1/calls/{id}/trace. */
