@@ -139,6 +139,17 @@ describe(`POST /route [${storeKind}]`, () => {
     expect(lines[0]!.message).toContain("lines soft limit exceeded (1 concurrent call, limit 1)");
   });
 
+  test("every emergency call is a line of its own in the account log, placed or refused", async () => {
+    const f = await routeFixture(platform, { max_out: 0 });
+    const user = await f.user();
+    const device = await f.device(user);
+    const dial = () => json({ callId: `e-${randomUUID()}`, from: "1001", fromDomain: "x", to: "911", account_id: f.accountId, user_id: user, device_id: device, source_ip: "10.0.0.9" });
+    for (let i = 0; i < 2; i++) expect((await dial()).body.rtjson).toMatchObject({ action: "outbound", vars: { emergency: 1 } });
+    const lines = (await listLogs(platform.db, f.accountId, { level: "warn" })).data;
+    expect(lines.map((l) => l.message)).toEqual(["Emergency call from 1001 to 911 placed.", "Emergency call from 1001 to 911 placed."]);
+    expect(lines[0]).toMatchObject({ source: "platform", call_id: expect.stringMatching(/^call_/), data: { emergency: true, placed: true } });
+  });
+
   test("malformed input is 400 validation_failed", async () => {
     for (const body of [{}, { callId: "", from: "", fromDomain: "", to: "1" }, { callId: "x", from: "", fromDomain: "", to: "1", source_country: "USA" }, { callId: 5, from: "", fromDomain: "", to: "1" }]) {
       const r = await json(body);

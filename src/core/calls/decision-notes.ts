@@ -1,7 +1,7 @@
 /**
  * What the account log (GET /v1/logs) says about routing decisions: the refusals an account's own
  * rules and limits make, and soft call limits exceeded, at most one line a minute per kind, so a
- * flood of refusals stays readable. Each call's own record and trace say everything else.
+ * flood of refusals stays readable; and every emergency call, each a line of its own. Each call's own record and trace say everything else.
  */
 import type { Platform } from "../platform.ts";
 import type { RouteReply, TraceStep } from "../routing/route-types.ts";
@@ -54,6 +54,15 @@ export async function noteDecision(platform: Platform, call: { account_id: strin
         data: { code, direction: call.direction, from: call.from, to: call.to },
       });
     }
+  }
+  // Every emergency call, placed or not: its own line (never folded into a minute's).
+  if (steps.some((s) => s.step === "emergency")) {
+    const placed = reply.rtjson.action !== "reject";
+    notes.push({
+      key: `emergency ${call.id}`,
+      message: `Emergency call from ${call.from || "anonymous"} to ${call.to} ${placed ? "placed" : `refused (${code ?? 0} ${reply.rtjson.reason ?? ""}): check the outbound routes and trunks for ${call.to}`}.`,
+      data: { emergency: true, placed, direction: call.direction, from: call.from, to: call.to },
+    });
   }
   for (const step of steps) {
     const limit = step.step === "call_limit" && step.data?.soft === true ? step.result.replace(/^warning: /, "") : null;

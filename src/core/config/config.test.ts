@@ -63,6 +63,13 @@ describe("loadConfig", () => {
     expect(() => loadConfig({ WEBHOOK_CA_FILE: "/nonexistent/ca.pem" })).toThrow(/WEBHOOK_CA_FILE: cannot read "\/nonexistent\/ca.pem" \(ENOENT\)/);
   });
 
+  test("EMERGENCY_NUMBERS: 911 and 112 unless set; numbers of 2 to 6 digits; the word none for none", () => {
+    expect(loadConfig({}).routing.emergencyNumbers).toEqual(["911", "112"]);
+    expect(loadConfig({ EMERGENCY_NUMBERS: " 999, 112,999 " }).routing.emergencyNumbers).toEqual(["999", "112"]);
+    expect(loadConfig({ EMERGENCY_NUMBERS: "none" }).routing.emergencyNumbers).toEqual([]);
+    for (const bad of ["9", "9111111", "+911", "911,abc"]) expect(() => loadConfig({ EMERGENCY_NUMBERS: bad })).toThrow(/EMERGENCY_NUMBERS: not a number of 2 to 6 digits/);
+  });
+
   test("PostgreSQL mode requires shared secrets", () => {
     expect(() => loadConfig({ DATABASE_URL: "postgres://127.0.0.1/x" })).toThrow(/JWT_SECRET and PARLEY_MASTER_KEY/);
   });

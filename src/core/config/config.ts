@@ -43,6 +43,10 @@ export const EnvSchema = T.Object({
   CARRIER_URI: T.Optional(T.String({ pattern: "^sips?:[^\\s]+$", description: "SIP URI of the platform's default carrier route (outbound calls with no trunk route)." })),
   CAC_MAX_CALL_SEC: T.Integer({ minimum: 60, maximum: 604800, default: 14400, description: "Longest a call holds its concurrency slots without an end event (a lost BYE frees its slot after this, and the call record is closed, unbilled)." }),
   MEDIA_ENGINES: T.String({ default: "", description: "Comma-separated SIP URIs of the media engines that run flows, queues, voicemail, conferences." }),
+  EMERGENCY_NUMBERS: T.String({
+    default: "911,112",
+    description: "Comma-separated emergency numbers (2–6 digits) a device or PBX dials as is: they go out past do-not-call, geo policies, call limits and capacity ceilings; the word none for none.",
+  }),
 });
 export type Env = Static<typeof EnvSchema>;
 
@@ -73,7 +77,7 @@ export interface Config {
   /** WEBHOOK_WORKERS=0 turns this process's webhook delivery worker off. */
   webhookWorkers: boolean;
   /** Call routing: the wholesale carrier (inbound source ranges, outbound default route) and the media engines. */
-  routing: { carrierAddresses: Cidr[]; carrierUri: string | null; mediaEngines: string[] };
+  routing: { carrierAddresses: Cidr[]; carrierUri: string | null; mediaEngines: string[]; emergencyNumbers: string[] };
   /** CAC_MAX_CALL_SEC: the longest a call holds its CAC slots without an end event. */
   cacMaxCallSec: number;
   /** Externally visible base URLs of the four hosts (printed at start, used in links). */
@@ -113,6 +117,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   let controlAllow: Cidr[] = [];
   let carrierAddresses: Cidr[] = [];
   let mediaEngines: string[] = [];
+  let emergencyNumbers: string[] = [];
   const e = converted as Env;
   if (problems.length === 0) {
     try {
@@ -142,6 +147,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     mediaEngines = e.MEDIA_ENGINES.split(",").map((u) => u.trim()).filter(Boolean);
     const badEngine = mediaEngines.find((u) => !/^sips?:[^\s;]+(;[^\s]*)?$/.test(u));
     if (badEngine) problems.push(`MEDIA_ENGINES: not a SIP URI (got ${JSON.stringify(badEngine)})`);
+    emergencyNumbers = e.EMERGENCY_NUMBERS.trim() === "none" ? [] : [...new Set(e.EMERGENCY_NUMBERS.split(",").map((n) => n.trim()).filter(Boolean))];
+    const badEmergency = emergencyNumbers.find((n) => !/^[0-9]{2,6}$/.test(n));
+    if (badEmergency) problems.push(`EMERGENCY_NUMBERS: not a number of 2 to 6 digits (got ${JSON.stringify(badEmergency)})`);
   }
   if (problems.length) throw new ConfigError(`Invalid configuration:\n  ${problems.join("\n  ")}`);
   if (e.DATABASE_URL && (!e.JWT_SECRET || !e.PARLEY_MASTER_KEY)) {
@@ -168,7 +176,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     webhookCaFile: e.WEBHOOK_CA_FILE,
     webhookWorkers: e.WEBHOOK_WORKERS === "1",
     cacMaxCallSec: e.CAC_MAX_CALL_SEC,
-    routing: { carrierAddresses, carrierUri: e.CARRIER_URI ?? null, mediaEngines },
+    routing: { carrierAddresses, carrierUri: e.CARRIER_URI ?? null, mediaEngines, emergencyNumbers },
     urls: {
       public: e.PUBLIC_URL ?? local(e.PORT_PUBLIC),
       console: e.CONSOLE_URL ?? local(e.PORT_CONSOLE),

@@ -436,3 +436,53 @@ describe(`decideRoute outbound through trunks' live state [${storeKind}]`, () =>
     expect(later.reply.rtjson.routes!.map((r) => r.uri.replace(/^sip:\d+@/, ""))).toEqual(["a.example", "b.example"]);
   });
 });
+
+describe(`decideRoute emergency numbers [${storeKind}]`, () => {
+  test("an emergency number goes out as dialled, past an extension of its digits, DNC, geo, call limits and capacity ceilings, with the callback number", async () => {
+    const c = await caller({ max_out: 0, default_cid_number: "14155550100" }, { max_simultaneous: 1, out_cid_number: "14155550142" });
+    await c.f.extension({ digits: "911", dest_kind: "hangup" });
+    await c.f.phoneList("dnc_out", ["911"]);
+    await c.f.geo("allowlist", ["GB"]);
+    await c.f.callLimit({ direction: "out", period_sec: 3600, max_count: 0, hard: 1 });
+    await c.f.callLimit({ direction: "any", max_count: 0, hard: 1 });
+    // A rule for a destination country does not take 911 for India's +91.
+    await c.f.cidRule({ cid_number: "919800000001", match_country: "IN", priority: 1 });
+    await c.f.route({ via: "carrier", match_country: "IN", priority: 1 });
+    const d = await decideRoute(testDeps(platform), c.dial("911", { privacy: "id" }));
+    expect(d.reply.rtjson, steps(d)).toMatchObject({ action: "outbound" });
+    expect(d.reply.rtjson.routes![0]).toMatchObject({ uri: "sip:911@carrier.example.net:5060", headers: { from: { uri: "sip:14155550142@carrier.example.net" } } });
+    expect(d.reply.rtjson.vars).toMatchObject({ emergency: 1, country: null, direction: "outbound" });
+    expect(d.slots).toEqual([]);
+    expect(steps(d)).toContain("classify: emergency call from 1001");
+    expect(steps(d)).toContain("(not the account's extension of that name)");
+    // A route for the number itself comes first; one for other numbers never.
+    const trunk = await c.f.trunk({ name: "psap", proxy: "10.9.9.9:5060", max_channels: 2 });
+    await c.f.route({ via: "trunk", trunk_id: trunk, match_prefix: "911", priority: 5 });
+    await c.f.route({ via: "carrier", match_prefix: "1", priority: 1 });
+    const routed = await decideRoute(testDeps(platform), c.dial("911"));
+    expect(routed.reply.rtjson.routes!.map((r) => r.uri)).toEqual(["sip:911@10.9.9.9:5060"]);
+    expect(routed.slots).toEqual([{ level: "trunk", id: trunk, limit: 2 }]);
+    // Dialled with a +: an ordinary number (too short to go out). Not in EMERGENCY_NUMBERS: the
+    // account's extension 911 (which hangs up).
+    expect((await decideRoute(testDeps(platform), c.dial("+911"))).reply.rtjson).toMatchObject({ action: "reject", code: 484 });
+    const none = testDeps(platform, { settings: { emergencyNumbers: [] } });
+    const internal = await decideRoute(none, c.dial("911"));
+    expect(internal.reply.rtjson).toMatchObject({ action: "reject", vars: { direction: "internal" } });
+    expect(steps(internal)).toContain("extension: 911");
+    // No route and no carrier default: 503, and the trace says what to add.
+    const bare = await caller();
+    const stuck = await decideRoute(testDeps(platform, { settings: { carrierUri: null } }), bare.dial("112"));
+    expect(stuck.reply.rtjson).toMatchObject({ action: "reject", code: 503 });
+    expect(steps(stuck)).toContain("no outbound route for 112: add one with match_prefix 112");
+  });
+
+  test("a PBX's emergency call goes out through the account's routes; the caller-ID is the number it sent", async () => {
+    const c = await caller({ max_out: 0 });
+    const pbx = await c.f.trunk({ name: "office", role: "pbx", inbound_auth: "register", inbound_username: `pbx-e-${c.f.accountId}` });
+    await c.f.extension({ digits: "112", dest_kind: "hangup" });
+    const d = await decideRoute(testDeps(platform), { callId: `e-${Date.now()}`, from: "14155550177", fromDomain: "pbx.example", to: "112", account_id: c.f.accountId, trunk_id: pbx, source_ip: "198.51.100.20" } as RouteRequest);
+    expect(d.reply.rtjson, steps(d)).toMatchObject({ action: "outbound", vars: { emergency: 1 } });
+    expect(d.reply.rtjson.routes![0]!.headers!.from).toEqual({ uri: "sip:14155550177@carrier.example.net" });
+    expect(steps(d)).toContain("classify: emergency call from PBX trunk office");
+  });
+});

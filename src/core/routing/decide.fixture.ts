@@ -146,6 +146,7 @@ export function testDeps(
       carrierAddresses: parseCidrList(options.settings?.carrier ?? "192.0.2.0/24"),
       carrierUri: options.settings?.carrierUri === undefined ? "sip:carrier.example.net:5060" : options.settings.carrierUri,
       mediaEngines: options.settings?.mediaEngines ?? ["sip:10.0.0.5:5080", "sip:10.0.0.6:5080"],
+      emergencyNumbers: options.settings?.emergencyNumbers ?? ["911", "112"],
     },
     contacts: async (_accountId, userId) => options.contacts?.[userId] ?? [],
     userCallCount: async (_accountId, userId) => options.calls?.[userId] ?? 0,

@@ -71,6 +71,8 @@ export interface RouteSettings {
   carrierUri: string | null;
   /** SIP URIs of the media engines that run flows, queues, voicemail, conferences and feature codes. */
   mediaEngines: string[];
+  /** Emergency numbers, as dialled (EMERGENCY_NUMBERS): see `emergencyCall`. */
+  emergencyNumbers: readonly string[];
 }
 
 /** What a decision depends on; tests pass their own contacts and counters. */
@@ -830,7 +832,8 @@ async function pickRoutes(
     if (firstTrunk.max !== null && legs.length > 1) draft.legs = legs.map((l) => ({ trunk: l.trunk }));
   }
   draft.to = e164;
-  draft.vars.country = countryOfE164(e164);
+  // An emergency number's digits name no country (911 is not India's +91).
+  draft.vars.country = draft.vars.emergency ? null : countryOfE164(e164);
   return outbound(draft, legs.map((l) => l.route));
 }
 
@@ -896,7 +899,8 @@ async function fromPbx(deps: RouteDeps, draft: DecisionDraft, source: TrunkConte
   if (acl) return acl;
   addSlot(draft, "trunk", trunk.id, trunk.max_channels);
   const caller: OutboundCaller = { pbx: { number: E164.test(number) ? number : null, name: draft.req.fromName ?? null } };
-  if (ctx.extension) {
+  const emergency = isEmergencyNumber(deps, draft);
+  if (ctx.extension && !emergency) {
     draft.direction = "internal";
     step(draft, "classify", `internal from PBX trunk ${trunk.name} (${trunk.id}) to extension ${ctx.extension.digits}`);
     step(draft, "extension", `${ctx.extension.digits} (${ctx.extension.id})`);
@@ -904,7 +908,7 @@ async function fromPbx(deps: RouteDeps, draft: DecisionDraft, source: TrunkConte
     if (!target) return reject(draft, 480, "Temporarily Unavailable", "extension closed, and no closed destination");
     return routeTo(deps, draft, account, target, 1);
   }
-  if (ctx.user) {
+  if (ctx.user && !emergency) {
     draft.direction = "internal";
     step(draft, "classify", `internal from PBX trunk ${trunk.name} (${trunk.id}) to user ${ctx.user.username}`);
     return toUser(deps, draft, account, ctx.user);
@@ -923,6 +927,10 @@ async function fromPbx(deps: RouteDeps, draft: DecisionDraft, source: TrunkConte
     step(draft, "classify", `outbound from PBX trunk ${trunk.name} (${trunk.id}), known by its address alone over ${transport || "an unknown transport"}: a forgeable source (use TCP or TLS, or inbound_auth register or digest)`);
     return reject(draft, 403, "Forbidden", "toll-fraud gate: a PBX calls out over TCP or TLS, or with its credentials");
   }
+  if (emergency) {
+    step(draft, "classify", `emergency call from PBX trunk ${trunk.name} (${trunk.id}) to ${emergency}`);
+    return emergencyCall(deps, draft, account, caller, emergency);
+  }
   step(draft, "classify", `outbound from PBX trunk ${trunk.name} (${trunk.id}) to ${digits}`);
   return outboundCall(deps, draft, account, caller, digits, ctx.outTransforms);
 }
@@ -932,8 +940,10 @@ async function fromPbx(deps: RouteDeps, draft: DecisionDraft, source: TrunkConte
 async function fromDevice(deps: RouteDeps, draft: DecisionDraft, accountId: string, deviceId: string, known?: DeviceContext): Promise<RouteDecision> {
   const ctx = known && known.device?.id === deviceId && known.account?.id === accountId ? known : await loadDevice(deps.db, accountId, deviceId, draft.req.to);
   draft.accountId = ctx.account ? accountId : null;
+  // An emergency number goes out, whatever extension or user of the account has its digits.
+  const emergency = isEmergencyNumber(deps, draft);
   // An extension, a user, or a name neither has (a misdial) is internal; digits go out.
-  const direction = ctx.extension || ctx.user || !/^[0-9*#]+$/.test(dialledDigits(draft.req.to)) ? "internal" : "outbound";
+  const direction = !emergency && (ctx.extension || ctx.user || !/^[0-9*#]+$/.test(dialledDigits(draft.req.to))) ? "internal" : "outbound";
   const problem = !ctx.account
     ? "unknown account"
     : ctx.account.status !== "active"
@@ -973,6 +983,10 @@ async function fromDevice(deps: RouteDeps, draft: DecisionDraft, accountId: stri
   // The caller's own ceiling holds for every call they place, internal ones too (outbound calls add
   // it with the account's): their `user` slot, beside the callee's.
   const callerSlot = () => addSlot(draft, "user", caller.id, caller.max_simultaneous);
+  if (emergency) {
+    step(draft, "classify", `emergency call from ${caller.username} (${ctx.device.id}) to ${emergency}${ctx.extension || ctx.user ? ` (not the account's ${ctx.extension ? "extension" : "user"} of that name)` : ""}`);
+    return emergencyCall(deps, draft, account, { user: caller }, emergency);
+  }
   if (ctx.extension) {
     callerSlot();
     step(draft, "classify", `internal from ${caller.username} to extension ${ctx.extension.digits}`);
@@ -994,6 +1008,39 @@ async function fromDevice(deps: RouteDeps, draft: DecisionDraft, accountId: stri
   }
   step(draft, "classify", `outbound from ${caller.username} (${ctx.device.id}) to ${digits}`);
   return outboundCall(deps, draft, account, { user: caller }, digits, ctx.outTransforms);
+}
+
+/** The emergency number dialled (as is: not with a +), or null. */
+function isEmergencyNumber(deps: RouteDeps, draft: DecisionDraft): string | null {
+  if (!deps.settings.emergencyNumbers.length || dialledInternational(draft.req.to)) return null;
+  const digits = dialledDigits(draft.req.to);
+  return deps.settings.emergencyNumbers.includes(digits) ? digits : null;
+}
+
+/**
+ * An emergency call (EMERGENCY_NUMBERS), from an authenticated device or a PBX that may call out: it
+ * goes out as dialled, past everything that could keep someone from help: the account's transforms,
+ * do-not-call and geo policies, call limits and the capacity ceilings of the account and the user (a
+ * trunk's channels still hold: they are the carrier's). Routes: those whose match_prefix the number
+ * starts with (a route for "911"), then those for any number (no prefix, no country), then the carrier
+ * default. The caller-ID is the callback number (the user's or account's rules for any country, the
+ * user's out_cid, the account's default), never withheld. The trace and the account log say so.
+ */
+async function emergencyCall(deps: RouteDeps, draft: DecisionDraft, account: RouteAccount, caller: OutboundCaller, digits: string): Promise<RouteDecision> {
+  draft.direction = "outbound";
+  draft.to = digits;
+  draft.vars.emergency = 1;
+  step(draft, "emergency", `${digits} is an emergency number: do-not-call, geo, call limits and capacity ceilings do not apply`);
+  const user = "user" in caller ? caller.user : null;
+  const [ctx, transforms] = await Promise.all([
+    loadOutbound(deps.db, account.id, user?.id ?? "", digits, Math.floor(draft.now.getTime() / 1000)),
+    loadOutboundTransforms(deps.db, account.id),
+  ]);
+  // A rule for a destination country does not apply: the digits name none (911 is not India's +91).
+  const cid = callerId(draft, account, caller, ctx.cidRules.filter((r) => r.match_country === null), digits);
+  const routes = ctx.routes.filter((r) => (r.match_prefix ? digits.startsWith(r.match_prefix) : r.match_country === null));
+  if (!routes.length && !deps.settings.carrierUri) step(draft, "emergency", `no outbound route for ${digits}: add one with match_prefix ${digits}, or one for any number`);
+  return pickRoutes(deps, draft, account, routes, transforms, digits, { number: cid.number, name: cid.name }, (number) => number);
 }
 
 /** Who places an outbound call: a user (through a device), or a customer PBX with the caller-ID it sent. */
