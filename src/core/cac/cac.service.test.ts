@@ -100,4 +100,31 @@ describe("acquireSlots", () => {
     expect(await resetCac(base, "acc_race")).toEqual({ counters: 1, calls: 1 });
     expect(await acquireSlots(base, "acc_race", "call_after", [userSlot], TTL)).toEqual({ ok: true });
   });
+  test("a call admitted to a slot right after the reset cleared it is still listed: GET /cac shows it, the next reset clears it", async () => {
+    const base = createMemoryLiveStore();
+    const slot: CacSlot = { level: "user", id: "us_after", limit: 3 };
+    let raced = false;
+    // The admission lands just after the reset deleted the slot's counter.
+    const live = new Proxy(base, {
+      get(target, prop, receiver) {
+        if (prop === "del") {
+          return async (...keys: string[]) => {
+            await target.del(...keys);
+            if (!raced) {
+              raced = true;
+              expect(await acquireSlots(target, "acc_after", "call_new", [slot], TTL)).toEqual({ ok: true });
+            }
+          };
+        }
+        const value = Reflect.get(target, prop, receiver);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    expect(await acquireSlots(base, "acc_after", "call_old", [slot], TTL)).toEqual({ ok: true });
+    expect(await resetCac(live, "acc_after")).toEqual({ counters: 1, calls: 1 });
+    // Before, the slot's name was unlisted after its counter was deleted: the new call counted, unseen.
+    expect((await cacSnapshot(base, "acc_after")).map((c) => [c.level, c.id, c.call_ids])).toEqual([["user", "us_after", ["call_new"]]]);
+    expect(await resetCac(base, "acc_after")).toEqual({ counters: 1, calls: 1 });
+    expect(await cacSnapshot(base, "acc_after")).toEqual([]);
+  });
 });

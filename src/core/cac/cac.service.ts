@@ -132,18 +132,16 @@ export async function resetCac(live: LiveStore, accountId: string): Promise<{ co
   for (const name of names) {
     const [level, id] = name.split("|") as [CacSlot["level"], string];
     const key = slotKey(accountId, { level, id });
+    // Unlisted before its counter is cleared, never after: a call admitted to the slot once it is
+    // cleared lists it again (in the same atomic step), so GET /cac shows that call and the next reset
+    // clears it. Only the names read above: a slot registered meanwhile stays listed.
+    await Promise.all([live.srem(registryKey(accountId), name), live.hdel(limitsKey(accountId), name)]);
     const members = await live.zliveMembers(key);
     if (members.length) {
       counters += 1;
       calls += members.length;
     }
     await live.del(key);
-  }
-  // Only the names read above: a slot another instance registered meanwhile (a call admitted while the
-  // reset ran) stays listed, so GET /cac shows it and the next reset clears it.
-  if (names.length) {
-    await live.srem(registryKey(accountId), ...names);
-    await live.hdel(limitsKey(accountId), ...names);
   }
   return { counters, calls };
 }

@@ -33,6 +33,11 @@ describe("loadConfig", () => {
     expect(() => loadConfig({ PORT_PUBLIC: "eighty" })).toThrow(/PORT_PUBLIC/);
     expect(() => loadConfig({ LOG_LEVEL: "loud" })).toThrow(/LOG_LEVEL/);
     expect(() => loadConfig({ CONTROL_ALLOW: "10.0.0.0/99" })).toThrow(/CONTROL_ALLOW/);
+    // A range with host bits set would let in all of the range it names (192.168.1.10/8: 192.0.0.0/8).
+    expect(() => loadConfig({ CONTROL_ALLOW: "127.0.0.1/8" })).toThrow(/CONTROL_ALLOW: '127.0.0.1\/8' has host bits set below \/8; the range is 127.0.0.0\/8/);
+    expect(() => loadConfig({ CONTROL_ALLOW: "10.0.0.1/0" })).toThrow(/CONTROL_ALLOW/);
+    expect(() => loadConfig({ CARRIER_ADDRESSES: "192.0.2.1/24" })).toThrow(/CARRIER_ADDRESSES: '192.0.2.1\/24' has host bits/);
+    expect(loadConfig({ CONTROL_ALLOW: "10.1.0.0/16, 192.0.2.7, ::1/128" }).controlAllow.map((r) => r.text)).toEqual(["10.1.0.0/16", "192.0.2.7", "::1/128"]);
     expect(() => loadConfig({ RATE_LIMIT_REQUESTS: "0" })).toThrow(ConfigError);
     // A fraction is refused, not truncated.
     expect(() => loadConfig({ PORT_PUBLIC: "8080.5" })).toThrow(/PORT_PUBLIC: Expected a whole number \(got "8080.5"\)/);

@@ -8,6 +8,7 @@ import { availableParallelism } from "node:os";
 import { Type as T, type Static } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
 import { parseCidrList, type Cidr } from "../net/cidr.ts";
+import { canonicalCidr } from "../trunks/cidr-text.ts";
 
 const Port = T.Integer({ minimum: 0, maximum: 65535 });
 
@@ -120,16 +121,23 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   let emergencyNumbers: string[] = [];
   const e = converted as Env;
   if (problems.length === 0) {
-    try {
-      controlAllow = parseCidrList(e.CONTROL_ALLOW);
-    } catch (error) {
-      problems.push(`CONTROL_ALLOW: ${(error as Error).message}`);
-    }
-    try {
-      carrierAddresses = parseCidrList(e.CARRIER_ADDRESSES);
-    } catch (error) {
-      problems.push(`CARRIER_ADDRESSES: ${(error as Error).message}`);
-    }
+    // Who may reach the control plane, and whose calls are the carrier's: a range written with host
+    // bits (10.0.0.1/8) is a typo that would let in the whole /8 it names, so it stops start-up.
+    const ranges = (name: "CONTROL_ALLOW" | "CARRIER_ADDRESSES"): Cidr[] => {
+      try {
+        const list = parseCidrList(e[name]);
+        for (const range of list) {
+          const checked = canonicalCidr(range.text);
+          if ("error" in checked) problems.push(`${name}: ${checked.error}`);
+        }
+        return list;
+      } catch (error) {
+        problems.push(`${name}: ${(error as Error).message}`);
+        return [];
+      }
+    };
+    controlAllow = ranges("CONTROL_ALLOW");
+    carrierAddresses = ranges("CARRIER_ADDRESSES");
     if (e.PARLEY_MASTER_KEY !== undefined) {
       try {
         parseMasterKey(e.PARLEY_MASTER_KEY);

@@ -41,6 +41,11 @@ describe("cidr", () => {
     expect(parseIp("10.78.0.1%foo")).toBeNull();
     expect(parseIp("fe80::1%eth0")).not.toBeNull();
     expect(parseIp("10.0.0.0")).not.toBeNull();
+    // Brackets only as a pair around IPv6 text; a zone is not empty.
+    for (const text of ["[10.0.0.1", "10.0.0.1]", "[10.0.0.1]", "[::1", "::1]", "[[::1]]", "fe80::1%", "[fe80::1%]", "fe80::1%a b"]) expect(parseIp(text), text).toBeNull();
+    expect(parseIp("[2001:db8::1]")).toEqual(parseIp("2001:db8::1"));
+    expect(parseIp("[fe80::1%25eth0]")).not.toBeNull();
+    expect(() => parseCidr("[10.0.0.1/32")).toThrow();
   });
 
   test("an IPv4-mapped IPv6 range is the IPv4 range it maps, its prefix counting the mapping's 96 bits", () => {

@@ -59,9 +59,16 @@ function parseIpv6(text: string): bigint | null {
 
 /** Parses an address to family and value, unwrapping IPv4-mapped IPv6. Null when not an address. */
 export function parseIp(text: string): { family: 4 | 6; value: bigint } | null {
-  const unbracketed = text.replace(/^\[|\]$/g, "");
-  // A zone (`fe80::1%eth0`) belongs to IPv6 link-local text; after an IPv4 address it is junk.
-  const bare = unbracketed.includes(":") ? unbracketed.replace(/%.*$/, "") : unbracketed;
+  // Brackets only as a pair around IPv6 text (`[2001:db8::1]`, as a URI writes it): `[10.0.0.1`,
+  // `10.0.0.1]` and `[10.0.0.1]` are not addresses.
+  const bracketed = text.startsWith("[") && text.endsWith("]");
+  const unbracketed = bracketed ? text.slice(1, -1) : text;
+  if (/[[\]]/.test(unbracketed) || (bracketed && !unbracketed.includes(":"))) return null;
+  // A zone (`fe80::1%eth0`) belongs to IPv6 link-local text, and is not empty (RFC 6874: unreserved
+  // characters); after an IPv4 address it is junk.
+  const zone = unbracketed.indexOf("%");
+  if (zone >= 0 && !/^[A-Za-z0-9._~-]+$/.test(unbracketed.slice(zone + 1))) return null;
+  const bare = unbracketed.includes(":") && zone >= 0 ? unbracketed.slice(0, zone) : unbracketed;
   const v4 = parseIpv4(bare);
   if (v4 !== null) return { family: 4, value: v4 };
   const v6 = parseIpv6(bare);
