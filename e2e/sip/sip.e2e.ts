@@ -821,6 +821,43 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
     }
   });
 
+  test("an emergency number (911) dialled by a phone goes out through the route for it, past the account's limits, with the phone's callback number; recorded and logged", async () => {
+    const psapPort = await freeUdpPort();
+    const dir = mkdtempSync(join(tmpdir(), "sipp-emergency-"));
+    const checking = checkingUas(dir, "uas-psap.xml", ["ruri", "cid"], `
+      <ereg regexp="^INVITE sip:911@127\\.0\\.0\\.1:${psapPort}" search_in="msg" check_it="true" assign_to="ruri"/>
+      <ereg regexp="From:[^@]*sip:14155550911@" search_in="msg" check_it="true" assign_to="cid"/>`);
+    const psap = startSipp(checking, ["-p", String(psapPort), "-mp", String(nextMediaPort()), "-m", "1"]);
+    const before = tenant.config;
+    await applyTenantConfig(parley, tenant, {
+      trunks: [...(before.trunks as unknown[]), { name: "psap", role: "carrier", direction: "outbound", proxy: `127.0.0.1:${psapPort}`, transport: "udp" }],
+      outbound_routes: [...(before.outbound_routes as unknown[]), { name: "emergency", match_prefix: "911", via: "trunk", trunk: "psap", priority: 1 }],
+      // Every call out refused by the account's own limit: not an emergency call.
+      call_limits: [...((before.call_limits as unknown[] | undefined) ?? []), { name: "no-calls-out", direction: "out", max_count: 0 }],
+    });
+    const user = await api("PATCH", `${parley.publicUrl}/v1/users/${tenant.users["1001"]!.userId}`, { out_cid_number: "14155550911" }, { "x-api-key": tenant.key });
+    expect(user.status, JSON.stringify(user.body)).toBe(200);
+    try {
+      const blocked = await invite("1001", tenant.trunkNumber, "invite-refused.xml");
+      expect(blocked.statuses.at(-1), blocked.stderr).toBeGreaterThanOrEqual(400);
+      const r = await invite("1001", "911");
+      expect(r.code, `${r.stderr}${r.messages.slice(-2000)}\npsap: ${psap.stderr()}${psap.stdout().slice(-1500)}\n${kamailio.log().slice(-2000)}`).toBe(0);
+      expect(r.statuses).toContain(200);
+      expect(await exitOf(psap), psap.stderr() + psap.stdout().slice(-1500)).toBe(0);
+      const record = await eventually(async () => {
+        const c = (await calls()).find((x) => x.sip_call_id === r.callIds.at(-1));
+        expect(c).toMatchObject({ direction: "outbound", status: "completed", answered: 1, to: "911" });
+        return c;
+      });
+      const logs = await api("GET", `${parley.publicUrl}/v1/logs?level=warn&limit=50`, undefined, { "x-api-key": tenant.key });
+      expect((logs.body.data as Array<{ call_id: string; message: string }>).find((l) => l.call_id === record.id)?.message).toBe("Emergency call from 14155550911 to 911 placed.");
+    } finally {
+      await api("PATCH", `${parley.publicUrl}/v1/users/${tenant.users["1001"]!.userId}`, { out_cid_number: null }, { "x-api-key": tenant.key });
+      await applyTenantConfig(parley, tenant, before);
+      await psap.stop();
+    }
+  });
+
   test("requests the edge cannot serve get the RFC's answers: no From tag 400, a CANCEL of nothing 481, an unknown method 405 with Allow", async () => {
     const client = await handClient();
     try {

@@ -567,6 +567,20 @@ describe(`dialog events [${storeKind}]`, () => {
     expect(await eventsOf(t.accountId, "call.ended")).toHaveLength(2);
   });
 
+  test("in one set, a confirmation after the end is ignored when the two events name the call differently (one with its record, one without)", async () => {
+    const t = await seedTenant(platform);
+    const cid = sipCallId();
+    const record = String((await admitCall(platform, decision(t.accountId), routeRequest(cid))).rtjson.vars.call_id);
+    const started = (await findCallBySipId(platform.db, t.accountId, cid))!.started_ms;
+    clockAt(started + 60_000);
+    await handleDialogEvents(platform, [
+      { type: "dialog", callId: cid, account_id: t.accountId, state: "terminated", sip_code: 487, ts: started + 10_000 },
+      { type: "dialog", callId: cid, account_id: t.accountId, record_id: record, state: "confirmed", ts: started + 20_000 },
+    ]);
+    expect(await findCallBySipId(platform.db, t.accountId, cid)).toMatchObject({ status: "canceled", answered: 0, answered_ms: null, billsec: 0, hangup_cause: "ORIGINATOR_CANCEL" });
+    expect(await eventsOf(t.accountId, "call.answered")).toHaveLength(0);
+  });
+
   test("a set of events (handleDialogEvents): each call's events in order, many calls and accounts at once, repeats change nothing", async () => {
     const a = await seedTenant(platform);
     const b = await seedTenant(platform);

@@ -434,6 +434,9 @@ async function applyAtOnce(platform: Platform, items: Item[], context: RoundCont
     const callSteps: NewTraceStep[] = [];
     const callEvents: EventInput[] = [];
     for (const item of its) {
+      // Nothing after the call's end applies: events of one call can reach a round in two groups
+      // (one naming its record, one not; a replay), and a confirmation after the end is not an answer.
+      if (end) break;
       const kind = item.event.state;
       if (kind === "early") {
         if (state.status !== "routed") continue;

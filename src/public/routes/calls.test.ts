@@ -229,7 +229,7 @@ describe(`GET /v1/calls?format=csv [${storeKind}]`, () => {
     const refused = await exportOf(t.key);
     expect(refused.status).toBe(429);
     expect(refused.headers.get("retry-after")).toBe("10");
-    expect(await refused.json()).toMatchObject({ ok: false, error: "rate_limited" });
+    expect(await refused.json()).toMatchObject({ ok: false, error: "rate_limited", hint: expect.stringContaining("narrow the range"), retry_after_sec: 10 });
     // Another account's export is not affected.
     const theirs = await exportOf(other.key);
     expect(theirs.status).toBe(200);

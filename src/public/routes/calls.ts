@@ -71,7 +71,12 @@ export function callRoutes(platform: Platform) {
         // bounded, so one tenant's slow downloads cannot hold every export connection of the instance.
         const running = exportsByAccount.get(principal.accountId) ?? 0;
         if (running >= MAX_EXPORTS_PER_ACCOUNT) {
-          throw new AppError("rate_limited", `At most ${MAX_EXPORTS_PER_ACCOUNT} CSV exports of an account run at once (on this instance); retry when one has finished.`, {}, { "retry-after": "10" });
+          throw new AppError(
+            "rate_limited",
+            `At most ${MAX_EXPORTS_PER_ACCOUNT} CSV exports of an account run at once (on this instance); retry when one has finished.`,
+            { hint: "Wait for a running export to finish, or narrow the range with since and until.", retry_after_sec: 10 },
+            { "retry-after": "10" },
+          );
         }
         // The range is checked before the stream starts, so a bad one is a 400, not a broken download.
         const csv = streamCallsCsv(platform.database, principal.accountId, query);
