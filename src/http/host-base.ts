@@ -7,7 +7,8 @@ import { Elysia } from "elysia";
 import { AppError, ERROR_STATUS, validationFailed } from "../core/errors/app-error.ts";
 import type { Platform } from "../core/platform.ts";
 import { describeError } from "./describe-error.ts";
-import { jsonTextProblem, MAX_JSON_DEPTH } from "./json-duplicates.ts";
+// A query parameter or a JSON member given twice is refused (no parameter is a list; which value would count is a guess).
+import { GIVEN_TWICE, jsonTextProblem, TOO_DEEP } from "./json-duplicates.ts";
 import { beginRequest, requestMeta } from "./request-context.ts";
 import { apiModels } from "./api-models.ts";
 import { errorDetails } from "../core/validation/error-details.ts";
@@ -221,9 +222,6 @@ function toAppError(code: string | number, error: unknown, request: Request, acc
   return null;
 }
 
-/** A query parameter or a JSON member given twice (no parameter is a list; which value would count is a guess). */
-const GIVEN_TWICE = "Given more than once; send one value.";
-const TOO_DEEP = `Nested too deep: arrays and objects may be nested at most ${MAX_JSON_DEPTH} levels.`;
 
 /**
  * The 400 of a query string the route cannot read as sent (null: none): a parameter on a route that

@@ -36,6 +36,11 @@ interface Frame {
 /** Deepest nesting of arrays and objects a request body may have: no request needs more, and walks of deeper values (the stores' JSON parsers among them) run out of stack. */
 export const MAX_JSON_DEPTH = 64;
 
+/** What a refusal says of a member (or a query parameter) given twice. */
+export const GIVEN_TWICE = "Given more than once; send one value.";
+/** What a refusal says of JSON nested deeper than MAX_JSON_DEPTH. */
+export const TOO_DEEP = `Nested too deep: arrays and objects may be nested at most ${MAX_JSON_DEPTH} levels.`;
+
 /** What makes a valid JSON text unfit as a request body: a member given twice, or nesting deeper than MAX_JSON_DEPTH. */
 export interface JsonTextProblem {
   /** JSON Pointer of the member given twice, or of the value whose child nests too deep. */

@@ -168,6 +168,28 @@ describe(`/security endpoints: what a node's own text holds [${storeKind}]`, () 
     const r = await send("POST", "/security/report", { node: `${node}-ts`, bans: "[]", ts: "" }, true);
     expect(r).toMatchObject({ status: 200, body: { ok: true, lift: [] } });
   });
+
+  test("partial in a form is decimal text; empty, it is absent", async () => {
+    const n = `${node}-partial`;
+    const [a, b] = [`${net}70`, `${net}71`];
+    expect((await send("POST", "/security/report", { node: n, bans: JSON.stringify([{ ip: a }, { ip: b }]) }, true)).status).toBe(200);
+    const partial = await send("POST", "/security/report", { node: n, bans: JSON.stringify([{ ip: a }]), partial: "1" }, true);
+    expect(partial).toMatchObject({ status: 200, body: { ok: true, lift: [] } });
+    expect((await send("GET", `/security/bans?q=${b}`)).body.data.map((x: Json) => x.status)).toEqual(["active"]);
+    expect((await send("POST", "/security/report", { node: n, bans: JSON.stringify([{ ip: a }]), partial: "2" }, true)).status).toBe(400);
+    // Absent: a complete snapshot, which no longer carries b.
+    expect((await send("POST", "/security/report", { node: n, bans: JSON.stringify([{ ip: a }]), partial: "" }, true)).status).toBe(200);
+    expect((await send("GET", `/security/bans?q=${b}`)).body.data.map((x: Json) => x.status)).toEqual(["expired"]);
+  });
+
+  test("bans as JSON text: a member given twice in a ban is the 400 a JSON body gets, and records nothing", async () => {
+    const bans = `[{"ip":"${net}80","ip":"${net}81"}]`;
+    const asJson = await fetch(`${base}/security/report`, { method: "POST", headers: { "content-type": "application/json" }, body: `{"node":"${node}","bans":${bans}}` });
+    const json = { status: asJson.status, body: (await asJson.json()) as Json };
+    expect(json).toMatchObject({ status: 400, body: { details: [{ path: "/bans/0/ip", message: expect.stringContaining("more than once") }] } });
+    expect(await send("POST", "/security/report", { node, bans }, true)).toEqual(json);
+    expect((await send("GET", `/security/bans?q=${net}8`)).body.data).toEqual([]);
+  });
 });
 
 describe(`/security endpoints: security [${storeKind}]`, () => {

@@ -288,6 +288,9 @@ export interface RoundPatch {
   cost_micro: number;
   currency: string | null;
   rate_plan_id: string | null;
+  /** With the end: the direction and number of a call the edge's failover forwarded out (null: unchanged). */
+  direction: string | null;
+  to: string | null;
 }
 
 /**
@@ -308,12 +311,13 @@ export function dialogRoundCtes(patches: RoundPatch[], steps: NewTraceStep[], ga
              sip_code = case when v.ends then v.sip_code else c.sip_code end,
              cost_micro = case when v.ends then v.cost_micro else c.cost_micro end,
              currency = case when v.ends then v.currency else c.currency end,
-             rate_plan_id = case when v.ends then v.rate_plan_id else c.rate_plan_id end
+             rate_plan_id = case when v.ends then v.rate_plan_id else c.rate_plan_id end,
+             direction = coalesce(v.direction, c.direction), "to" = coalesce(v."to", c."to")
       from rows from (jsonb_to_recordset(${JSON.stringify(ordered)}::jsonb) as (account_id text, id text, seen_status text, seen_answered integer,
              status text, ringing_ms bigint, answered integer, answered_ms bigint, agent_id text, legs jsonb, ends boolean, ended_ms bigint,
-             billsec integer, hangup_cause text, sip_code integer, cost_micro bigint, currency text, rate_plan_id text))
+             billsec integer, hangup_cause text, sip_code integer, cost_micro bigint, currency text, rate_plan_id text, direction text, "to" text))
         with ordinality as v(account_id, id, seen_status, seen_answered, status, ringing_ms, answered, answered_ms, agent_id, legs, ends, ended_ms,
-             billsec, hangup_cause, sip_code, cost_micro, currency, rate_plan_id, n)
+             billsec, hangup_cause, sip_code, cost_micro, currency, rate_plan_id, direction, "to", n)
       where ${gate} and ${LIVE_CALL_OF_V} and c.status = v.seen_status and c.answered = v.seen_answered
       returning c.account_id, c.id
     ), ${traceCte("dlg_trace", steps, "dlg_upd")}`;
@@ -397,6 +401,12 @@ export type EndPatch = Pick<CallRecordRow, "account_id" | "id" | "status" | "end
   agent_id?: string | null;
   /** The edge's failover took the call elsewhere: the user it was routed to did not answer it. */
   no_routed?: boolean;
+  /**
+   * The edge's failover forwarded the call out (a media engine placed the forward): from its end the
+   * record is outbound to the forward's number, as a forward /route places is.
+   */
+  direction?: string | null;
+  to?: string | null;
 };
 
 /** markEnded for many calls: each ended once; returns the rows it changed. */
@@ -406,14 +416,14 @@ export async function markEndedMany(db: DbOrTx, rows: EndPatch[]): Promise<Dialo
     db,
     sql`update call_record c set status = v.status, ended_ms = v.ended_ms, billsec = v.billsec, hangup_cause = v.hangup_cause,
                sip_code = v.sip_code, cost_micro = v.cost_micro, currency = v.currency, rate_plan_id = v.rate_plan_id,
-               legs = coalesce(v.legs, c.legs),
+               legs = coalesce(v.legs, c.legs), direction = coalesce(v.direction, c.direction), "to" = coalesce(v."to", c."to"),
                answered = case when c.answered = 0 and v.answered_ms is not null then 1 else c.answered end,
                answered_ms = case when c.answered = 0 and v.answered_ms is not null then v.answered_ms else c.answered_ms end,
                agent_id = case when c.answered = 0 and v.answered_ms is not null then coalesce(c.agent_id, v.agent_id, case when v.no_routed then null else ${ROUTED_USER} end) else c.agent_id end
         from ${jsonRows(
           rows,
           "v",
-          "account_id text, id text, status text, ended_ms bigint, billsec integer, hangup_cause text, sip_code integer, cost_micro bigint, currency text, rate_plan_id text, legs jsonb, answered_ms bigint, agent_id text, no_routed boolean",
+          'account_id text, id text, status text, ended_ms bigint, billsec integer, hangup_cause text, sip_code integer, cost_micro bigint, currency text, rate_plan_id text, legs jsonb, answered_ms bigint, agent_id text, no_routed boolean, direction text, "to" text',
         )}
         where ${LIVE_CALL_OF_V}
         returning ${DIALOG_LIST}`,

@@ -28,6 +28,7 @@ import { callRecords } from "./calls.schema.ts";
 import { decision, routeRequest, sipCallId } from "./calls.fixture.ts";
 import type { CacSlot } from "../routing/route-types.ts";
 import { createUser } from "../users/users.service.ts";
+import { insertForward } from "../forwards/forwards.store.ts";
 
 /** A user of the account (a callee leg names a user the account has, or is no agent of the call). */
 const userIn = async (accountId: string) => (await createUser(platform.db, accountId, { username: `u${Math.random().toString(36).slice(2, 10)}` })).id;
@@ -565,6 +566,52 @@ describe(`dialog events [${storeKind}]`, () => {
     ]);
     expect(await eventsOf(t.accountId, "call.answered")).toHaveLength(1);
     expect(await eventsOf(t.accountId, "call.ended")).toHaveLength(2);
+  });
+
+  test("a call the edge's failover forwarded out (a media engine placed the forward) ends outbound to the forward's number, billed as such, on both paths", async () => {
+    const t = await seedTenant(platform);
+    await defaultRatePlan(t.accountId, [
+      { prefix: "1", direction: "inbound", per_minute_micro: 1_000, initial_sec: 60, increment_sec: 60, connection_fee_micro: 0 },
+      { prefix: "44", direction: "outbound", per_minute_micro: 60_000, initial_sec: 60, increment_sec: 60, connection_fee_micro: 0 },
+    ]);
+    const fwd = newId("fwd");
+    await insertForward(platform.db, { account_id: t.accountId, id: fwd, user_id: "us_F", number: "447700900555", trigger: "busy", created_at: nowSeconds(), updated_at: nowSeconds() });
+    const inbound = decision(t.accountId, { direction: "inbound", to: "14155550100", reply: { rtjson: { action: "proxy", account_id: t.accountId, flow_id: null, vars: { direction: "inbound", did: "14155550100" } } } });
+    const run = async (locked: boolean) => {
+      const cid = sipCallId();
+      await admitCall(platform, inbound, routeRequest(cid, { to: "14155550100" }));
+      const started = (await findCallBySipId(platform.db, t.accountId, cid))!.started_ms;
+      clockAt(started + 120_000);
+      const confirmed = { type: "dialog" as const, callId: cid, account_id: t.accountId, state: "confirmed" as const, failover: `forward:${fwd}`, ts: started + 5_000 };
+      const terminated = { type: "dialog" as const, callId: cid, account_id: t.accountId, state: "terminated" as const, failover: `forward:${fwd}`, sip_code: 200, ts: started + 65_000 };
+      if (!locked) await handleDialogEvents(platform, [confirmed, terminated]);
+      else {
+        // The end's round read the call unanswered; another round answers it before it writes: the
+        // end is applied the locked way.
+        const counts = countWrites(async (n) => {
+          if (n === 1) await handleDialogEvents(platform, [confirmed]);
+        });
+        try {
+          await handleDialogEvents(platform, [terminated]);
+        } finally {
+          counts.restore();
+        }
+        expect(counts.transactions).toBe(1);
+      }
+      return (await findCallBySipId(platform.db, t.accountId, cid))!;
+    };
+    for (const locked of [false, true]) {
+      const row = await run(locked);
+      expect(row, String(locked)).toMatchObject({ direction: "outbound", to: "447700900555", status: "completed", billsec: 60, cost_micro: 60_000 });
+      expect((await listTrace(platform.db, t.accountId, row.id)).at(-1)!.result).toContain("forwarded out to 447700900555: outbound");
+    }
+    const ended = await eventsOf(t.accountId, "call.ended");
+    expect(ended.map((e) => (e.data as { direction: string }).direction)).toEqual(["outbound", "outbound"]);
+    // A voicemail failover is no forward: the call keeps its direction.
+    const cid = sipCallId();
+    await admitCall(platform, inbound, routeRequest(cid, { to: "14155550100" }));
+    await handleDialogEvents(platform, [{ type: "dialog", callId: cid, account_id: t.accountId, state: "terminated", failover: "voicemail:vm_1", sip_code: 200 }]);
+    expect(await findCallBySipId(platform.db, t.accountId, cid)).toMatchObject({ direction: "inbound", to: "14155550100" });
   });
 
   test("in one set, a confirmation after the end is ignored when the two events name the call differently (one with its record, one without)", async () => {

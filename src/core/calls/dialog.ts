@@ -34,6 +34,7 @@ import {
 import type { RatePlanRow } from "../rates/rates.schema.ts";
 import { cacTtlMs } from "./cac-config.ts";
 import { existingUserKeys } from "../presence/presence.store.ts";
+import { forwardNumbers } from "../forwards/forwards.store.ts";
 
 type Legs = Array<Record<string, unknown>>;
 
@@ -240,6 +241,8 @@ export interface EndOptions {
 interface RoundContext {
   plans: Map<string, RatePlanRow>;
   known: ReadonlyMap<string, unknown>;
+  /** The numbers of the forwards the round's ends name as their failover (`account\0fwd_…`). */
+  forwards: ReadonlyMap<string, string>;
   unbilled: boolean;
   now: number;
 }
@@ -296,7 +299,11 @@ async function handleRound(platform: Platform, events: DialogEvent[], { unbilled
   const unplanned = [...new Set(items.filter((i) => i.event.state === "terminated").map((i) => i.call.account_id))].filter((id) => !planAccounts.includes(id));
   const [unplannedPlans, known] = await Promise.all([defaultRatePlans(platform.db, unplanned, platform.configCache), knownUsers ?? knownCallees(platform, answering)]);
   for (const [accountId, plan] of unplannedPlans) plans.set(accountId, plan);
-  const context: RoundContext = { plans, known, unbilled, now };
+  // A call the edge's failover handed to a media engine to forward out ends as an outbound call to the
+  // forward's number: the forwards named are read (rare: only for such ends).
+  const forwarded = items.flatMap((i) => (i.event.state === "terminated" && i.event.failover?.startsWith("forward:") ? [{ account_id: i.call.account_id, id: i.event.failover.slice("forward:".length) }] : []));
+  const forwards = forwarded.length ? await forwardNumbers(platform.db, forwarded) : new Map<string, string>();
+  const context: RoundContext = { plans, known, unbilled, now, forwards };
 
   const { written, changed } = await applyAtOnce(platform, items, context);
   if (changed.length) {
@@ -341,7 +348,7 @@ interface EndWork {
 }
 
 /** The end of `fresh` that terminated event `item` reports, priced by the account's default plan. */
-function endOf(fresh: EndBasis, { event, call, at, legs }: Item, { plans, known, unbilled, now }: RoundContext): EndWork {
+function endOf(fresh: EndBasis, { event, call, at, legs }: Item, { plans, known, unbilled, now, forwards }: RoundContext): EndWork {
   let endedMs = Math.max(at, call.started_ms);
   // The end says when the call was answered and the record has no answer (its confirmed event
   // was lost, or is behind the end): answered then, between the start and the end.
@@ -352,8 +359,12 @@ function endOf(fresh: EndBasis, { event, call, at, legs }: Item, { plans, known,
   if (answeredMs !== null) endedMs = Math.max(endedMs, answeredMs);
   const billsec = answeredMs !== null && !unbilled ? Math.ceil((endedMs - answeredMs) / 1000) : 0;
   const cause = event.hangup_cause ?? hangupCauseOf(event.sip_code, wasAnswered);
-  const direction = fresh.direction as "inbound" | "outbound" | "internal";
-  const price = priceCall(plans.get(fresh.account_id) ?? null, direction, direction === "inbound" && fresh.did ? fresh.did : fresh.to, billsec, wasAnswered && !unbilled);
+  // Forwarded out by the edge's failover (a media engine placed the forward): an outbound call to the
+  // forward's number from here on, recorded and billed as one, like a forward /route places.
+  const forwardedTo = event.failover?.startsWith("forward:") ? (forwards.get(`${fresh.account_id}\u0000${event.failover.slice("forward:".length)}`) ?? null) : null;
+  const direction = forwardedTo !== null ? "outbound" : (fresh.direction as "inbound" | "outbound" | "internal");
+  const to = forwardedTo ?? fresh.to;
+  const price = priceCall(plans.get(fresh.account_id) ?? null, direction, direction === "inbound" && fresh.did ? fresh.did : to, billsec, wasAnswered && !unbilled);
   return {
     patch: {
       account_id: fresh.account_id,
@@ -370,6 +381,7 @@ function endOf(fresh: EndBasis, { event, call, at, legs }: Item, { plans, known,
       answered_ms: lateAnswerMs,
       agent_id: lateAnswerMs === null ? null : agentOf(fresh.account_id, legs, known),
       ...(event.failover ? { no_routed: true } : {}),
+      ...(forwardedTo !== null && (direction !== fresh.direction || to !== fresh.to) ? { direction, to } : {}),
     },
     answered: wasAnswered,
     lateAnswerMs,
@@ -382,6 +394,7 @@ function endOf(fresh: EndBasis, { event, call, at, legs }: Item, { plans, known,
       cost_micro: price.cost_micro,
       ...(unbilled ? { unbilled: "the end was never reported" } : {}),
       ...(price.prefix !== null ? { rate_prefix: price.prefix, billed_sec: price.billed_sec } : {}),
+      ...(forwardedTo !== null ? { forwarded_to: forwardedTo, was: fresh.direction } : {}),
     },
   };
 }
@@ -469,8 +482,8 @@ async function applyAtOnce(platform: Platform, items: Item[], context: RoundCont
         }
         state.status = end.patch.status;
         state.legs = item.legs ?? state.legs;
-        callSteps.push(traceStep(call, end.at, `terminated: ${end.cause}, billsec ${end.patch.billsec}`, end.data));
-        callEvents.push(endedEvent({ ...call, agent_id: state.agent_id, billsec: end.patch.billsec }, end, end.patch.ended_ms!));
+        callSteps.push(traceStep(call, end.at, `terminated: ${end.cause}, billsec ${end.patch.billsec}${end.patch.direction ? `, forwarded out to ${end.patch.to}: outbound` : ""}`, end.data));
+        callEvents.push(endedEvent({ ...call, direction: end.patch.direction ?? call.direction, agent_id: state.agent_id, billsec: end.patch.billsec }, end, end.patch.ended_ms!));
       }
     }
     if (!callSteps.length) continue;
@@ -493,6 +506,8 @@ async function applyAtOnce(platform: Platform, items: Item[], context: RoundCont
       cost_micro: end?.patch.cost_micro ?? 0,
       currency: end?.patch.currency ?? null,
       rate_plan_id: end?.patch.rate_plan_id ?? null,
+      direction: end?.patch.direction ?? null,
+      to: end?.patch.to ?? null,
     });
     steps.push(...callSteps);
     for (const event of callEvents) events.push({ ...event, key: call.id });
@@ -574,7 +589,7 @@ async function applyLocked(platform: Platform, items: Item[], context: RoundCont
         traces.push(traceStep(row, end.lateAnswerMs, "confirmed: answered (reported with the end)"));
         emits.push(answeredEvent(row, end.lateAnswerMs));
       }
-      traces.push(traceStep(row, end.at, `terminated: ${end.cause}, billsec ${row.billsec}`, end.data));
+      traces.push(traceStep(row, end.at, `terminated: ${end.cause}, billsec ${row.billsec}${end.patch.direction ? `, forwarded out to ${end.patch.to}: outbound` : ""}`, end.data));
       emits.push(endedEvent(row, end, row.ended_ms!));
     }
     await Promise.all([insertTrace(tx, traces), emitMany(emits)]);

@@ -231,7 +231,7 @@ describe(`routing meets admission [${storeKind}]`, () => {
   });
 
   test("forwards pass the destination's do-not-call and geo policies: an always forward with confirm=1, and failover forwards", async () => {
-    const f = await routeFixture(platform);
+    const f = await routeFixture(platform, { max_out: 10 });
     const bad = "447700900999";
     await f.phoneList("dnc_out", [bad]);
     const inbound = (to: string): RouteRequest => ({ callId: callId(), from: "14155550000", fromDomain: "carrier", to, source_ip: "192.0.2.1" });
@@ -239,6 +239,15 @@ describe(`routing meets admission [${storeKind}]`, () => {
     await f.forward({ user_id: screened, number: bad, trigger: "always", confirm: 1 });
     const n1 = await f.number({ dest_kind: "user", dest_id: screened });
     expect((await decideRoute(testDeps(platform), inbound(n1.e164))).reply.rtjson).toMatchObject({ action: "reject", code: 603 });
+    // Allowed, it goes to the media engine that screens it, recorded as the outbound call it is.
+    const fine = await f.user({ username: "3004" });
+    await f.forward({ user_id: fine, number: "447700900124", trigger: "always", confirm: 1 });
+    const n3 = await f.number({ dest_kind: "user", dest_id: fine });
+    const toEngine = await decideRoute(testDeps(platform), inbound(n3.e164));
+    expect(toEngine.reply.rtjson).toMatchObject({ action: "flow", vars: { dest_kind: "forward", direction: "outbound" } });
+    expect(toEngine.reply.rtjson.routes![0]!.uri).toStartWith(`sip:${n3.e164}@`);
+    expect(toEngine).toMatchObject({ direction: "outbound", to: "447700900124" });
+    expect(toEngine.slots).toContainEqual({ level: "account_out", id: f.accountId, limit: 10 });
     const ringing = await f.user({ username: "3003" });
     const dv = await f.device(ringing);
     await f.forward({ user_id: ringing, number: bad, trigger: "no_answer", timeout_sec: 10 });

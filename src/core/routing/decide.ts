@@ -664,13 +664,17 @@ async function forwardCall(deps: RouteDeps, draft: DecisionDraft, account: Route
   if (problem) return problem.dnc ? dncReject(draft, problem.why, fwd.number) : reject(draft, 403, "Forbidden", problem.why);
   const limited = await callLimits(deps, draft, ctx.limits, "out", () => ["account_out", account.id]);
   if (limited) return limited;
-  if (fwd.confirm === 1) {
-    // Press-1 screening needs a media engine on the forwarded leg.
-    return toMediaEngine(draft, deps.settings.mediaEngines, { kind: "forward", id: fwd.id, flowId: null });
-  }
   if (draft.direction !== "outbound") step(draft, "forward", `out to ${fwd.number}: the call is outbound (was ${draft.direction})`);
   draft.direction = "outbound";
   addSlot(draft, "account_out", account.id, account.max_out);
+  if (fwd.confirm === 1) {
+    // Press-1 screening needs a media engine on the forwarded leg, which places it (the engine is
+    // reached at the number called, as for every destination): the call is recorded and billed as the
+    // outbound call to the forward's number all the same.
+    const screened = toMediaEngine(draft, deps.settings.mediaEngines, { kind: "forward", id: fwd.id, flowId: null });
+    if (screened.reply.rtjson.action === "flow") screened.to = fwd.number;
+    return screened;
+  }
   setOverflow(draft, fwd, deps.settings.mediaEngines[0] ?? null);
   // The number is E.164 already (account-scope rules are for what devices dial); the legs take their
   // route's and trunk's transforms like any outbound call.

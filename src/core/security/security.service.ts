@@ -13,6 +13,7 @@ import { canonicalIp, canonicalRange } from "./address.ts";
 import { errorDetails } from "../validation/error-details.ts";
 import { NUL_MESSAGE, unstorableTextPath } from "../validation/storable-text.ts";
 import { canonicalCidr } from "../trunks/cidr-text.ts";
+import { GIVEN_TWICE, jsonTextProblem, TOO_DEEP } from "../../http/json-duplicates.ts";
 import { SecurityModel } from "./security.model.ts";
 import type { SecurityAllowRow, SecurityBanRow } from "./security.schema.ts";
 import {
@@ -42,8 +43,14 @@ async function lockBans(tx: DbOrTx): Promise<void> {
 }
 
 export const AUTH_FAILURES_TO_FLAG = 20;
-/** A ban no snapshot carried for this long is expired: its node is gone (5 report intervals). */
+/** The bans of a node that sent no report for this long are expired: the node is gone (5 report intervals). */
 export const SILENT_NODE_SEC = 150;
+/**
+ * How far apart two reports' readings of the node's clock against ours may be (whole seconds, read at
+ * the snapshot there and on arrival here; the delay between varies): a ban set no later than this after
+ * our last sighting of it may be the one we saw.
+ */
+const CLOCK_SLACK_SEC = 1;
 /** GET /security/bans default page. */
 export const DEFAULT_BAN_LIMIT = 100;
 
@@ -83,18 +90,25 @@ export function parseReport(body: unknown): SecurityModel.Report {
   if (input && typeof input === "object" && !Array.isArray(input)) {
     const b = { ...(input as Record<string, unknown>) };
     if (typeof b.bans === "string") {
+      const text = b.bans;
       try {
-        b.bans = JSON.parse(b.bans);
+        b.bans = JSON.parse(text);
       } catch {
         throw validationFailed([{ path: "/bans", message: "Not JSON text of an array of bans." }]);
       }
+      // The host checks a JSON body's text, not JSON text inside a form field: JSON.parse kept the last of
+      // two members of one name in silence ({"ip":"A","ip":"B"} recorded B). Refused as in a JSON body.
+      const problem = jsonTextProblem(text);
+      if (problem !== null) throw validationFailed([{ path: `/bans${problem.path}`, message: problem.kind === "twice" ? GIVEN_TWICE : TOO_DEEP }]);
       // The host checked the text as it came; the escapes inside it (\u0000, a lone \ud800) only now became characters.
       const unstorable = unstorableTextPath(b.bans, "/bans");
       if (unstorable !== null) throw validationFailed([{ path: unstorable, message: NUL_MESSAGE }]);
     }
-    // A form body carries ts as text; empty, it is absent (as every optional field the edge sends).
-    if (b.ts === "") delete b.ts;
-    if (typeof b.ts === "string" && /^\d{1,12}$/.test(b.ts)) b.ts = Number(b.ts);
+    // A form body carries its integers as text; empty, one is absent (as every optional field the edge sends).
+    for (const field of ["ts", "partial"] as const) {
+      if (b[field] === "") delete b[field];
+      if (typeof b[field] === "string" && /^\d{1,12}$/.test(b[field])) b[field] = Number(b[field]);
+    }
     input = b;
   }
   if (Value.Check(SecurityModel.Report, input)) return input;
@@ -102,8 +116,20 @@ export function parseReport(body: unknown): SecurityModel.Report {
 }
 
 /**
+ * A time the node reported (its clock) on ours: moved by how far the snapshot's `ts` is from `now`, so a
+ * node whose clock runs ahead does not seem to ban after our last sighting a ban it held all along. A
+ * time later than the snapshot (the node's clock was set back since) is the snapshot's. Without `ts` the
+ * gap is unknown: the time is taken as ours, and one in our future (the node's clock runs ahead by more)
+ * says nothing we can compare (undefined): taken as now, it would read as a new ban at every report.
+ */
+function onOurClock(nodeTime: number, ts: number | undefined, now: number): number | undefined {
+  if (ts === undefined) return nodeTime > now ? undefined : nodeTime;
+  return Math.max(0, Math.min(nodeTime, ts) - ts + now);
+}
+
+/**
  * Records a node's snapshot. Allow-listed addresses are not recorded (their existing records are
- * lifted) and come back in `lift`. Bans of the node missing from the snapshot are expired.
+ * lifted) and come back in `lift`. Bans of the node missing from a complete snapshot are expired.
  */
 export async function reportBans(db: DbOrTx, report: SecurityModel.Report, options: ReportOptions = {}): Promise<{ lift: string[]; allow: string }> {
   const now = options.now ?? nowSeconds();
@@ -154,10 +180,11 @@ export async function reportBans(db: DbOrTx, report: SecurityModel.Report, optio
     const flagEverywhere: string[] = [];
     for (const [ip, ban] of byIp) {
       const prev = previous.get(ip);
+      const bannedAt = ban.banned_at === undefined ? undefined : onOurClock(ban.banned_at, report.ts, now);
       // A new ban: one the node says it set after our last sighting; without its time, one whose row had
       // ended (expired, lifted). A ban set before our last sighting is the one we knew, held all along,
       // even if its row expired while the node was silent.
-      const again = prev !== undefined && (ban.banned_at !== undefined ? ban.banned_at > prev.last_seen : prev.status !== "active");
+      const again = prev !== undefined && (bannedAt !== undefined ? bannedAt > prev.last_seen + CLOCK_SLACK_SEC : prev.status !== "active");
       const banCount = prev ? prev.ban_count + (again ? 1 : 0) : 1;
       const repeat = banCount >= 2;
       const multiNode = elsewhere.has(ip);
@@ -171,7 +198,7 @@ export async function reportBans(db: DbOrTx, report: SecurityModel.Report, optio
         reason: ban.reason ?? prev?.reason ?? null,
         hits: ban.hits ?? prev?.hits ?? 0,
         ban_count: Math.min(banCount, 32_767),
-        first_seen: prev?.first_seen ?? Math.min(ban.banned_at ?? now, now),
+        first_seen: prev?.first_seen ?? bannedAt ?? now,
         last_seen: now,
         expires_at: ban.expires_at ?? null,
         flagged,

@@ -1,5 +1,5 @@
 /** Queries on bans and the allowlist. The only file of this capability that touches drizzle. */
-import { and, asc, desc, eq, inArray, like, lt, ne, or, sql, type SQL } from "drizzle-orm";
+import { and, asc, desc, eq, gte, inArray, like, lt, ne, notInArray, or, sql, type SQL } from "drizzle-orm";
 import type { DbOrTx } from "../db/db.ts";
 import { likePrefix } from "../db/sql-text.ts";
 import { securityAllow, securityBans, type SecurityAllowRow, type SecurityBanRow } from "./security.schema.ts";
@@ -79,15 +79,20 @@ export async function expireMissing(db: DbOrTx, node: string, stillBanned: strin
   await db.update(securityBans).set({ status: "expired" }).where(and(...conditions));
 }
 
-/** Active bans whose deadline passed, or whose node has not reported them since `silentBefore`: expired. */
+/**
+ * Active bans whose deadline passed, or whose node has sent no report since `silentBefore`: expired. A
+ * node's last report is the latest last_seen of its rows, not each row's own: a partial snapshot leaves
+ * out bans the node still holds (Kamailio walks its table in one order, so the same ones each time).
+ */
 export async function expireStale(db: DbOrTx, now: number, silentBefore: number): Promise<void> {
+  const reporting = db.selectDistinct({ node: securityBans.node }).from(securityBans).where(gte(securityBans.last_seen, silentBefore));
   await db
     .update(securityBans)
     .set({ status: "expired" })
     .where(
       and(
         eq(securityBans.status, "active"),
-        or(and(sql`${securityBans.expires_at} is not null`, lt(securityBans.expires_at, now + 1)), lt(securityBans.last_seen, silentBefore)),
+        or(and(sql`${securityBans.expires_at} is not null`, lt(securityBans.expires_at, now + 1)), notInArray(securityBans.node, reporting)),
       ),
     );
 }

@@ -183,6 +183,55 @@ describe(`ban reports [${storeKind}]`, () => {
     expect((await searchBans(platform.db, { q: ban.ip }, quiet + 30))[0]).toMatchObject({ status: "active", ban_count: 2, flagged: 1 });
   });
 
+  test("a node sending partial snapshots keeps the bans they leave out, however long; once it is silent they expire", async () => {
+    const net = freshNet();
+    const n = node();
+    const t0 = 1_900_200_000;
+    const [a, b] = [`${net}1`, `${net}2`];
+    await reportBans(platform.db, parseReport({ node: n, bans: [{ ip: a, banned_at: t0 - 10 }, { ip: b, banned_at: t0 - 10 }], ts: t0 }), { now: t0 });
+    // Its table walked in one order, the same ban falls past the cut of every report.
+    for (let i = 1; i <= 6; i++) await reportBans(platform.db, parseReport({ node: n, bans: [{ ip: a, banned_at: t0 - 10 }], ts: t0 + i * 30, partial: 1 }), { now: t0 + i * 30 });
+    const held = await searchBans(platform.db, { q: net }, t0 + 180);
+    expect(held.map((r) => [r.ip, r.status, r.last_seen]).sort()).toEqual([
+      [a, "active", t0 + 180],
+      [b, "active", t0], // the last snapshot that carried it
+    ]);
+    // Silent: every ban of the node expires, the ones its reports left out too.
+    expect((await searchBans(platform.db, { q: net, status: "active" }, t0 + 180 + SILENT_NODE_SEC + 1))).toEqual([]);
+  });
+
+  test("one ban held all along is banned once whatever the node's clock says; a ban set again still counts", async () => {
+    const net = freshNet();
+    const n = node();
+    const t0 = 1_900_300_000;
+    const report = (ip: string, bannedAt: number, ts: number, now: number) => reportBans(platform.db, parseReport({ node: n, bans: [{ ip, banned_at: bannedAt }], ts }), { now });
+    const record = async (ip: string, now: number) => (await searchBans(platform.db, { q: ip }, now)).find((r) => r.ip === ip);
+    // The node's clock 5 s ahead: its ban reads as set after our first sighting of it.
+    await report(`${net}1`, t0 + 5, t0 + 7, t0 + 2);
+    await report(`${net}1`, t0 + 5, t0 + 37, t0 + 32);
+    expect(await record(`${net}1`, t0 + 33)).toMatchObject({ ban_count: 1, flagged: 0, first_seen: t0 });
+    // 5 min ahead: a banned_at in our future at every report.
+    for (let i = 0; i < 5; i++) await report(`${net}2`, t0 + 300, t0 + 300 + i * 30, t0 + i * 30);
+    expect(await record(`${net}2`, t0 + 120)).toMatchObject({ ban_count: 1, flagged: 0, first_seen: t0 });
+    // Without ts the gap is unknown: a banned_at in our future is no time we can compare, not a new ban each time.
+    for (let i = 0; i < 5; i++) await reportBans(platform.db, parseReport({ node: n, bans: [{ ip: `${net}5`, banned_at: t0 + 300 }] }), { now: t0 + i * 30 });
+    expect(await record(`${net}5`, t0 + 120)).toMatchObject({ ban_count: 1, flagged: 0, first_seen: t0 });
+    // Banned in the second of a snapshot; the next took 30 s by the node's clock and 31 by ours (whole seconds).
+    await report(`${net}3`, t0 + 10, t0 + 10, t0 + 10);
+    await report(`${net}3`, t0 + 10, t0 + 40, t0 + 41);
+    expect(await record(`${net}3`, t0 + 41)).toMatchObject({ ban_count: 1, flagged: 0 });
+    // A banned_at later than the snapshot (the node's clock was set back since) is the snapshot's time.
+    await report(`${net}4`, t0 + 900, t0 + 100, t0 + 100);
+    expect(await record(`${net}4`, t0 + 100)).toMatchObject({ ban_count: 1, first_seen: t0 + 100 });
+    // Still 5 s ahead, the node lets the ban of .1 end and bans it again: a second ban.
+    await reportBans(platform.db, parseReport({ node: n, bans: [], ts: t0 + 67 }), { now: t0 + 62 });
+    await report(`${net}1`, t0 + 80, t0 + 97, t0 + 92);
+    expect(await record(`${net}1`, t0 + 92)).toMatchObject({ status: "active", ban_count: 2, flagged: 1 });
+    // And banned again between two reports (its row never ended): banned_at after our last sighting.
+    await report(`${net}1`, t0 + 110, t0 + 127, t0 + 122);
+    expect(await record(`${net}1`, t0 + 122)).toMatchObject({ ban_count: 3 });
+  });
+
   test("bad input changes nothing: every bad address is named", async () => {
     const net = freshNet();
     const n = node();
