@@ -426,7 +426,7 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
   }
 
   /** Decides what to record for one claimed delivery (making the attempt when it can). */
-  async function attempt(job: ClaimedDelivery): Promise<Outcome | { kind: "dead"; error: string }> {
+  async function attempt(job: ClaimedDelivery, leaseEnd: number): Promise<Outcome | { kind: "dead"; error: string } | { kind: "expired" }> {
     const subscription = await currentSubscription(job);
     if (!subscription) return { kind: "dead", error: "the subscription was removed" };
     if (subscription.status !== "active") return { kind: "dead", error: "the subscription is disabled" };
@@ -441,6 +441,9 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
       // Never send unsigned what the subscriber expects signed.
       if (secret === null) return { kind: "retry", status: null, error: "signing secret unavailable" };
     }
+    // The reads above may have been slow (a database under load): a POST that could outlive the claim
+    // is not started (another claim would send it again meanwhile); it is left to the next claim.
+    if (leaseEnd - Date.now() < timeoutMs + 1000) return { kind: "expired" };
     return post(job, endpointOf(subscription.url), bodyOf(job.account_id, job.event), secret);
   }
 
@@ -679,13 +682,17 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
         log.warn("webhook delivery claim ran out before its attempt", { delivery: job.id });
         return;
       }
-      let outcome: Outcome | { kind: "dead"; error: string };
+      let outcome: Outcome | { kind: "dead"; error: string } | { kind: "expired" };
       const started = Date.now();
       try {
-        outcome = await attempt(job);
+        outcome = await attempt(job, leaseEnd);
       } catch (error) {
         log.error("webhook attempt failed unexpectedly", { delivery: job.id, error: describeError(error) });
         outcome = { kind: "retry", status: null, error: "internal error" };
+      }
+      if (outcome.kind === "expired") {
+        log.warn("webhook delivery claim ran out before its attempt", { delivery: job.id });
+        return;
       }
       const now = Date.now();
       if (outcome.kind !== "dead" && !(outcome.kind === "fail" && outcome.unsent)) timed(job.webhook_id, now - started);

@@ -624,6 +624,35 @@ describe(`webhook delivery [${storeKind}]`, () => {
     expect(receiver.at(path)).toHaveLength(12);
   }, 60_000);
 
+  test("an attempt whose reads before the POST took so long that the POST could outlive the claim is left to the next claim: delivered once", async () => {
+    const t = await seedTenant(platform);
+    const path = freshPath("slow-reads");
+    receiver.on(path, async () => (await Bun.sleep(350), new Response("ok")));
+    await subscribe(t, path, { secret: "whsec_" + Buffer.from("k".repeat(32)).toString("base64") });
+    await fireTestEvent(platform.events, t.accountId, {});
+    // The first reveal of the signing secret takes 2.2 s of the 2.4 s lease: a POST then (up to 0.4 s)
+    // would end after the claim, when the delivery is claimed and sent again.
+    const reveal = platform.secrets.reveal;
+    let slow = true;
+    platform.secrets.reveal = async (...args: Parameters<typeof reveal>) => {
+      if (slow) {
+        slow = false;
+        await Bun.sleep(2200);
+      }
+      return reveal.apply(platform.secrets, args);
+    };
+    const worker = startDeliveryWorker(platform, { pollMs: 100, timeoutMs: 400, leaseMs: 2400, concurrency: 1, perSubscription: 1, secretCacheMs: 0 });
+    try {
+      await settled(t.accountId, 1, 30_000);
+      await Bun.sleep(1000);
+    } finally {
+      await worker.stop();
+      platform.secrets.reveal = reveal;
+    }
+    expect(receiver.at(path)).toHaveLength(1);
+    expect((await deliveries(t.accountId)).map((d) => [d.status, d.attempts])).toEqual([["delivered", 1]]);
+  }, 60_000);
+
   test("a slot one subscription frees is offered to another subscription first", async () => {
     const t = await seedTenant(platform);
     const paths = { first: freshPath("turn-first"), second: freshPath("turn-second") };
