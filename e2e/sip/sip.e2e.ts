@@ -853,7 +853,8 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
       expect((logs.body.data as Array<{ call_id: string; message: string }>).find((l) => l.call_id === record.id)?.message).toBe("Emergency call from 14155550911 to 911 placed.");
     } finally {
       await api("PATCH", `${parley.publicUrl}/v1/users/${tenant.users["1001"]!.userId}`, { out_cid_number: null }, { "x-api-key": tenant.key });
-      await applyTenantConfig(parley, tenant, before);
+      // A section the test added is given back empty: applying `before` alone would keep it (merged).
+      await applyTenantConfig(parley, tenant, { ...before, call_limits: before.call_limits ?? [] });
       await psap.stop();
     }
   });
@@ -962,8 +963,8 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
     expect(kamailio.log()).toMatch(new RegExp(`ctl /route rc=200 us=\\d+ action=proxy to=${did}`));
   });
 
-  test("a withheld caller's call from the carrier, forwarded out: the trunk out gets one P-Asserted-Identity, Parley's, with the number the carrier asserted and Privacy: id; the carrier's own identity headers do not pass", async () => {
-    const outPort = await freeUdpPort();
+  test("a withheld caller's call from the carrier, forwarded out: the trunk out gets one P-Asserted-Identity, Parley's, with the number the carrier asserted and Privacy: id; the carrier's own identity headers do not pass, on the failover leg either", async () => {
+    const [refusingPort, outPort] = await twoUdpPorts();
     const dir = mkdtempSync(join(tmpdir(), "sipp-pai-"));
     const did = `1629${String(Math.floor(Math.random() * 1e7)).padStart(7, "0")}`;
     // The carrier's INVITE: an anonymous From, its caller's number asserted, and an identity header of its own.
@@ -983,23 +984,26 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
       <ereg regexp="P-Asserted-Identity: &lt;sip:\\+?14155550777@" search_in="msg" check_it="true" assign_to="pai"/>
       <ereg regexp="Privacy: id" search_in="msg" check_it="true" assign_to="privacy"/>
       <ereg regexp="From:[^@]*sip:anonymous@anonymous\\.invalid" search_in="msg" check_it="true" assign_to="from"/>`);
+    // The first route's trunk answers 503: the leg checked is the failover's, built after /route's answer.
+    const refusing = startSipp(replyingUas(dir, 503, "Service Unavailable"), ["-p", String(refusingPort), "-mp", String(nextMediaPort()), "-m", "1"]);
     const out = startSipp(checking, ["-p", String(outPort), "-mp", String(nextMediaPort()), "-m", "1"]);
     const before = tenant.config;
     const num = await api("POST", `${parley.publicUrl}/v1/numbers`, { e164: did, dest_kind: "hangup", allow_anonymous: 1 }, { "x-api-key": tenant.key });
     expect(num.status, JSON.stringify(num.body)).toBe(201);
     await applyTenantConfig(parley, tenant, {
-      trunks: [...(before.trunks as unknown[]), { name: "pai-out", role: "carrier", direction: "outbound", proxy: `127.0.0.1:${outPort}`, transport: "udp" }],
-      outbound_routes: [...(before.outbound_routes as unknown[]), { name: "pai-out", match_prefix: "1415888", via: "trunk", trunk: "pai-out", priority: 5 }],
+      ...withTrunkPair(before, "pai", "1415888", [refusingPort, outPort]),
       forwards: [...((before.forwards as unknown[] | undefined) ?? []), { did: `+${did}`, trigger: "always", number: "+14158880199" }],
     });
     try {
       const r = await runSipp(withheld, edge(), ["-i", TRUNK_IP, "-s", did, "-key", "from_user", "anonymous", "-key", "domain", "127.0.0.1", "-d", "200", "-m", "1", "-timeout", "20s"]);
       expect(r.code, `${r.stderr}${r.messages.slice(-2500)}\nout: ${out.stderr()}${out.stdout().slice(-1500)}\n${kamailio.log().slice(-2000)}`).toBe(0);
       expect(r.statuses).toContain(200);
+      expect(await exitOf(refusing), refusing.stderr()).toBe(0);
       expect(await exitOf(out), out.stderr() + out.stdout().slice(-1500)).toBe(0);
       await eventually(async () => expect((await calls()).find((x) => x.sip_call_id === r.callIds.at(-1))).toMatchObject({ direction: "outbound", status: "completed", answered: 1 }));
     } finally {
-      await applyTenantConfig(parley, tenant, before);
+      await applyTenantConfig(parley, tenant, { ...before, forwards: before.forwards ?? [] });
+      await refusing.stop();
       await out.stop();
       await api("DELETE", `${parley.publicUrl}/v1/numbers/${num.body.data.id}`, undefined, { "x-api-key": tenant.key });
     }

@@ -131,7 +131,7 @@ describe(`POST /route [${storeKind}]`, () => {
     expect(second.rtjson.action).toBe("flow");
     expect(second.trace).toContain("warning: lines soft limit exceeded (1 concurrent call, limit 1), call allowed");
     const counter = (await cacSnapshot(platform.live, f.accountId)).find((c) => c.level === "call_limit" && c.id === limit)!;
-    expect(counter).toMatchObject({ limit: 1, active: 2 });
+    expect(counter).toMatchObject({ limit: 1, soft: true, active: 2 });
     // Neither it nor a third lowers the account's own ceiling for inbound calls (max_in 10).
     expect((await inbound()).rtjson.action).toBe("flow");
     const lines = (await listLogs(platform.db, f.accountId, { level: "warn" })).data;
@@ -148,6 +148,12 @@ describe(`POST /route [${storeKind}]`, () => {
     const lines = (await listLogs(platform.db, f.accountId, { level: "warn" })).data;
     expect(lines.map((l) => l.message)).toEqual(["Emergency call from 1001 to 911 placed.", "Emergency call from 1001 to 911 placed."]);
     expect(lines[0]).toMatchObject({ source: "platform", call_id: expect.stringMatching(/^call_/), data: { emergency: true, placed: true } });
+    // Refused before it is routed (the account's devices may call only from its office): a line of its own too.
+    await f.aclRule({ rule_type: "ip_allow", value: "10.99.0.0/16" });
+    for (let i = 0; i < 2; i++) expect((await dial()).body.rtjson).toMatchObject({ action: "reject", code: 403 });
+    const refused = (await listLogs(platform.db, f.accountId, { level: "warn" })).data.filter((l) => l.message.startsWith("Emergency call from 1001 to 911 refused (403 Forbidden)"));
+    expect(refused).toHaveLength(2);
+    expect(refused[0]).toMatchObject({ data: { emergency: true, placed: false } });
   });
 
   test("malformed input is 400 validation_failed", async () => {

@@ -52,7 +52,7 @@ export async function acquireSlots(live: LiveStore, accountId: string, member: s
     slots.map((slot) => ({ key: slotKey(accountId, slot), limit: slot.soft ? SOFT_CEILING : slot.limit, member: memberOf(member, slot) })),
     member,
     ttlMs,
-    { ...slotIndex(accountId, ttlMs), entries: slots.map((slot) => ({ name: slotName(slot), value: String(slot.limit) })) },
+    { ...slotIndex(accountId, ttlMs), entries: slots.map((slot) => ({ name: slotName(slot), value: slot.soft ? `${slot.limit} soft` : String(slot.limit) })) },
   );
   return got.ok ? { ok: true } : { ok: false, refused: slots[got.index]!, active: got.count };
 }
@@ -99,6 +99,8 @@ export interface CacCounter {
   id: string;
   /** The ceiling the last admission used. */
   limit: number;
+  /** A soft call limit's counter: it refuses no call, so `active` may pass `limit`. */
+  soft?: true;
   /** Calls holding the slot now. */
   active: number;
   /** Their call ids, soonest deadline first (a call in and out through one trunk is there twice: two channels). */
@@ -115,7 +117,8 @@ export async function cacSnapshot(live: LiveStore, accountId: string): Promise<C
     const members = await live.zliveMembers(slotKey(accountId, { level, id }));
     if (!members.length) continue;
     const callIds = members.map((m) => (m.endsWith(OUT_LEG) ? m.slice(0, -OUT_LEG.length) : m));
-    out.push({ level, id, limit: Number(limits[name] ?? 0), active: members.length, call_ids: callIds });
+    const [limit, kind] = (limits[name] ?? "0").split(" ");
+    out.push({ level, id, limit: Number(limit), ...(kind === "soft" ? { soft: true as const } : {}), active: members.length, call_ids: callIds });
   }
   return out.sort((a, b) => CAC_LEVELS.indexOf(a.level) - CAC_LEVELS.indexOf(b.level) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 }

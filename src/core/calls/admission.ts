@@ -182,7 +182,7 @@ async function admitNew(platform: Platform, decision: RouteDecision, accountId: 
       const got = await acquireSlots(platform.live, accountId, id, wanted, cacTtlMs(platform));
       if (got.ok) {
         slots = wanted;
-        steps.push({ at: Date.now(), step: "cac", result: `admitted (${slots.map((s) => `${s.level} ${s.id}${s.leg ? ` (leg ${s.leg})` : ""} ≤ ${s.limit}`).join(", ")})` });
+        steps.push({ at: Date.now(), step: "cac", result: `admitted (${slots.map((s) => `${s.level} ${s.id}${s.leg ? ` (leg ${s.leg})` : ""} ${s.soft ? `counted, soft limit ${s.limit}` : `≤ ${s.limit}`}`).join(", ")})` });
         break;
       }
       // A full trunk fails over: the call goes on from its next leg through another trunk (or the carrier).

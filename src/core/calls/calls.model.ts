@@ -159,6 +159,7 @@ export namespace CallModel {
       level: CacLevel,
       id: T.String({ description: "The account id for account_* levels, else num_/trk_/us_." }),
       limit: T.Integer({ description: "The ceiling." }),
+      soft: T.Optional(T.Literal(true, { description: "A soft call limit's counter: it refuses no call, so active may pass limit." })),
       active: T.Integer({ minimum: 0 }),
       call_ids: T.Array(T.String(), { description: "call_… holding the slot." }),
     },

@@ -378,6 +378,26 @@ export async function markAnsweredMany(
 /** A live call about to end: also the DID it came in on (inbound calls are priced by it). */
 export type EndingCall = DialogCall & { did: string | null };
 
+/**
+ * The failover destinations /route gave these calls (its reply's `failover_<trigger>` and
+ * `failover_<trigger>_number` vars), keyed `account\0id`: where the edge's failover took a call, as it
+ * was when the call was routed (a forward edited or deleted since does not change it).
+ */
+export async function callFailovers(db: DbOrTx, keys: Array<{ account_id: string; id: string }>): Promise<Map<string, Record<string, unknown>>> {
+  if (!keys.length) return new Map();
+  const rows = await rawRows<{ account_id: string; id: string; vars: unknown }>(
+    db,
+    sql`select c.account_id, c.id, c.reply #> '{rtjson,vars}' as vars from call_record c
+        join ${jsonRows(keys, "v", "account_id text, id text")} on c.account_id = v.account_id and c.id = v.id`,
+  );
+  const out = new Map<string, Record<string, unknown>>();
+  for (const row of rows) {
+    const vars = typeof row.vars === "string" ? (JSON.parse(row.vars) as unknown) : row.vars;
+    if (vars && typeof vars === "object") out.set(`${row.account_id}\u0000${row.id}`, vars as Record<string, unknown>);
+  }
+  return out;
+}
+
 /** The live calls of these keys, locked until the transaction ends (in key order, so two batches cannot deadlock here). */
 export async function lockLiveCalls(db: DbOrTx, keys: Array<{ account_id: string; id: string }>): Promise<EndingCall[]> {
   if (!keys.length) return [];

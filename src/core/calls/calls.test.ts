@@ -28,7 +28,6 @@ import { callRecords } from "./calls.schema.ts";
 import { decision, routeRequest, sipCallId } from "./calls.fixture.ts";
 import type { CacSlot } from "../routing/route-types.ts";
 import { createUser } from "../users/users.service.ts";
-import { insertForward } from "../forwards/forwards.store.ts";
 
 /** A user of the account (a callee leg names a user the account has, or is no agent of the call). */
 const userIn = async (accountId: string) => (await createUser(platform.db, accountId, { username: `u${Math.random().toString(36).slice(2, 10)}` })).id;
@@ -574,9 +573,11 @@ describe(`dialog events [${storeKind}]`, () => {
       { prefix: "1", direction: "inbound", per_minute_micro: 1_000, initial_sec: 60, increment_sec: 60, connection_fee_micro: 0 },
       { prefix: "44", direction: "outbound", per_minute_micro: 60_000, initial_sec: 60, increment_sec: 60, connection_fee_micro: 0 },
     ]);
+    // The forward's number as /route gave it to the edge: whatever becomes of the forward since (here,
+    // it never existed in the forwards table) does not change the bill.
     const fwd = newId("fwd");
-    await insertForward(platform.db, { account_id: t.accountId, id: fwd, user_id: "us_F", number: "447700900555", trigger: "busy", created_at: nowSeconds(), updated_at: nowSeconds() });
-    const inbound = decision(t.accountId, { direction: "inbound", to: "14155550100", reply: { rtjson: { action: "proxy", account_id: t.accountId, flow_id: null, vars: { direction: "inbound", did: "14155550100" } } } });
+    const vars = { direction: "inbound", did: "14155550100", failover_busy: `forward:${fwd}`, failover_busy_number: "447700900555", failover_no_answer: "voicemail:vm_1" };
+    const inbound = decision(t.accountId, { direction: "inbound", to: "14155550100", reply: { rtjson: { action: "proxy", account_id: t.accountId, flow_id: null, vars } } });
     const run = async (locked: boolean) => {
       const cid = sipCallId();
       await admitCall(platform, inbound, routeRequest(cid, { to: "14155550100" }));
@@ -614,6 +615,20 @@ describe(`dialog events [${storeKind}]`, () => {
     expect(await findCallBySipId(platform.db, t.accountId, cid)).toMatchObject({ direction: "inbound", to: "14155550100" });
   });
 
+  test("an emergency call is not billed (its digits are no country's prefix: 911 is not +91)", async () => {
+    const t = await seedTenant(platform);
+    await defaultRatePlan(t.accountId, [{ prefix: "91", direction: "outbound", per_minute_micro: 60_000, initial_sec: 60, increment_sec: 60, connection_fee_micro: 5_000 }]);
+    const cid = sipCallId();
+    await admitCall(platform, decision(t.accountId, { to: "911" }), routeRequest(cid, { to: "911" }));
+    const started = (await findCallBySipId(platform.db, t.accountId, cid))!.started_ms;
+    clockAt(started + 120_000);
+    await handleDialogEvents(platform, [
+      { type: "dialog", callId: cid, account_id: t.accountId, state: "confirmed", ts: started + 1_000 },
+      { type: "dialog", callId: cid, account_id: t.accountId, state: "terminated", sip_code: 200, ts: started + 61_000 },
+    ]);
+    expect(await findCallBySipId(platform.db, t.accountId, cid)).toMatchObject({ to: "911", status: "completed", billsec: 60, cost_micro: 0 });
+  });
+
   test("in one set, a confirmation after the end is ignored when the two events name the call differently (one with its record, one without)", async () => {
     const t = await seedTenant(platform);
     const cid = sipCallId();
@@ -625,6 +640,26 @@ describe(`dialog events [${storeKind}]`, () => {
       { type: "dialog", callId: cid, account_id: t.accountId, record_id: record, state: "confirmed", ts: started + 20_000 },
     ]);
     expect(await findCallBySipId(platform.db, t.accountId, cid)).toMatchObject({ status: "canceled", answered: 0, answered_ms: null, billsec: 0, hangup_cause: "ORIGINATOR_CANCEL" });
+    expect(await eventsOf(t.accountId, "call.answered")).toHaveLength(0);
+
+    // The same when the set is applied the locked way (another round rang the call between its read and write).
+    const cid2 = sipCallId();
+    const record2 = String((await admitCall(platform, decision(t.accountId), routeRequest(cid2))).rtjson.vars.call_id);
+    const started2 = (await findCallBySipId(platform.db, t.accountId, cid2))!.started_ms;
+    clockAt(started2 + 60_000);
+    const counts = countWrites(async (n) => {
+      if (n === 1) await handleDialogEvents(platform, [{ type: "dialog", callId: cid2, account_id: t.accountId, record_id: record2, state: "early", ts: started2 + 1_000 }]);
+    });
+    try {
+      await handleDialogEvents(platform, [
+        { type: "dialog", callId: cid2, account_id: t.accountId, state: "terminated", sip_code: 487, ts: started2 + 10_000 },
+        { type: "dialog", callId: cid2, account_id: t.accountId, record_id: record2, state: "confirmed", ts: started2 + 20_000 },
+      ]);
+    } finally {
+      counts.restore();
+    }
+    expect(counts.transactions).toBe(1);
+    expect(await findCallBySipId(platform.db, t.accountId, cid2)).toMatchObject({ status: "canceled", answered: 0, answered_ms: null, billsec: 0 });
     expect(await eventsOf(t.accountId, "call.answered")).toHaveLength(0);
   });
 

@@ -55,8 +55,9 @@ export async function noteDecision(platform: Platform, call: { account_id: strin
       });
     }
   }
-  // Every emergency call, placed or not: its own line (never folded into a minute's).
-  if (steps.some((s) => s.step === "emergency")) {
+  // Every emergency call, placed or not (refused before routing too: a source-address rule, a PBX that
+  // may not call out): its own line, never folded into a minute's.
+  if (steps.some((s) => s.step === "emergency") || platform.config.routing.emergencyNumbers.includes(call.to)) {
     const placed = reply.rtjson.action !== "reject";
     notes.push({
       key: `emergency ${call.id}`,

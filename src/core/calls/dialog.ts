@@ -19,6 +19,7 @@ import type { CallRecordRow } from "./calls.schema.ts";
 import {
   dialogRoundCtes,
   findCallBySipIdAnyAccount,
+  callFailovers,
   findCallsBySipIds,
   insertTrace,
   lockLiveCalls,
@@ -34,7 +35,6 @@ import {
 import type { RatePlanRow } from "../rates/rates.schema.ts";
 import { cacTtlMs } from "./cac-config.ts";
 import { existingUserKeys } from "../presence/presence.store.ts";
-import { forwardNumbers } from "../forwards/forwards.store.ts";
 
 type Legs = Array<Record<string, unknown>>;
 
@@ -241,8 +241,10 @@ export interface EndOptions {
 interface RoundContext {
   plans: Map<string, RatePlanRow>;
   known: ReadonlyMap<string, unknown>;
-  /** The numbers of the forwards the round's ends name as their failover (`account\0fwd_…`). */
-  forwards: ReadonlyMap<string, string>;
+  /** /route's failover vars of the calls whose ends name a forward as their failover (`account\0call_…`). */
+  failovers: ReadonlyMap<string, Record<string, unknown>>;
+  /** EMERGENCY_NUMBERS: a call out to one is not billed. */
+  emergency: readonly string[];
   unbilled: boolean;
   now: number;
 }
@@ -280,6 +282,7 @@ async function handleRound(platform: Platform, events: DialogEvent[], { unbilled
   }
   onCallsRead?.(new Set(calls.map((call) => `${call.account_id}\u0000${call.sip_call_id}`)));
   const items: Item[] = [];
+  const ended = new Set<string>();
   // Nothing happened after now: an edge clock ahead of ours (or a ts in seconds × 1000 too many)
   // must not bill the future.
   for (const event of events) {
@@ -292,6 +295,11 @@ async function handleRound(platform: Platform, events: DialogEvent[], { unbilled
       platform.log.info("dialog event for an unknown call ignored", { state: event.state, account_id: event.account_id ?? null });
       continue;
     }
+    // Nothing after a call's end applies (events of one call can reach a round in two groups: one
+    // naming its record, one not; a replay): a confirmation after the end is not an answer, on either
+    // way of writing below.
+    if (ended.has(`${call.account_id}\u0000${call.id}`)) continue;
+    if (event.state === "terminated") ended.add(`${call.account_id}\u0000${call.id}`);
     items.push({ event, call, at: Math.min(event.ts ?? now, now), legs: event.legs as Legs | undefined });
   }
   if (!items.length) return;
@@ -300,10 +308,10 @@ async function handleRound(platform: Platform, events: DialogEvent[], { unbilled
   const [unplannedPlans, known] = await Promise.all([defaultRatePlans(platform.db, unplanned, platform.configCache), knownUsers ?? knownCallees(platform, answering)]);
   for (const [accountId, plan] of unplannedPlans) plans.set(accountId, plan);
   // A call the edge's failover handed to a media engine to forward out ends as an outbound call to the
-  // forward's number: the forwards named are read (rare: only for such ends).
-  const forwarded = items.flatMap((i) => (i.event.state === "terminated" && i.event.failover?.startsWith("forward:") ? [{ account_id: i.call.account_id, id: i.event.failover.slice("forward:".length) }] : []));
-  const forwards = forwarded.length ? await forwardNumbers(platform.db, forwarded) : new Map<string, string>();
-  const context: RoundContext = { plans, known, unbilled, now, forwards };
+  // forward's number, the one /route gave the edge: read from the records (rare: only for such ends).
+  const forwarded = items.filter((i) => i.event.state === "terminated" && i.event.failover?.startsWith("forward:"));
+  const failovers = await callFailovers(platform.db, forwarded.map((i) => ({ account_id: i.call.account_id, id: i.call.id })));
+  const context: RoundContext = { plans, known, unbilled, now, failovers, emergency: platform.config.routing.emergencyNumbers };
 
   const { written, changed } = await applyAtOnce(platform, items, context);
   if (changed.length) {
@@ -348,7 +356,7 @@ interface EndWork {
 }
 
 /** The end of `fresh` that terminated event `item` reports, priced by the account's default plan. */
-function endOf(fresh: EndBasis, { event, call, at, legs }: Item, { plans, known, unbilled, now, forwards }: RoundContext): EndWork {
+function endOf(fresh: EndBasis, { event, call, at, legs }: Item, { plans, known, unbilled, now, failovers, emergency }: RoundContext): EndWork {
   let endedMs = Math.max(at, call.started_ms);
   // The end says when the call was answered and the record has no answer (its confirmed event
   // was lost, or is behind the end): answered then, between the start and the end.
@@ -361,10 +369,12 @@ function endOf(fresh: EndBasis, { event, call, at, legs }: Item, { plans, known,
   const cause = event.hangup_cause ?? hangupCauseOf(event.sip_code, wasAnswered);
   // Forwarded out by the edge's failover (a media engine placed the forward): an outbound call to the
   // forward's number from here on, recorded and billed as one, like a forward /route places.
-  const forwardedTo = event.failover?.startsWith("forward:") ? (forwards.get(`${fresh.account_id}\u0000${event.failover.slice("forward:".length)}`) ?? null) : null;
+  const forwardedTo = event.failover?.startsWith("forward:") ? failoverNumber(failovers.get(`${fresh.account_id}\u0000${fresh.id}`), event.failover) : null;
   const direction = forwardedTo !== null ? "outbound" : (fresh.direction as "inbound" | "outbound" | "internal");
   const to = forwardedTo ?? fresh.to;
-  const price = priceCall(plans.get(fresh.account_id) ?? null, direction, direction === "inbound" && fresh.did ? fresh.did : to, billsec, wasAnswered && !unbilled);
+  // An emergency call is free (its digits would otherwise be priced by some country's prefix: 911 by +91).
+  const free = direction === "outbound" && emergency.includes(to);
+  const price = priceCall(plans.get(fresh.account_id) ?? null, direction, direction === "inbound" && fresh.did ? fresh.did : to, billsec, wasAnswered && !unbilled && !free);
   return {
     patch: {
       account_id: fresh.account_id,
@@ -397,6 +407,16 @@ function endOf(fresh: EndBasis, { event, call, at, legs }: Item, { plans, known,
       ...(forwardedTo !== null ? { forwarded_to: forwardedTo, was: fresh.direction } : {}),
     },
   };
+}
+
+/** The number /route gave for the failover `value` (`forward:fwd_…`) among a call's failover vars, or null. */
+function failoverNumber(vars: Record<string, unknown> | undefined, value: string): string | null {
+  if (!vars) return null;
+  for (const trigger of ["busy", "no_answer", "unreachable"]) {
+    const number = vars[`failover_${trigger}_number`];
+    if (vars[`failover_${trigger}`] === value && typeof number === "string" && number !== "") return number;
+  }
+  return null;
 }
 
 /** call.ended of `row` (its record after the end). */
@@ -447,9 +467,7 @@ async function applyAtOnce(platform: Platform, items: Item[], context: RoundCont
     const callSteps: NewTraceStep[] = [];
     const callEvents: EventInput[] = [];
     for (const item of its) {
-      // Nothing after the call's end applies: events of one call can reach a round in two groups
-      // (one naming its record, one not; a replay), and a confirmation after the end is not an answer.
-      if (end) break;
+      if (end) break; // nothing after the end (see handleRound)
       const kind = item.event.state;
       if (kind === "early") {
         if (state.status !== "routed") continue;

@@ -1,7 +1,7 @@
 /** Use cases on extensions. Each takes the account explicitly; none knows about HTTP. */
 import type { DbOrTx } from "../db/db.ts";
 import { nowSeconds } from "../db/columns.ts";
-import { conflict, isUniqueViolation, notFound } from "../errors/app-error.ts";
+import { conflict, isUniqueViolation, notFound, validationFailed } from "../errors/app-error.ts";
 import { newId } from "../ids/ids.ts";
 import { decodeCursor, toPage } from "../pagination/pagination.ts";
 import { assertNotInUse } from "../routing/references.ts";
@@ -29,6 +29,18 @@ export function toExtension(row: ExtensionRow): ExtensionModel.Extension {
   };
 }
 
+/** What a create or update may not give as digits: the platform's emergency numbers (EMERGENCY_NUMBERS). */
+export interface ExtensionRules {
+  emergencyNumbers?: readonly string[];
+}
+
+/** Digits that are an emergency number always go out as an emergency call: such an extension could never be reached. */
+function checkDigits(digits: string | undefined, rules: ExtensionRules): void {
+  if (digits !== undefined && rules.emergencyNumbers?.includes(digits)) {
+    throw validationFailed([{ path: "/digits", message: `${digits} is an emergency number (EMERGENCY_NUMBERS): dialled, it always goes out as an emergency call, never to an extension.` }]);
+  }
+}
+
 function duplicateDigits(error: unknown): unknown {
   return isUniqueViolation(error) ? conflict("Another extension of this account already has these digits.", { field: "digits" }) : error;
 }
@@ -38,7 +50,8 @@ function duplicateDigits(error: unknown): unknown {
  * destination is required and every target and the schedule must exist in this account.
  * @example await createExtension(db, "acc_…", { digits: "100", dest_kind: "user", dest_id: "us_…" })
  */
-export async function createExtension(db: DbOrTx, accountId: string, input: ExtensionModel.Create): Promise<ExtensionModel.Extension> {
+export async function createExtension(db: DbOrTx, accountId: string, input: ExtensionModel.Create, rules: ExtensionRules = {}): Promise<ExtensionModel.Extension> {
+  checkDigits(input.digits, rules);
   const routed: RoutedFields = {
     dest_kind: input.dest_kind ?? null,
     dest_id: input.dest_id ?? null,
@@ -91,7 +104,8 @@ export async function listExtensions(
  * Applies the sent fields to an extension. Routing fields are merged onto the stored row (see
  * `mergeRoutedFields`) and the result is checked as a whole; an extension may not route to itself.
  */
-export async function updateExtension(db: DbOrTx, accountId: string, id: string, patch: ExtensionModel.Patch): Promise<ExtensionModel.Extension> {
+export async function updateExtension(db: DbOrTx, accountId: string, id: string, patch: ExtensionModel.Patch, rules: ExtensionRules = {}): Promise<ExtensionModel.Extension> {
+  checkDigits(patch.digits, rules);
   try {
     return await db.transaction(async (tx) => {
       const current = await findExtension(tx, accountId, id, { forUpdate: true });

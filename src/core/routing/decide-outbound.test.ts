@@ -448,6 +448,9 @@ describe(`decideRoute emergency numbers [${storeKind}]`, () => {
     // A rule for a destination country does not take 911 for India's +91.
     await c.f.cidRule({ cid_number: "919800000001", match_country: "IN", priority: 1 });
     await c.f.route({ via: "carrier", match_country: "IN", priority: 1 });
+    // Nor does a route for India's prefix 91 take it.
+    const india = await c.f.trunk({ name: "india", proxy: "10.9.1.1:5060" });
+    await c.f.route({ via: "trunk", trunk_id: india, match_prefix: "91", priority: 1 });
     const d = await decideRoute(testDeps(platform), c.dial("911", { privacy: "id" }));
     expect(d.reply.rtjson, steps(d)).toMatchObject({ action: "outbound" });
     expect(d.reply.rtjson.routes![0]).toMatchObject({ uri: "sip:911@carrier.example.net:5060", headers: { from: { uri: "sip:14155550142@carrier.example.net" } } });
@@ -458,6 +461,8 @@ describe(`decideRoute emergency numbers [${storeKind}]`, () => {
     // A route for the number itself comes first; one for other numbers never.
     const trunk = await c.f.trunk({ name: "psap", proxy: "10.9.9.9:5060", max_channels: 2 });
     await c.f.route({ via: "trunk", trunk_id: trunk, match_prefix: "911", priority: 5 });
+    // A trunk's destination transform (E.164 with +) would make 911 India's +911: not applied.
+    await c.f.transform({ scope_kind: "trunk", scope_id: trunk, direction: "outbound_dst", match_regex: "^(\\d+)$", replacement: "+$1" });
     await c.f.route({ via: "carrier", match_prefix: "1", priority: 1 });
     const routed = await decideRoute(testDeps(platform), c.dial("911"));
     expect(routed.reply.rtjson.routes!.map((r) => r.uri)).toEqual(["sip:911@10.9.9.9:5060"]);

@@ -1025,10 +1025,12 @@ function isEmergencyNumber(deps: RouteDeps, draft: DecisionDraft): string | null
  * An emergency call (EMERGENCY_NUMBERS), from an authenticated device or a PBX that may call out: it
  * goes out as dialled, past everything that could keep someone from help: the account's transforms,
  * do-not-call and geo policies, call limits and the capacity ceilings of the account and the user (a
- * trunk's channels still hold: they are the carrier's). Routes: those whose match_prefix the number
- * starts with (a route for "911"), then those for any number (no prefix, no country), then the carrier
- * default. The caller-ID is the callback number (the user's or account's rules for any country, the
- * user's out_cid, the account's default), never withheld. The trace and the account log say so.
+ * trunk's channels still hold: they are the carrier's). Routes: those for the number itself
+ * (match_prefix "911"; never one for a longer number's prefix: "91" is India's), then those for any
+ * number (no prefix, no country), then the carrier default; no destination transforms of a route or
+ * trunk (a "+" rule would make 911 +911). The caller-ID is the callback number (the user's or
+ * account's rules for any country, the user's out_cid, the account's default), never withheld; a
+ * route's or trunk's caller-ID transforms still apply. The trace and the account log say so.
  */
 async function emergencyCall(deps: RouteDeps, draft: DecisionDraft, account: RouteAccount, caller: OutboundCaller, digits: string): Promise<RouteDecision> {
   draft.direction = "outbound";
@@ -1042,9 +1044,10 @@ async function emergencyCall(deps: RouteDeps, draft: DecisionDraft, account: Rou
   ]);
   // A rule for a destination country does not apply: the digits name none (911 is not India's +91).
   const cid = callerId(draft, account, caller, ctx.cidRules.filter((r) => r.match_country === null), digits);
-  const routes = ctx.routes.filter((r) => (r.match_prefix ? digits.startsWith(r.match_prefix) : r.match_country === null));
+  const routes = ctx.routes.filter((r) => (r.match_prefix ? r.match_prefix === digits : r.match_country === null));
   if (!routes.length && !deps.settings.carrierUri) step(draft, "emergency", `no outbound route for ${digits}: add one with match_prefix ${digits}, or one for any number`);
-  return pickRoutes(deps, draft, account, routes, transforms, digits, { number: cid.number, name: cid.name }, (number) => number);
+  const cidOnly = transforms.filter((t) => t.direction === "outbound_cid");
+  return pickRoutes(deps, draft, account, routes, cidOnly, digits, { number: cid.number, name: cid.name }, (number) => number);
 }
 
 /** Who places an outbound call: a user (through a device), or a customer PBX with the caller-ID it sent. */

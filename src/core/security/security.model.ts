@@ -34,7 +34,7 @@ export namespace SecurityModel {
         maxItems: MAX_REPORT_BANS,
         description: "Every address the node bans now. A form body sends this as JSON text. An address missing from a snapshot is no longer banned by that node.",
       }),
-      ts: T.Optional(EpochSec("Epoch seconds of the snapshot at the node (informative).")),
+      ts: T.Optional(EpochSec("Epoch seconds of the snapshot at the node, by its clock: the node's banned_at are read on Parley's clock through it (clock skew).")),
       partial: T.Optional(
         T.Union([T.Literal(0), T.Literal(1)], { description: "1: the node holds more bans than it could send (its report body is bounded): none is expired for missing from this one." }),
       ),

@@ -109,6 +109,19 @@ describe(`/v1/extensions happy [${storeKind}]`, () => {
     expect(chained).toMatchObject({ dest_kind: "extension", dest_id: operator.id });
   });
 
+  test("an emergency number (EMERGENCY_NUMBERS) is no extension's digits: 400 on create and update, nothing changed", async () => {
+    const t = await seedTenant(platform);
+    for (const digits of ["911", "112"]) {
+      const r = await call(app, "POST", "/v1/extensions", { key: t.key, body: { digits, dest_kind: "hangup" } });
+      expect(r.status, digits).toBe(400);
+      expect(r.body).toMatchObject({ ok: false, error: "validation_failed", details: [{ path: "/digits", message: expect.stringContaining("emergency number") }] });
+    }
+    const ext = await createExtension(t, { digits: "912" });
+    const moved = await call(app, "PATCH", `/v1/extensions/${ext.id}`, { key: t.key, body: { digits: "911" } });
+    expect(moved.status).toBe(400);
+    expect((await call(app, "GET", `/v1/extensions/${ext.id}`, { key: t.key })).body.data.digits).toBe("912");
+  });
+
   test("the same digits may exist in two accounts", async () => {
     const a = await seedTenant(platform);
     const b = await seedTenant(platform);

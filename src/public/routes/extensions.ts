@@ -26,13 +26,15 @@ const IdParams = T.Object({ id: T.String({ maxLength: 64, description: "ext_… 
 const WRITE_RULES =
   "digits are unique in the account: 409 with field digits. A destination is required: dest_kind, and dest_id unless dest_kind is hangup; " +
   "dest_kind feature takes a feature code as dest_id (voicemail_main, call_pickup, …). Every target and schedule_id must exist in this account " +
-  "(400 naming the field otherwise); an extension cannot route to itself. closed_dest_* and holiday_dest_* need a schedule_id.";
+  "(400 naming the field otherwise); an extension cannot route to itself. closed_dest_* and holiday_dest_* need a schedule_id. " +
+  "Digits that are one of the platform's emergency numbers (EMERGENCY_NUMBERS, default 911 and 112) are a 400: dialled, they always go out as an emergency call.";
 
 const UPDATE_DESCRIPTION =
   `Only sent fields change; null clears a nullable field. Routing fields are merged onto the stored extension and checked as a whole: ` +
   `a new <slot>_kind sent without <slot>_id clears the old id (so { "closed_dest_kind": null } clears that slot). ${WRITE_RULES}`;
 
 export function extensionRoutes(platform: Platform) {
+  const rules = { emergencyNumbers: platform.config.routing.emergencyNumbers };
   const tags = ["Extensions"];
   const updateOptions = {
     scope: "extensions",
@@ -66,7 +68,7 @@ export function extensionRoutes(platform: Platform) {
     )
     .post(
       "",
-      async ({ principal, body, status }) => status(201, { ok: true as const, data: await createExtension(platform.db, principal.accountId, body) }),
+      async ({ principal, body, status }) => status(201, { ok: true as const, data: await createExtension(platform.db, principal.accountId, body, rules) }),
       {
         scope: "extensions",
         idempotent: true,
@@ -84,12 +86,12 @@ export function extensionRoutes(platform: Platform) {
     })
     .patch(
       "/:id",
-      async ({ principal, params, body }) => ({ ok: true as const, data: await updateExtension(platform.db, principal.accountId, params.id, body) }),
+      async ({ principal, params, body }) => ({ ok: true as const, data: await updateExtension(platform.db, principal.accountId, params.id, body, rules) }),
       { ...updateOptions, detail: { tags, summary: "Update an extension", description: UPDATE_DESCRIPTION } },
     )
     .post(
       "/:id",
-      async ({ principal, params, body }) => ({ ok: true as const, data: await updateExtension(platform.db, principal.accountId, params.id, body) }),
+      async ({ principal, params, body }) => ({ ok: true as const, data: await updateExtension(platform.db, principal.accountId, params.id, body, rules) }),
       { ...updateOptions, detail: { tags, summary: "Update an extension (same as PATCH)", description: UPDATE_DESCRIPTION } },
     )
     .delete(
