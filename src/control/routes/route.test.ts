@@ -154,6 +154,7 @@ describe(`POST /route [${storeKind}]`, () => {
     const refused = (await listLogs(platform.db, f.accountId, { level: "warn" })).data.filter((l) => l.message.startsWith("Emergency call from 1001 to 911 refused (403 Forbidden)"));
     expect(refused).toHaveLength(2);
     expect(refused[0]).toMatchObject({ data: { emergency: true, placed: false } });
+    expect(refused[0]!.message).toBe("Emergency call from 1001 to 911 refused (403 Forbidden): source address not allowed.");
   });
 
   test("malformed input is 400 validation_failed", async () => {

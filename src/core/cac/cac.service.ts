@@ -52,7 +52,7 @@ export async function acquireSlots(live: LiveStore, accountId: string, member: s
     slots.map((slot) => ({ key: slotKey(accountId, slot), limit: slot.soft ? SOFT_CEILING : slot.limit, member: memberOf(member, slot) })),
     member,
     ttlMs,
-    { ...slotIndex(accountId, ttlMs), entries: slots.map((slot) => ({ name: slotName(slot), value: slot.soft ? `${slot.limit} soft` : String(slot.limit) })) },
+    { ...slotIndex(accountId, ttlMs), entries: slots.map((slot) => ({ name: slotName(slot), value: slot.soft ? `-${slot.limit}` : String(slot.limit) })) },
   );
   return got.ok ? { ok: true } : { ok: false, refused: slots[got.index]!, active: got.count };
 }
@@ -117,8 +117,10 @@ export async function cacSnapshot(live: LiveStore, accountId: string): Promise<C
     const members = await live.zliveMembers(slotKey(accountId, { level, id }));
     if (!members.length) continue;
     const callIds = members.map((m) => (m.endsWith(OUT_LEG) ? m.slice(0, -OUT_LEG.length) : m));
-    const [limit, kind] = (limits[name] ?? "0").split(" ");
-    out.push({ level, id, limit: Number(limit), ...(kind === "soft" ? { soft: true as const } : {}), active: members.length, call_ids: callIds });
+    // A soft limit's is written negative ("-5"): still a number to an instance of an earlier version.
+    const written = limits[name] ?? "0";
+    const soft = written.startsWith("-");
+    out.push({ level, id, limit: Math.abs(Number(written)), ...(soft ? { soft: true as const } : {}), active: members.length, call_ids: callIds });
   }
   return out.sort((a, b) => CAC_LEVELS.indexOf(a.level) - CAC_LEVELS.indexOf(b.level) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 }

@@ -661,6 +661,19 @@ describe(`dialog events [${storeKind}]`, () => {
     expect(counts.transactions).toBe(1);
     expect(await findCallBySipId(platform.db, t.accountId, cid2)).toMatchObject({ status: "canceled", answered: 0, answered_ms: null, billsec: 0 });
     expect(await eventsOf(t.accountId, "call.answered")).toHaveLength(0);
+
+    // The time decides, not the place in the set: an answer before the end, named the other way and
+    // listed after it, is the call's answer.
+    const cid3 = sipCallId();
+    const record3 = String((await admitCall(platform, decision(t.accountId), routeRequest(cid3))).rtjson.vars.call_id);
+    const started3 = (await findCallBySipId(platform.db, t.accountId, cid3))!.started_ms;
+    clockAt(started3 + 60_000);
+    await handleDialogEvents(platform, [
+      { type: "dialog", callId: cid3, account_id: t.accountId, record_id: record3, state: "early", ts: started3 + 1_000 },
+      { type: "dialog", callId: cid3, account_id: t.accountId, state: "confirmed", ts: started3 + 5_000 },
+      { type: "dialog", callId: cid3, account_id: t.accountId, record_id: record3, state: "terminated", sip_code: 200, ts: started3 + 50_000 },
+    ]);
+    expect(await findCallBySipId(platform.db, t.accountId, cid3)).toMatchObject({ status: "completed", answered: 1, answered_ms: started3 + 5_000, billsec: 45 });
   });
 
   test("a set of events (handleDialogEvents): each call's events in order, many calls and accounts at once, repeats change nothing", async () => {

@@ -57,11 +57,17 @@ export async function noteDecision(platform: Platform, call: { account_id: strin
   }
   // Every emergency call, placed or not (refused before routing too: a source-address rule, a PBX that
   // may not call out): its own line, never folded into a minute's.
-  if (steps.some((s) => s.step === "emergency") || platform.config.routing.emergencyNumbers.includes(call.to)) {
+  // The number as dialled, separators aside (9-1-1).
+  const dialled = call.to.replace(/[\s().-]/g, "");
+  if (steps.some((s) => s.step === "emergency") || platform.config.routing.emergencyNumbers.includes(dialled)) {
     const placed = reply.rtjson.action !== "reject";
+    // Why it was refused, from the trace: an address rule or the toll-fraud gate before routing, no
+    // route after it (then where to look).
+    const rejected = steps.find((s) => s.step === "reject")?.result.replace(/^\d+ [^:]*: /, "");
+    const why = placed ? "" : `: ${rejected ?? "refused"}${code === 503 ? `; check the outbound routes and trunks for ${dialled}` : ""}`;
     notes.push({
       key: `emergency ${call.id}`,
-      message: `Emergency call from ${call.from || "anonymous"} to ${call.to} ${placed ? "placed" : `refused (${code ?? 0} ${reply.rtjson.reason ?? ""}): check the outbound routes and trunks for ${call.to}`}.`,
+      message: `Emergency call from ${call.from || "anonymous"} to ${dialled} ${placed ? "placed" : `refused (${code ?? 0} ${reply.rtjson.reason ?? ""})${why}`}.`,
       data: { emergency: true, placed, direction: call.direction, from: call.from, to: call.to },
     });
   }

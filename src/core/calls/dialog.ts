@@ -213,6 +213,31 @@ function forwardRuns(sequence: DialogEvent[]): DialogEvent[][] {
   return runs;
 }
 
+/**
+ * A round's items without what happened after its call's end, each call's in state order. Events of one
+ * call can reach a round in two groups (one naming its record, one not; a replay), so the round's order
+ * is not the call's: a confirmation after the end is not an answer, one before it is, wherever each
+ * stands in the list. Times decide (the end's earliest); an event without its time (`ts`) is after
+ * the end when it comes after it in the list.
+ */
+function beforeTheEnd(items: Item[]): Item[] {
+  const ends = new Map<string, { at: number; index: number }>();
+  items.forEach((item, index) => {
+    if (item.event.state !== "terminated") return;
+    const key = `${item.call.account_id}\u0000${item.call.id}`;
+    const seen = ends.get(key);
+    ends.set(key, { at: Math.min(seen?.at ?? Infinity, item.at), index: Math.min(seen?.index ?? Infinity, index) });
+  });
+  if (!ends.size) return items;
+  const kept = items.filter((item, index) => {
+    const end = ends.get(`${item.call.account_id}\u0000${item.call.id}`);
+    if (!end || item.event.state === "terminated") return true;
+    return item.event.ts !== undefined ? item.at <= end.at : index < end.index;
+  });
+  // Stable: a call's events keep their order within a state.
+  return kept.sort((a, b) => STATE_RANK[a.event.state] - STATE_RANK[b.event.state]);
+}
+
 /** How ends are recorded (the edge's events use the defaults). */
 export interface EndOptions {
   /**
@@ -281,8 +306,7 @@ async function handleRound(platform: Platform, events: DialogEvent[], { unbilled
     if (!seen || seen.started_ms < call.started_ms) found.set(key, call);
   }
   onCallsRead?.(new Set(calls.map((call) => `${call.account_id}\u0000${call.sip_call_id}`)));
-  const items: Item[] = [];
-  const ended = new Set<string>();
+  let items: Item[] = [];
   // Nothing happened after now: an edge clock ahead of ours (or a ts in seconds × 1000 too many)
   // must not bill the future.
   for (const event of events) {
@@ -295,13 +319,9 @@ async function handleRound(platform: Platform, events: DialogEvent[], { unbilled
       platform.log.info("dialog event for an unknown call ignored", { state: event.state, account_id: event.account_id ?? null });
       continue;
     }
-    // Nothing after a call's end applies (events of one call can reach a round in two groups: one
-    // naming its record, one not; a replay): a confirmation after the end is not an answer, on either
-    // way of writing below.
-    if (ended.has(`${call.account_id}\u0000${call.id}`)) continue;
-    if (event.state === "terminated") ended.add(`${call.account_id}\u0000${call.id}`);
     items.push({ event, call, at: Math.min(event.ts ?? now, now), legs: event.legs as Legs | undefined });
   }
+  items = beforeTheEnd(items);
   if (!items.length) return;
   const answering = items.filter((i) => i.event.state !== "early");
   const unplanned = [...new Set(items.filter((i) => i.event.state === "terminated").map((i) => i.call.account_id))].filter((id) => !planAccounts.includes(id));

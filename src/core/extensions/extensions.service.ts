@@ -34,7 +34,7 @@ export interface ExtensionRules {
   emergencyNumbers?: readonly string[];
 }
 
-/** Digits that are an emergency number always go out as an emergency call: such an extension could never be reached. */
+/** Digits that are an emergency number always go out as an emergency call when dialled: such an extension could be reached only as a route target. */
 function checkDigits(digits: string | undefined, rules: ExtensionRules): void {
   if (digits !== undefined && rules.emergencyNumbers?.includes(digits)) {
     throw validationFailed([{ path: "/digits", message: `${digits} is an emergency number (EMERGENCY_NUMBERS): dialled, it always goes out as an emergency call, never to an extension.` }]);
@@ -105,11 +105,12 @@ export async function listExtensions(
  * `mergeRoutedFields`) and the result is checked as a whole; an extension may not route to itself.
  */
 export async function updateExtension(db: DbOrTx, accountId: string, id: string, patch: ExtensionModel.Patch, rules: ExtensionRules = {}): Promise<ExtensionModel.Extension> {
-  checkDigits(patch.digits, rules);
   try {
     return await db.transaction(async (tx) => {
       const current = await findExtension(tx, accountId, id, { forUpdate: true });
       if (!current) throw notFound("extension");
+      // Only new digits are checked: an extension made before keeps its own when its other fields change.
+      if (patch.digits !== current.digits) checkDigits(patch.digits, rules);
       const routed = mergeRoutedFields(current, patch);
       await checkRoutedFields(tx, accountId, routed, { sent: new Set(Object.keys(patch)), self: { kind: "extension", id } });
       const set: Partial<NewExtensionRow> = { ...routed, dest_kind: routed.dest_kind!, updated_at: nowSeconds() };

@@ -460,7 +460,8 @@ describe(`decideRoute emergency numbers [${storeKind}]`, () => {
     expect(steps(d)).toContain("(not the account's extension of that name)");
     // A route for the number itself comes first; one for other numbers never.
     const trunk = await c.f.trunk({ name: "psap", proxy: "10.9.9.9:5060", max_channels: 2 });
-    await c.f.route({ via: "trunk", trunk_id: trunk, match_prefix: "911", priority: 5 });
+    // A route for the number counts whatever country it names.
+    await c.f.route({ via: "trunk", trunk_id: trunk, match_prefix: "911", match_country: "US", priority: 5 });
     // A trunk's destination transform (E.164 with +) would make 911 India's +911: not applied.
     await c.f.transform({ scope_kind: "trunk", scope_id: trunk, direction: "outbound_dst", match_regex: "^(\\d+)$", replacement: "+$1" });
     await c.f.route({ via: "carrier", match_prefix: "1", priority: 1 });

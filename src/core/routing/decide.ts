@@ -1044,7 +1044,8 @@ async function emergencyCall(deps: RouteDeps, draft: DecisionDraft, account: Rou
   ]);
   // A rule for a destination country does not apply: the digits name none (911 is not India's +91).
   const cid = callerId(draft, account, caller, ctx.cidRules.filter((r) => r.match_country === null), digits);
-  const routes = ctx.routes.filter((r) => (r.match_prefix ? r.match_prefix === digits : r.match_country === null));
+  // A route for the number itself counts whatever country it names (the digits name none).
+  const routes = ctx.routes.filter((r) => (r.match_prefix ? r.match_prefix === digits : r.match_country === null)).map((r) => ({ ...r, match_country: null }));
   if (!routes.length && !deps.settings.carrierUri) step(draft, "emergency", `no outbound route for ${digits}: add one with match_prefix ${digits}, or one for any number`);
   const cidOnly = transforms.filter((t) => t.direction === "outbound_cid");
   return pickRoutes(deps, draft, account, routes, cidOnly, digits, { number: cid.number, name: cid.name }, (number) => number);

@@ -10,6 +10,7 @@ import { numberRoutes } from "./numbers.ts";
 import { extensionRoutes } from "./extensions.ts";
 import { keyWithScopes, seedTenant, storeKind, testPlatform, type Tenant } from "../../../test/support/platform.ts";
 import { call, type Json } from "../../../test/support/http.ts";
+import { createExtension as createExtensionRow } from "../../core/extensions/extensions.service.ts";
 
 let platform: Platform;
 let app: ReturnType<typeof createPublicApp>;
@@ -120,6 +121,11 @@ describe(`/v1/extensions happy [${storeKind}]`, () => {
     const moved = await call(app, "PATCH", `/v1/extensions/${ext.id}`, { key: t.key, body: { digits: "911" } });
     expect(moved.status).toBe(400);
     expect((await call(app, "GET", `/v1/extensions/${ext.id}`, { key: t.key })).body.data.digits).toBe("912");
+    // One made before (no rule then) keeps its digits when a client sends them back with a change.
+    const legacy = await createExtensionRow(platform.db, t.accountId, { digits: "112", dest_kind: "hangup" });
+    const edited = await call(app, "PATCH", `/v1/extensions/${legacy.id}`, { key: t.key, body: { digits: "112", label: "old" } });
+    expect(edited.status, JSON.stringify(edited.body)).toBe(200);
+    expect(edited.body.data).toMatchObject({ digits: "112", label: "old" });
   });
 
   test("the same digits may exist in two accounts", async () => {
