@@ -81,7 +81,20 @@ async function checkFields(
  * given), so bulk provisioning costs one statement per user. 409 `{ field: "username" }` when taken.
  * @example await createUser(db, accountId, { username: "1001", display_name: "Ada" })
  */
-export async function createUser(db: DbOrTx, accountId: string, input: UserModel.Create): Promise<UserModel.UserWithDevices> {
+/** What a create or update may not give as a username: the platform's emergency numbers (EMERGENCY_NUMBERS). */
+export interface UserRules {
+  emergencyNumbers?: readonly string[];
+}
+
+/** A username that is an emergency number: dialled, it always goes out as an emergency call, never to the user. */
+function checkUsername(username: string | undefined, rules: UserRules): void {
+  if (username !== undefined && rules.emergencyNumbers?.includes(username)) {
+    throw validationFailed([{ path: "/username", message: `${username} is an emergency number (EMERGENCY_NUMBERS): dialled, it always goes out as an emergency call, never to a user.` }]);
+  }
+}
+
+export async function createUser(db: DbOrTx, accountId: string, input: UserModel.Create, rules: UserRules = {}): Promise<UserModel.UserWithDevices> {
+  checkUsername(input.username, rules);
   const checked = await checkFields(db, accountId, input);
   const now = nowSeconds();
   try {
@@ -145,8 +158,11 @@ export async function listUserDevices(
  * Changes only the fields sent. A new username must still be unique (409); the user's devices keep
  * their auth_username (their digest hashes were computed from it).
  */
-export async function updateUser(db: DbOrTx, accountId: string, id: string, patch: UserModel.Patch): Promise<UserModel.UserWithDevices> {
-  if (!(await findUser(db, accountId, id))) throw notFound("user");
+export async function updateUser(db: DbOrTx, accountId: string, id: string, patch: UserModel.Patch, rules: UserRules = {}): Promise<UserModel.UserWithDevices> {
+  const current = await findUser(db, accountId, id);
+  if (!current) throw notFound("user");
+  // Only a new username is checked: a user made before keeps theirs.
+  if (patch.username !== current.username) checkUsername(patch.username, rules);
   const checked = await checkFields(db, accountId, patch);
   const changes: Partial<NewUserRow> = { ...patch, ...checked, updated_at: nowSeconds() };
   let row: UserRow | null;

@@ -121,6 +121,18 @@ describe(`/v1/users happy [${storeKind}]`, () => {
     expect(got.body.data).toEqual(user);
   });
 
+  test("an emergency number (EMERGENCY_NUMBERS) is no username: 400 on create and on a change to it; a user made before keeps theirs", async () => {
+    const t = await seedTenant(platform);
+    const refused = await call(app, "POST", "/v1/users", { key: t.key, body: { username: "911" } });
+    expect(refused.status).toBe(400);
+    expect(refused.body).toMatchObject({ error: "validation_failed", details: [{ path: "/username", message: expect.stringContaining("emergency number") }] });
+    const user = await call(app, "POST", "/v1/users", { key: t.key, body: { username: "9110" } });
+    expect((await call(app, "PATCH", `/v1/users/${user.body.data.id}`, { key: t.key, body: { username: "112" } })).status).toBe(400);
+    await rawRows(platform.db, sql`update app_user set username = '112' where account_id = ${t.accountId} and id = ${user.body.data.id}`);
+    const kept = await call(app, "PATCH", `/v1/users/${user.body.data.id}`, { key: t.key, body: { username: "112", display_name: "Old" } });
+    expect(kept.status, JSON.stringify(kept.body)).toBe(200);
+  });
+
   test("voicemail_id names a mailbox of the account", async () => {
     const t = await seedTenant(platform);
     const vm = await insertVoicemail(t.accountId);

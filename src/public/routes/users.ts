@@ -36,8 +36,9 @@ const PATCH_DESCRIPTION =
 
 export function userRoutes(platform: Platform) {
   const tags = ["Users"];
+  const rules = { emergencyNumbers: platform.config.routing.emergencyNumbers };
   const patch = async (accountId: string, id: string, body: UserModel.Patch) => {
-    const user = await updateUser(platform.db, accountId, id, body);
+    const user = await updateUser(platform.db, accountId, id, body, rules);
     // A disabled user can no longer register or take calls: the roster stops counting their
     // registrations and agent state at once (as a disabled device's), and a former agent is logged out.
     if (user.status !== "active") await Promise.all(user.devices.map((device) => forgetDevice(platform.live, accountId, id, device.id)));
@@ -65,7 +66,7 @@ export function userRoutes(platform: Platform) {
     )
     .post(
       "",
-      async ({ principal, body, status }) => status(201, { ok: true as const, data: await createUser(platform.db, principal.accountId, body) }),
+      async ({ principal, body, status }) => status(201, { ok: true as const, data: await createUser(platform.db, principal.accountId, body, rules) }),
       {
         scope: "users",
         idempotent: true,
