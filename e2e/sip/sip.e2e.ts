@@ -1176,8 +1176,8 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
   });
 
   test("over TCP (LISTEN_TCP): a phone registered on its connection is called over it, BYE included; a caller on TCP reaches a UDP carrier", async () => {
-    const port = freePorts(1)[0]!;
-    const tcpEdge = await startKamailio({ port, controlPort: parley.controlPort, node: "edge-tcp", defines: [`LISTEN_TCP=tcp:127.0.0.1:${port}`] });
+    const tcpEdge = await startEdgeOnFreePort((port) => ({ port, controlPort: parley.controlPort, node: "edge-tcp", defines: [`LISTEN_TCP=tcp:127.0.0.1:${port}`] }));
+    const port = tcpEdge.port;
     let phone: Proc | undefined;
     try {
       const via = `127.0.0.1:${port}`;
@@ -1219,9 +1219,10 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
     const [certFile, keyFile] = [join(dir, "cert.pem"), join(dir, "key.pem")];
     const made = Bun.spawnSync(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", keyFile, "-out", certFile, "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost"]);
     expect(made.exitCode, made.stderr.toString()).toBe(0);
-    const [udpPort, tlsPort] = freePorts(2) as [number, number];
+    // The TLS port is a TCP one; the UDP port is chosen by startKamailio, which chooses again if it is
+    // taken before Kamailio binds it (a port free for TCP may be in use for UDP: a CI run met one).
+    const [tlsPort] = freePorts(1) as [number];
     const tlsEdge = await startKamailio({
-      port: udpPort,
       controlPort: parley.controlPort,
       node: "edge-tls",
       defines: [`LISTEN_TLS=tls:127.0.0.1:${tlsPort}`, `TLS_CERTIFICATE="${certFile}"`, `TLS_PRIVATE_KEY="${keyFile}"`],
@@ -1232,11 +1233,11 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
       // A device configured for TLS: its right password over UDP is refused.
       const patched = await api("PATCH", `${parley.publicUrl}/v1/devices/${deviceId}`, { transport: "tls" }, { "x-api-key": tenant.key });
       expect(patched.status, JSON.stringify(patched.body)).toBe(200);
-      const overUdp = await runSipp("register.xml", `127.0.0.1:${udpPort}`, ["-s", "1301", "-au", "1301", "-ap", PASSWORD, "-key", "domain", tenant.domain, "-key", "contact_port", "5999", "-key", "expires", "300", "-m", "1", "-timeout", "5s"]);
+      const overUdp = await runSipp("register.xml", `127.0.0.1:${tlsEdge.port}`, ["-s", "1301", "-au", "1301", "-ap", PASSWORD, "-key", "domain", tenant.domain, "-key", "contact_port", "5999", "-key", "expires", "300", "-m", "1", "-timeout", "5s"]);
       expect([...new Set(overUdp.statuses)]).toEqual([401, 403]);
       phone = await startConnectionPhone({ transport: "tls", port: tlsPort, ca: readFileSync(certFile, "utf8"), user: "1301", domain: tenant.domain, password: PASSWORD, contactPort: freePorts(1)[0]! });
       // A caller on UDP: the INVITE, and then the caller's BYE, reach the phone over its TLS connection.
-      await registersAndTakesACall(phone, "1301", userId, `127.0.0.1:${udpPort}`, tlsEdge);
+      await registersAndTakesACall(phone, "1301", userId, `127.0.0.1:${tlsEdge.port}`, tlsEdge);
     } finally {
       phone?.close();
       await tlsEdge.stop();
@@ -1271,14 +1272,14 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
   });
 
   test("over WebSocket (WEBSOCKET): a browser-style phone registers on its WebSocket and is called over it; WEBSOCKET_ORIGIN refuses other pages", async () => {
-    const port = freePorts(1)[0]!;
     const origin = "https://softphone.example.com";
-    const wsEdge = await startKamailio({
+    const wsEdge = await startEdgeOnFreePort((port) => ({
       port,
       controlPort: parley.controlPort,
       node: "edge-ws",
       defines: [`LISTEN_TCP=tcp:127.0.0.1:${port}`, "WEBSOCKET", `WEBSOCKET_ORIGIN="${origin}"`],
-    });
+    }));
+    const port = wsEdge.port;
     let phone: ConnectionPhone | undefined;
     try {
       // Another page's origin (or none) gets no WebSocket.
@@ -2035,6 +2036,20 @@ function challengingTwice(dir: string): string {
 }
 
 /** A callee like uas.xml whose INVITE must pass `eregs` (sipp <ereg> actions assigning `variables`), written into `dir`. */
+/**
+ * An edge on one port for UDP and TCP both, chosen free for TCP: the same number may be in use for UDP
+ * (another test's socket), when Kamailio exits on it; then another port, up to three times.
+ */
+async function startEdgeOnFreePort(options: (port: number) => Parameters<typeof startKamailio>[0]): Promise<Kamailio> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startKamailio(options(freePorts(1)[0]!));
+    } catch (error) {
+      if (attempt >= 3 || !/Address already in use/.test(String(error))) throw error;
+    }
+  }
+}
+
 function checkingUas(dir: string, name: string, variables: string[], eregs: string): string {
   const path = join(dir, name);
   const checks = `<recv request="INVITE" crlf="true"><action>${eregs}\n    </action></recv>`;
