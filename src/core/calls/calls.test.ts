@@ -576,11 +576,11 @@ describe(`dialog events [${storeKind}]`, () => {
     // The forward's number as /route gave it to the edge: whatever becomes of the forward since (here,
     // it never existed in the forwards table) does not change the bill.
     const fwd = newId("fwd");
-    const vars = { direction: "inbound", did: "14155550100", failover_busy: `forward:${fwd}`, failover_busy_number: "447700900555", failover_no_answer: "voicemail:vm_1" };
-    const inbound = decision(t.accountId, { direction: "inbound", to: "14155550100", reply: { rtjson: { action: "proxy", account_id: t.accountId, flow_id: null, vars } } });
+    const vars = { direction: "inbound", did: "14155560100", failover_busy: `forward:${fwd}`, failover_busy_number: "447700900555", failover_no_answer: "voicemail:vm_1" };
+    const inbound = decision(t.accountId, { direction: "inbound", to: "14155560100", reply: { rtjson: { action: "proxy", account_id: t.accountId, flow_id: null, vars } } });
     const run = async (locked: boolean) => {
       const cid = sipCallId();
-      await admitCall(platform, inbound, routeRequest(cid, { to: "14155550100" }));
+      await admitCall(platform, inbound, routeRequest(cid, { to: "14155560100" }));
       const started = (await findCallBySipId(platform.db, t.accountId, cid))!.started_ms;
       clockAt(started + 120_000);
       const confirmed = { type: "dialog" as const, callId: cid, account_id: t.accountId, state: "confirmed" as const, failover: `forward:${fwd}`, ts: started + 5_000 };
@@ -610,9 +610,9 @@ describe(`dialog events [${storeKind}]`, () => {
     expect(ended.map((e) => (e.data as { direction: string }).direction)).toEqual(["outbound", "outbound"]);
     // A voicemail failover is no forward: the call keeps its direction.
     const cid = sipCallId();
-    await admitCall(platform, inbound, routeRequest(cid, { to: "14155550100" }));
+    await admitCall(platform, inbound, routeRequest(cid, { to: "14155560100" }));
     await handleDialogEvents(platform, [{ type: "dialog", callId: cid, account_id: t.accountId, state: "terminated", failover: "voicemail:vm_1", sip_code: 200 }]);
-    expect(await findCallBySipId(platform.db, t.accountId, cid)).toMatchObject({ direction: "inbound", to: "14155550100" });
+    expect(await findCallBySipId(platform.db, t.accountId, cid)).toMatchObject({ direction: "inbound", to: "14155560100" });
   });
 
   test("an emergency call is not billed (its digits are no country's prefix: 911 is not +91)", async () => {

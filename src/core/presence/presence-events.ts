@@ -199,7 +199,7 @@ export async function handleDialogs(
         // A dialog is its call record's (the edge names it): a new INVITE under a Call-ID used before
         // (a retry after 422, a phone that reuses them) is a call of its own, not one already ended.
         const dialogId = event.record_id ?? event.callId;
-        if (event.state === "terminated") touched = await endDialog(platform.live, event.account_id, event.record_id ? [dialogId, event.callId] : dialogId, users);
+        if (event.state === "terminated") touched = await endDialog(platform.live, event.account_id, dialogId, users, event.callId);
         else if (!routed) continue;
         else {
           await trackDialog(platform.live, event.account_id, dialogId, event.state, users, now());

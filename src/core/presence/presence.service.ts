@@ -120,18 +120,16 @@ export async function trackDialog(live: LiveStore, accountId: string, callId: st
 /**
  * Ends dialog `dialogId` for every user it touched (and `extraUserIds`); returns those users. Two
  * live-store round trips: the end mark with the dialog's users, then every user's entry at once.
- * Several ids end together (a call's record id and its Call-ID: an instance of an earlier version
- * tracked the dialog by its Call-ID).
+ * `legacyId`: the name an instance of an earlier version tracked the dialog by (its Call-ID): its users
+ * are read and their entries under it dropped in the same round trips (one command more each way).
  */
-export async function endDialog(live: LiveStore, accountId: string, dialogId: string | readonly string[], extraUserIds: string[]): Promise<string[]> {
-  const ids = typeof dialogId === "string" ? [dialogId] : dialogId;
-  const usersKeys = ids.map((id) => presenceKeys.dialogUsers(accountId, id));
-  const [, ...members] = await Promise.all([
-    Promise.all(ids.map((id) => live.set(presenceKeys.dialogEnded(accountId, id), "1", 3_600_000))),
-    ...usersKeys.map((k) => live.smembers(k)),
-  ]);
+export async function endDialog(live: LiveStore, accountId: string, dialogId: string, extraUserIds: string[], legacyId?: string): Promise<string[]> {
+  const legacy = legacyId !== undefined && legacyId !== dialogId ? legacyId : null;
+  const keys = legacy === null ? [presenceKeys.dialogUsers(accountId, dialogId)] : [presenceKeys.dialogUsers(accountId, dialogId), presenceKeys.dialogUsers(accountId, legacy)];
+  const [, ...members] = await Promise.all([live.set(presenceKeys.dialogEnded(accountId, dialogId), "1", 3_600_000), ...keys.map((k) => live.smembers(k))]);
   const users = [...new Set([...members.flat(), ...extraUserIds])];
-  await Promise.all([...users.flatMap((userId) => ids.map((id) => live.zrem(presenceKeys.userDialogs(accountId, userId), id))), ...usersKeys.map((k) => live.del(k))]);
+  const names = legacy === null ? [dialogId] : [dialogId, legacy];
+  await Promise.all([...users.map((userId) => live.zrem(presenceKeys.userDialogs(accountId, userId), ...names)), live.del(...keys)]);
   return users;
 }
 

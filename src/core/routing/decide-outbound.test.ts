@@ -439,7 +439,7 @@ describe(`decideRoute outbound through trunks' live state [${storeKind}]`, () =>
 
 describe(`decideRoute emergency numbers [${storeKind}]`, () => {
   test("an emergency number goes out as dialled, past an extension of its digits, DNC, geo, call limits and capacity ceilings, with the callback number", async () => {
-    const c = await caller({ max_out: 0, default_cid_number: "14155550100" }, { max_simultaneous: 1, out_cid_number: "14155550142" });
+    const c = await caller({ max_out: 0, default_cid_number: "14155560100" }, { max_simultaneous: 1, out_cid_number: "14155560142" });
     await c.f.extension({ digits: "911", dest_kind: "hangup" });
     await c.f.phoneList("dnc_out", ["911"]);
     await c.f.geo("allowlist", ["GB"]);
@@ -453,7 +453,7 @@ describe(`decideRoute emergency numbers [${storeKind}]`, () => {
     await c.f.route({ via: "trunk", trunk_id: india, match_prefix: "91", priority: 1 });
     const d = await decideRoute(testDeps(platform), c.dial("911", { privacy: "id" }));
     expect(d.reply.rtjson, steps(d)).toMatchObject({ action: "outbound" });
-    expect(d.reply.rtjson.routes![0]).toMatchObject({ uri: "sip:911@carrier.example.net:5060", headers: { from: { uri: "sip:14155550142@carrier.example.net" } } });
+    expect(d.reply.rtjson.routes![0]).toMatchObject({ uri: "sip:911@carrier.example.net:5060", headers: { from: { uri: "sip:14155560142@carrier.example.net" } } });
     expect(d.reply.rtjson.vars).toMatchObject({ emergency: 1, country: null, direction: "outbound" });
     expect(d.slots).toEqual([]);
     expect(steps(d)).toContain("classify: emergency call from 1001");
@@ -486,9 +486,9 @@ describe(`decideRoute emergency numbers [${storeKind}]`, () => {
     const c = await caller({ max_out: 0 });
     const pbx = await c.f.trunk({ name: "office", role: "pbx", inbound_auth: "register", inbound_username: `pbx-e-${c.f.accountId}` });
     await c.f.extension({ digits: "112", dest_kind: "hangup" });
-    const d = await decideRoute(testDeps(platform), { callId: `e-${Date.now()}`, from: "14155550177", fromDomain: "pbx.example", to: "112", account_id: c.f.accountId, trunk_id: pbx, source_ip: "198.51.100.20" } as RouteRequest);
+    const d = await decideRoute(testDeps(platform), { callId: `e-${Date.now()}`, from: "14155560177", fromDomain: "pbx.example", to: "112", account_id: c.f.accountId, trunk_id: pbx, source_ip: "198.51.100.20" } as RouteRequest);
     expect(d.reply.rtjson, steps(d)).toMatchObject({ action: "outbound", vars: { emergency: 1 } });
-    expect(d.reply.rtjson.routes![0]!.headers!.from).toEqual({ uri: "sip:14155550177@carrier.example.net" });
+    expect(d.reply.rtjson.routes![0]!.headers!.from).toEqual({ uri: "sip:14155560177@carrier.example.net" });
     expect(steps(d)).toContain("classify: emergency call from PBX trunk office");
   });
 });
