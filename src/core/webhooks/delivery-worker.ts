@@ -427,6 +427,8 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
 
   /** Decides what to record for one claimed delivery (making the attempt when it can). */
   async function attempt(job: ClaimedDelivery, leaseEnd: number): Promise<Outcome | { kind: "dead"; error: string } | { kind: "expired" }> {
+    // Claims that lapsed unrecorded count as attempts (exchangeDeliveries): after the last one, none more.
+    if (job.attempts >= maxAttempts) return { kind: "dead", error: "the outcome of its last attempt was lost (the worker making it stopped or lost its claim)" };
     const subscription = await currentSubscription(job);
     if (!subscription) return { kind: "dead", error: "the subscription was removed" };
     if (subscription.status !== "active") return { kind: "dead", error: "the subscription is disabled" };
@@ -661,6 +663,35 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
     }
   }
 
+  /**
+   * Gives back a claim whose attempt was not made (no request sent), so that it is taken again at once
+   * and not counted as an attempt when its lease runs out; claims given back together go in one
+   * statement. A claim another worker has taken meanwhile is left alone (the token no longer matches).
+   */
+  interface GiveBack {
+    keys: Array<{ account_id: string; id: string; token: string }>;
+    done: Promise<void>;
+  }
+  let givingBack: GiveBack | null = null;
+  function giveBack(job: ClaimedDelivery, token: string): Promise<void> {
+    if (!givingBack) {
+      const batch: GiveBack = { keys: [], done: Promise.resolve() };
+      batch.done = (async () => {
+        await Bun.sleep(0);
+        givingBack = null;
+        try {
+          await releaseClaims(db, batch.keys);
+        } catch (error) {
+          // Their leases run out instead, and each then counts as an attempt.
+          log.warn("releasing webhook claims failed", { error: describeError(error) });
+        }
+      })();
+      givingBack = batch;
+    }
+    givingBack.keys.push({ account_id: job.account_id, id: job.id, token });
+    return givingBack.done;
+  }
+
   /** The account log's line of a delivery given up (GET /v1/logs): no URL (it may carry a token), no secret. */
   function failureLine(job: ClaimedDelivery, attemptsMade: number, lastStatus: number | null, reason: string): NonNullable<AttemptRecord["log"]> {
     const event = job.event?.name ?? "an event";
@@ -677,9 +708,10 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
     running.set(job.webhook_id, (running.get(job.webhook_id) ?? 0) + 1);
     const run = (async () => {
       if (leaseEnd - Date.now() < timeoutMs + 1000) {
-        // Waited here so long that the attempt could outlive the claim: leave it to whoever
-        // claims it when the lease ends (us, most likely).
+        // Waited here so long that the attempt could outlive the claim: given back unattempted, for
+        // the next claim (us, most likely).
         log.warn("webhook delivery claim ran out before its attempt", { delivery: job.id });
+        await giveBack(job, token);
         return;
       }
       let outcome: Outcome | { kind: "dead"; error: string } | { kind: "expired" };
@@ -692,6 +724,7 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
       }
       if (outcome.kind === "expired") {
         log.warn("webhook delivery claim ran out before its attempt", { delivery: job.id });
+        await giveBack(job, token);
         return;
       }
       const now = Date.now();

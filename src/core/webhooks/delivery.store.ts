@@ -179,7 +179,11 @@ export interface ExchangeInput {
  * subscription's oldest up to its cap, so one subscription's backlog never fills a claim. The
  * candidates are read unlocked, then locked by `ctid` with the conditions checked again (a row
  * another claim changed meanwhile is a new version at another `ctid`, and is left alone). Sets the
- * lease and the claim token (a HOT update); the claimed rows are updated by `ctid` (a TID scan). The due scan
+ * lease and the claim token (a HOT update); the claimed rows are updated by `ctid` (a TID scan). A row
+ * taken from a claim that lapsed unrecorded (its token still set: a worker that died, or lost the
+ * claim to a failed exchange) counts that claim as an attempt made, since its POST may have gone out,
+ * so no delivery is ever sent more than the three times the retry schedule allows; claims known not
+ * to have been attempted are given back (`releaseClaims`) and count nothing. The due scan
  * must walk the queue's index in order and stop at `limit`: without statistics (no autovacuum, or
  * PGlite) the planner prefers a bitmap scan of every due row plus a sort, which made each claim
  * cost as much as the whole backlog. Those plans are off on the queue connections (PostgreSQL: the
@@ -268,7 +272,10 @@ export async function exchangeDeliveries(database: Pick<Database, "db" | "queue"
             from u, rec
             where rec.account_id = u.account_id and rec.id = u.id and l.account_id = u.account_id and l.id = u.id
           ), claimed as (
-            update webhook_delivery_due w set claimed_until = ${leaseUntil}, claim_token = ${token}
+            -- A claim token still set is a claim whose lease ran out with nothing recorded (its worker
+            -- died, or its exchange failed): its attempt may have been sent, so it counts.
+            update webhook_delivery_due w set claimed_until = ${leaseUntil}, claim_token = ${token},
+                   attempts = w.attempts + (w.claim_token is not null)::int
             where w.ctid = any(array(
               select l.ctid from webhook_delivery_due l
               where l.ctid = any(array(

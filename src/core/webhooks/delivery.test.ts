@@ -470,11 +470,31 @@ describe(`webhook delivery [${storeKind}]`, () => {
       expect(receiver.at(path)).toHaveLength(0); // still leased to the dead worker
       return settled(t.accountId, 1);
     });
-    expect(row).toMatchObject({ status: "delivered", attempts: 1, last_error: null });
+    // The dead worker's claim counts as an attempt: its POST may have gone out.
+    expect(row).toMatchObject({ status: "delivered", attempts: 2, last_error: null });
     // Its queue entry went with the recorded outcome.
     expect(await rawRows(platform.db, sql`select id from webhook_delivery_due where account_id = ${t.accountId}`)).toHaveLength(0);
     expect(receiver.at(path)).toHaveLength(1);
     expect(receiver.at(path)[0]!.at).toBeGreaterThanOrEqual(leaseEnd);
+  });
+
+  test("a third attempt whose worker died before recording it is never followed by a fourth: failed, no request", async () => {
+    const t = await seedTenant(platform);
+    const path = freshPath("lost-third");
+    await subscribe(t, path);
+    await fireTestEvent(platform.events, t.accountId, {});
+    // Two attempts recorded (503 each), then a third claimed by a worker that died with it.
+    await platform.db.execute(sql`update webhook_delivery set status = 'retrying', attempts = 2, last_status = 503, last_error = 'HTTP 503' where account_id = ${t.accountId}`);
+    const leaseEnd = Date.now() + 300;
+    await platform.db.execute(
+      sql`update webhook_delivery_due set attempts = 2, claimed_until = ${leaseEnd}, claim_token = 'crashed' where account_id = ${t.accountId}`,
+    );
+    const [row] = await withWorker(() => settled(t.accountId, 1));
+    expect(receiver.at(path)).toHaveLength(0);
+    expect(row).toMatchObject({ status: "failed", attempts: 3, last_status: null });
+    expect(row!.last_error).toContain("outcome of its last attempt was lost");
+    const [line] = (await listLogs(platform.db, t.accountId, { level: "warn" })).data;
+    expect(line!.message).toBe(`Webhook ${row!.webhook_id}: test not delivered after 3 attempts: the outcome of its last attempt was lost (the worker making it stopped or lost its claim).`);
   });
 
   test("two workers on one database deliver each (event, subscription) exactly once", async () => {
@@ -622,6 +642,8 @@ describe(`webhook delivery [${storeKind}]`, () => {
     }
     expect(worker.stats().claimed).toBe(12);
     expect(receiver.at(path)).toHaveLength(12);
+    // Claims given back unattempted count nothing.
+    expect((await deliveries(t.accountId)).map((d) => d.attempts)).toEqual(Array(12).fill(1));
   }, 60_000);
 
   test("an attempt whose reads before the POST took so long that the POST could outlive the claim is left to the next claim: delivered once", async () => {
