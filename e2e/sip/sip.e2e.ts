@@ -824,9 +824,14 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
   test("an emergency number (911) dialled by a phone goes out through the route for it, past the account's limits, with the phone's callback number; recorded and logged", async () => {
     const psapPort = await freeUdpPort();
     const dir = mkdtempSync(join(tmpdir(), "sipp-emergency-"));
-    const checking = checkingUas(dir, "uas-psap.xml", ["ruri", "cid"], `
+    // The caller asks for its identity to be withheld (Privacy: id): not on an emergency call.
+    const checking = checkingUas(dir, "uas-psap.xml", ["ruri", "cid", "privacy"], `
       <ereg regexp="^INVITE sip:911@127\\.0\\.0\\.1:${psapPort}" search_in="msg" check_it="true" assign_to="ruri"/>
-      <ereg regexp="From:[^@]*sip:14155550911@" search_in="msg" check_it="true" assign_to="cid"/>`);
+      <ereg regexp="From:[^@]*sip:14155550911@" search_in="msg" check_it="true" assign_to="cid"/>
+      <ereg regexp="\\nPrivacy:" search_in="msg" check_it_inverse="true" assign_to="privacy"/>`);
+    const withheld = join(dir, "invite-privacy.xml");
+    writeFileSync(withheld, readFileSync(join(import.meta.dir, "scenarios", "invite.xml"), "utf8").replaceAll("      Max-Forwards: 70\n      Content-Type: application/sdp", "      Max-Forwards: 70\n      Privacy: id\n      Content-Type: application/sdp"));
+    expect(readFileSync(withheld, "utf8").match(/Privacy: id/g)).toHaveLength(2);
     const psap = startSipp(checking, ["-p", String(psapPort), "-mp", String(nextMediaPort()), "-m", "1"]);
     const before = tenant.config;
     await applyTenantConfig(parley, tenant, {
@@ -840,7 +845,7 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
     try {
       const blocked = await invite("1001", tenant.trunkNumber, "invite-refused.xml");
       expect(blocked.statuses.at(-1), blocked.stderr).toBeGreaterThanOrEqual(400);
-      const r = await invite("1001", "911");
+      const r = await invite("1001", "911", withheld);
       expect(r.code, `${r.stderr}${r.messages.slice(-2000)}\npsap: ${psap.stderr()}${psap.stdout().slice(-1500)}\n${kamailio.log().slice(-2000)}`).toBe(0);
       expect(r.statuses).toContain(200);
       expect(await exitOf(psap), psap.stderr() + psap.stdout().slice(-1500)).toBe(0);
