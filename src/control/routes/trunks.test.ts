@@ -7,7 +7,7 @@ import { applyConfig } from "../../core/config-file/applier.ts";
 import { sipTrunks, trunkCredentials } from "../../core/trunks/trunks.schema.ts";
 import { secrets } from "../../core/secrets/secrets.schema.ts";
 import { probeDue, trunkTicker } from "../../core/trunks/trunk-tick.service.ts";
-import { readTrunkHealth } from "../../core/trunks/trunk-health.ts";
+import { readTrunkHealth, recordTrunkProbes } from "../../core/trunks/trunk-health.ts";
 import { applyTrunkRegistration } from "../../core/presence/presence.service.ts";
 import { newId } from "../../core/ids/ids.ts";
 import { trunkRoutes } from "./trunks.ts";
@@ -306,6 +306,18 @@ describe(`POST /trunks/tick [${storeKind}]`, () => {
     ]);
     expect(byName.registered.ping).toBeNull();
     expect(byName.pbx).toMatchObject({ registered_contacts: 1, registrations: [], ping: null });
+  });
+
+  test("two nodes' misses reported at once both count (no lost update between instances); a probe older than the record changes nothing", async () => {
+    const s = await seed();
+    const at = Date.now();
+    const miss = (node: string, when: number) => recordTrunkProbes(host.platform.live, s.accountId, [{ trunk_id: s.ids.probed!, code: 408, node, at: when }]);
+    await Promise.all([miss("edge-1", at), miss("edge-2", at)]);
+    expect((await readTrunkHealth(host.platform.live, s.accountId)).get(s.ids.probed!)).toMatchObject({ state: "down", fails: 2 });
+    await recordTrunkProbes(host.platform.live, s.accountId, [{ trunk_id: s.ids.probed!, code: 200, node: "edge-1", at: at + 1000 }]);
+    const late = await recordTrunkProbes(host.platform.live, s.accountId, [{ trunk_id: s.ids.probed!, code: 408, node: "edge-2", at: at + 500 }]);
+    expect(late[s.ids.probed!]!.after).toMatchObject({ state: "up", fails: 0, code: 200 });
+    expect((await readTrunkHealth(host.platform.live, s.accountId)).get(s.ids.probed!)).toMatchObject({ state: "up", fails: 0, code: 200, node: "edge-1" });
   });
 
   test("reports of what the node was not asked to do are left out: a probe of a trunk that is not probed or of another account, the state of another node's registration", async () => {

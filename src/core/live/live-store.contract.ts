@@ -431,6 +431,20 @@ export function runLiveStoreContract(name: string, make: () => Promise<LiveStore
         expect(await store.hgetall(k)).toEqual({ a: "1", b: "3", c: "4" });
       });
 
+      test("hcompareAndSet writes a field only when it holds the expected value (null: absent)", async () => {
+        const k = key("hcas");
+        expect(await store.hcompareAndSet(k, "a", null, "1")).toBe(true);
+        expect(await store.hcompareAndSet(k, "a", null, "2")).toBe(false);
+        expect(await store.hcompareAndSet(k, "a", "0", "2")).toBe(false);
+        expect(await store.hcompareAndSet(k, "a", "1", "2")).toBe(true);
+        expect(await store.hcompareAndSet(k, "b", "", "x")).toBe(false);
+        expect(await store.hgetall(k)).toEqual({ a: "2" });
+        // Two writers that read the same value: one wins.
+        const both = await Promise.all([store.hcompareAndSet(k, "a", "2", "3"), store.hcompareAndSet(k, "a", "2", "4")]);
+        expect(both.filter(Boolean)).toHaveLength(1);
+        expect(["3", "4"]).toContain((await store.hget(k, "a"))!);
+      });
+
       test("hdel counts removed fields and drops the key with its last field", async () => {
         const k = key("hdel");
         await store.hset(k, { a: "1", b: "2" });

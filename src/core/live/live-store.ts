@@ -109,6 +109,11 @@ export interface LiveStore {
   hset(key: string, fields: Record<string, string>): Promise<void>;
   hget(key: string, field: string): Promise<string | null>;
   hgetall(key: string): Promise<Record<string, string>>;
+  /**
+   * Atomic compare-and-set of one hash field: writes `next` only when the field's value equals
+   * `expected` (`null`: only when the field is absent). True when it was written.
+   */
+  hcompareAndSet(key: string, field: string, expected: string | null, next: string): Promise<boolean>;
   hdel(key: string, ...fields: string[]): Promise<number>;
   /** Adds `by` to a numeric hash field and returns the new value. */
   hincr(key: string, field: string, by?: number): Promise<number>;

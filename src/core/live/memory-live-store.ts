@@ -256,6 +256,12 @@ export function createMemoryLiveStore(): LiveStore {
       return hash === undefined ? {} : Object.fromEntries(hash.value);
     },
 
+    async hcompareAndSet(key, field, expected, next) {
+      if ((read(key, "hash")?.value.get(field) ?? null) !== expected) return false;
+      readCollection(key, "hash", () => ({ kind: "hash", value: new Map(), expiresAt: null })).value.set(field, next);
+      return true;
+    },
+
     async hdel(key, ...fields) {
       const hash = read(key, "hash");
       if (hash === undefined) return 0;

@@ -52,6 +52,16 @@ end
 if ARGV[4] then redis.call('SET', KEYS[1], ARGV[3], 'PX', ARGV[4]) else redis.call('SET', KEYS[1], ARGV[3]) end
 return 1`),
 
+  // ARGV: field, has expected (1/0), expected, next
+  hcompareAndSet: lua(`local v = redis.call('HGET', KEYS[1], ARGV[1])
+if ARGV[2] == '1' then
+  if v ~= ARGV[3] then return 0 end
+elseif v then
+  return 0
+end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[4])
+return 1`),
+
   // ARGV: value, px of each key in turn
   setEachIfAbsent: lua(`for i = 1, #KEYS do
   if redis.call('EXISTS', KEYS[i]) == 1 then return i - 1 end
@@ -440,6 +450,10 @@ export async function createRedisLiveStore(url: string): Promise<LiveStore> {
 
     async hgetall(key) {
       return record(await send("HGETALL", [key]));
+    },
+
+    async hcompareAndSet(key, field, expected, next) {
+      return flag(await run(SCRIPTS.hcompareAndSet, [key], [field, expected === null ? "0" : "1", expected ?? "", next]));
     },
 
     async hdel(key, ...fields) {

@@ -51,8 +51,10 @@ export function nextHealth(current: TrunkHealth | null, code: number, node: stri
 }
 
 /**
- * Records the outcomes of probes of one account's trunks (read, then written: two round trips);
- * answers each probed trunk's record before and after. With `probed` (the account's trunks that are
+ * Records the outcomes of probes of one account's trunks; answers each probed trunk's record before
+ * and after. Each trunk's record is replaced by compare-and-set, read again and recomputed when
+ * another instance wrote it meanwhile (two edges' ticks at once): no probe's count is lost. A probe
+ * older than the record (a slow tick's) changes nothing. With `probed` (the account's trunks that are
  * probed now), the records of any others (deleted, or no longer pinged) are dropped.
  */
 export async function recordTrunkProbes(
@@ -63,14 +65,30 @@ export async function recordTrunkProbes(
 ): Promise<Record<string, { before: TrunkHealth | null; after: TrunkHealth }>> {
   const key = trunkHealthKey(accountId);
   const stored = await live.hgetall(key);
+  const byTrunk = new Map<string, Array<(typeof probes)[number]>>();
+  for (const probe of probes) byTrunk.set(probe.trunk_id, [...(byTrunk.get(probe.trunk_id) ?? []), probe]);
   const out: Record<string, { before: TrunkHealth | null; after: TrunkHealth }> = {};
-  for (const probe of probes) {
-    const before = parseHealth(stored[probe.trunk_id]);
-    const current = out[probe.trunk_id]?.after ?? before;
-    out[probe.trunk_id] = { before, after: nextHealth(current, probe.code, probe.node, probe.at) };
-  }
-  const fields = Object.fromEntries(Object.entries(out).map(([id, h]) => [id, JSON.stringify(h.after)]));
-  if (Object.keys(fields).length) await live.hset(key, fields);
+  await Promise.all(
+    [...byTrunk].map(async ([trunkId, list]) => {
+      let raw: string | null = stored[trunkId] ?? null;
+      for (let tries = 0; ; tries++) {
+        const before = parseHealth(raw ?? undefined);
+        let after = before;
+        for (const probe of list) if (!after || probe.at >= after.at) after = nextHealth(after, probe.code, probe.node, probe.at);
+        if (!after || after === before) {
+          if (before) out[trunkId] = { before, after: before };
+          return;
+        }
+        if (await live.hcompareAndSet(key, trunkId, raw, JSON.stringify(after))) {
+          out[trunkId] = { before, after };
+          return;
+        }
+        // Written by another instance since it was read: once more on what is there now.
+        if (tries >= 10) throw new Error(`trunk health record ${trunkId} kept changing while it was written`);
+        raw = await live.hget(key, trunkId);
+      }
+    }),
+  );
   const gone = probed ? Object.keys(stored).filter((id) => !probed.has(id)) : [];
   if (gone.length) await live.hdel(key, ...gone);
   return out;
