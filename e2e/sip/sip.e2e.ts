@@ -261,6 +261,17 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
     }
   });
 
+  test("a phone whose digest username carries the domain (1002@domain, ha1b) registers; so does one writing its domain in capitals, challenged in lower case", async () => {
+    const withDomain = await runSipp("register.xml", edge(), ["-s", "1002", "-au", `1002@${tenant.domain}`, "-ap", PASSWORD, "-key", "domain", tenant.domain, "-key", "contact_port", String(devicePort), "-key", "expires", "300", "-m", "1", "-timeout", "15s"]);
+    expect(withDomain.code, withDomain.stderr + withDomain.messages.slice(-1500)).toBe(0);
+    expect(withDomain.statuses).toEqual([401, 200]);
+    expect(kamailio.log()).toContain(`ctl /auth rc=200`);
+    const capitals = await runSipp("register.xml", edge(), ["-s", "1002", "-au", "1002", "-ap", PASSWORD, "-key", "domain", tenant.domain.toUpperCase(), "-key", "contact_port", String(devicePort), "-key", "expires", "300", "-m", "1", "-timeout", "15s"]);
+    expect(capitals.code, capitals.stderr + capitals.messages.slice(-1500)).toBe(0);
+    expect(capitals.statuses).toEqual([401, 200]);
+    expect(capitals.messages).toContain(`realm="${tenant.domain.toLowerCase()}"`);
+  });
+
   test("a wrong password is refused (403) and never registers", async () => {
     const r = await register("1001", devicePort, "wrong-password");
     expect(r.code).not.toBe(0);
