@@ -3,6 +3,7 @@
  * browsers, body limits, the one error mapper that turns anything thrown into DESIGN.md's error body,
  * and /healthz and /readyz.
  */
+import { markEmptyBody } from "./optional-body.ts";
 import { Elysia } from "elysia";
 import { AppError, ERROR_STATUS, validationFailed } from "../core/errors/app-error.ts";
 import type { Platform } from "../core/platform.ts";
@@ -368,8 +369,14 @@ export function hostBase(platform: Platform, options: HostBaseOptions) {
       // A raw-body route reads its own stream: nothing is read here (null marks the body as taken care of;
       // Elysia skips body reading by itself only when a route's parse "none" is its one parse hook).
       if (rawRouteOf(request)) return null;
-      const kind = contentKind(request.headers.get("content-type"));
       const length = request.headers.get("content-length");
+      // An empty body, whatever its type (curl -d '' sends a form's), is no body: null, which a route
+      // whose body may be left out reads as {} (optionalBody) and any other route's schema refuses.
+      if (length === "0") {
+        markEmptyBody(request);
+        return null;
+      }
+      const kind = contentKind(request.headers.get("content-type"));
       // A body of unknown length (chunked) is read up to the limit the length check holds others to.
       const bytes = () => (length === null && request.body !== null ? readCapped(request.body, maxBody) : request.arrayBuffer());
       if (kind === "form" && options.accept.includes("form")) return parseStrictForm(utf8Text(await bytes()));

@@ -7,11 +7,19 @@
  */
 import type { TObject } from "@sinclair/typebox";
 
+/** Requests whose body was empty (Content-Length: 0), which the parser gave as null: not a JSON null. */
+const emptyBodies = new WeakSet<Request>();
+
+/** Marks a request's body as empty (the host's parser, when it answers null for it). */
+export function markEmptyBody(request: Request): void {
+  emptyBodies.add(request);
+}
+
 export function optionalBody<S extends TObject>(model: S) {
   return {
     body: model,
-    transform(context: { body: unknown }) {
-      if (context.body === undefined) context.body = {};
+    transform(context: { body: unknown; request: Request }) {
+      if (context.body === undefined || (context.body === null && emptyBodies.has(context.request))) context.body = {};
     },
   };
 }

@@ -1,5 +1,8 @@
 import { describe, expect, test } from "bun:test";
-import { availableParallelism } from "node:os";
+import { availableParallelism, tmpdir } from "node:os";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { ConfigError, defaultPoolSize, loadConfig } from "./config.ts";
 
 describe("loadConfig", () => {
@@ -66,6 +69,26 @@ describe("loadConfig", () => {
     }
     expect(loadConfig({ PARLEY_MASTER_KEY: "ab".repeat(32) }).masterKey).toBe("ab".repeat(32));
     expect(() => loadConfig({ WEBHOOK_CA_FILE: "/nonexistent/ca.pem" })).toThrow(/WEBHOOK_CA_FILE: cannot read "\/nonexistent\/ca.pem" \(ENOENT\)/);
+  });
+
+  test("WEBHOOK_CA_FILE must hold PEM certificates: an empty file, a DER one or a broken block stops start-up", () => {
+    const dir = mkdtempSync(join(tmpdir(), "parley-ca-"));
+    try {
+      const pem = join(dir, "ca.pem");
+      execFileSync("openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=test-ca", "-days", "1", "-keyout", join(dir, "key.pem"), "-out", pem], { stdio: "ignore" });
+      expect(loadConfig({ WEBHOOK_CA_FILE: pem }).webhookCaFile).toBe(pem);
+      const der = join(dir, "ca.der");
+      execFileSync("openssl", ["x509", "-in", pem, "-outform", "der", "-out", der], { stdio: "ignore" });
+      const empty = join(dir, "empty.pem");
+      writeFileSync(empty, "");
+      for (const file of [der, empty, join(dir, "key.pem")]) expect(() => loadConfig({ WEBHOOK_CA_FILE: file })).toThrow(/WEBHOOK_CA_FILE: .* holds no PEM certificate/);
+      const broken = join(dir, "broken.pem");
+      const text = readFileSync(pem, "utf8");
+      writeFileSync(broken, text + text.replace(/\n[A-Za-z0-9+/]{20}/, "\n" + "A".repeat(20)));
+      expect(() => loadConfig({ WEBHOOK_CA_FILE: broken })).toThrow(/WEBHOOK_CA_FILE: certificate 2 of .* does not parse/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test("EMERGENCY_NUMBERS: 911 and 112 unless set; numbers of 2 to 6 digits; the word none for none", () => {

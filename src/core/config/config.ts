@@ -3,6 +3,7 @@
  * start-up with a message naming the variable (and never echoing a secret's value).
  */
 import { readFileSync } from "node:fs";
+import { X509Certificate } from "node:crypto";
 import { parseMasterKey } from "../secrets/master-key.ts";
 import { availableParallelism } from "node:os";
 import { Type as T, type Static } from "@sinclair/typebox";
@@ -146,10 +147,26 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       }
     }
     if (e.WEBHOOK_CA_FILE !== undefined) {
+      let text: string | null = null;
       try {
-        readFileSync(e.WEBHOOK_CA_FILE);
+        text = readFileSync(e.WEBHOOK_CA_FILE, "latin1");
       } catch (error) {
         problems.push(`WEBHOOK_CA_FILE: cannot read ${JSON.stringify(e.WEBHOOK_CA_FILE)} (${(error as NodeJS.ErrnoException).code ?? "unreadable"})`);
+      }
+      // Added to the bundled CAs, a file that is not PEM certificates (empty, DER, a key) makes every
+      // TLS connection of the webhook worker fail, public receivers' too.
+      if (text !== null) {
+        const blocks = text.match(/-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g) ?? [];
+        const bad = blocks.findIndex((block) => {
+          try {
+            new X509Certificate(block);
+            return false;
+          } catch {
+            return true;
+          }
+        });
+        if (!blocks.length) problems.push(`WEBHOOK_CA_FILE: ${JSON.stringify(e.WEBHOOK_CA_FILE)} holds no PEM certificate (-----BEGIN CERTIFICATE-----; convert a DER file with openssl x509 -inform der)`);
+        else if (bad >= 0) problems.push(`WEBHOOK_CA_FILE: certificate ${bad + 1} of ${JSON.stringify(e.WEBHOOK_CA_FILE)} does not parse`);
       }
     }
     mediaEngines = e.MEDIA_ENGINES.split(",").map((u) => u.trim()).filter(Boolean);

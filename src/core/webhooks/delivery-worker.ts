@@ -621,6 +621,7 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
           skipWebhooks: skip,
           caps,
           defaultCap: newCap,
+          maxAttempts,
         });
       } catch (error) {
         log.error("webhook delivery exchange failed", { error: describeError(error), recording: batch.length, claiming: room });
@@ -730,7 +731,8 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
       const now = Date.now();
       if (outcome.kind !== "dead" && !(outcome.kind === "fail" && outcome.unsent)) timed(job.webhook_id, now - started);
       // No request left for a dead job or one refused before sending: no attempt is counted.
-      const made = outcome.kind === "dead" || (outcome.kind === "fail" && outcome.unsent) ? job.attempts : job.attempts + 1;
+      // Never past the last attempt (a claim that counted lost ones stops there).
+      const made = Math.min(maxAttempts, outcome.kind === "dead" || (outcome.kind === "fail" && outcome.unsent) ? job.attempts : job.attempts + 1);
       const status: AttemptRecord["status"] =
         outcome.kind === "delivered" ? "delivered" : outcome.kind === "retry" && made < maxAttempts ? "retrying" : "failed";
       toRecord.push({

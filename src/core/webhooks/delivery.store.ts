@@ -162,6 +162,8 @@ export interface ExchangeInput {
   /** Most rows to claim per subscription: `caps[webhook_id]`, else `defaultCap`. */
   caps: Record<string, number>;
   defaultCap: number;
+  /** Attempts a delivery gets: a claim counting a lost one never goes past it. */
+  maxAttempts: number;
 }
 
 /**
@@ -191,7 +193,7 @@ export interface ExchangeInput {
  * around the statement.
  */
 export async function exchangeDeliveries(database: Pick<Database, "db" | "queue">, input: ExchangeInput): Promise<{ recorded: Set<string>; claimed: ClaimedDelivery[] }> {
-  const { records, now, limit, leaseUntil, token, skipWebhooks, caps, defaultCap } = input;
+  const { records, now, limit, leaseUntil, token, skipWebhooks, caps, defaultCap, maxAttempts } = input;
   const tokens = [...new Set(records.map((r) => r.token))];
   const outcomes = JSON.stringify(
     records.map((r) => [
@@ -275,7 +277,7 @@ export async function exchangeDeliveries(database: Pick<Database, "db" | "queue"
             -- A claim token still set is a claim whose lease ran out with nothing recorded (its worker
             -- died, or its exchange failed): its attempt may have been sent, so it counts.
             update webhook_delivery_due w set claimed_until = ${leaseUntil}, claim_token = ${token},
-                   attempts = w.attempts + (w.claim_token is not null)::int
+                   attempts = least(w.attempts + (w.claim_token is not null)::int, ${maxAttempts})
             where w.ctid = any(array(
               select l.ctid from webhook_delivery_due l
               where l.ctid = any(array(

@@ -497,6 +497,21 @@ describe(`webhook delivery [${storeKind}]`, () => {
     expect(line!.message).toBe(`Webhook ${row!.webhook_id}: test not delivered after 3 attempts: the outcome of its last attempt was lost (the worker making it stopped or lost its claim).`);
   });
 
+  test("claims lost again and again never count past the third attempt", async () => {
+    const t = await seedTenant(platform);
+    const path = freshPath("lost-again");
+    await subscribe(t, path);
+    await fireTestEvent(platform.events, t.accountId, {});
+    // Three attempts counted, and the claim that was to record the delivery failed lost as well.
+    await platform.db.execute(sql`update webhook_delivery set status = 'retrying', attempts = 3, last_status = 503, last_error = 'HTTP 503' where account_id = ${t.accountId}`);
+    await platform.db.execute(
+      sql`update webhook_delivery_due set attempts = 3, claimed_until = ${Date.now() - 1}, claim_token = 'crashed-again' where account_id = ${t.accountId}`,
+    );
+    const [row] = await withWorker(() => settled(t.accountId, 1));
+    expect(receiver.at(path)).toHaveLength(0);
+    expect(row).toMatchObject({ status: "failed", attempts: 3 });
+  });
+
   test("two workers on one database deliver each (event, subscription) exactly once", async () => {
     const t = await seedTenant(platform);
     const paths = [freshPath("pair-a"), freshPath("pair-b")];

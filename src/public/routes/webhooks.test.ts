@@ -367,6 +367,20 @@ describe(`/v1/webhooks/test and /v1/webhooks/deliveries [${storeKind}]`, () => {
     expect(seen.map((q) => q.headers["x-service-event-id"])).toEqual([r.body.data.event_id, r.body.data.event_id]);
   });
 
+  test("POST /test with an empty body (Content-Length: 0), typed JSON, form or not at all, works like no body", async () => {
+    const t = await seedTenant(dev);
+    await hook(t, "/empty-body");
+    for (const type of ["application/json", "application/x-www-form-urlencoded", null]) {
+      const headers: Record<string, string> = { "content-length": "0", ...(type ? { "content-type": type } : {}) };
+      const r = await call(devApp, "POST", "/v1/webhooks/test", { key: t.key, body: "", headers });
+      expect(r.status, `${type}: ${JSON.stringify(r.body)}`).toBe(202);
+      expect(r.body.data.deliveries).toBe(1);
+    }
+    // A body that is there must still be JSON (or a form) the model takes.
+    const bad = await call(devApp, "POST", "/v1/webhooks/test", { key: t.key, body: "nope", headers: { "content-type": "application/json" } });
+    expect(bad.status).toBe(400);
+  });
+
   test("POST /test { webhook_id } reaches that subscription only, even when it does not list test; {} works like no body", async () => {
     const t = await seedTenant(dev);
     await hook(t, "/other");
