@@ -102,6 +102,31 @@ describe(`GET /v1/calls [${storeKind}]`, () => {
     expect(byUser.body.data.map((c: Json) => c.id)).toEqual([rows[4]!.id]);
   });
 
+  test("a next_cursor sent back alone continues the same listing (its range and filters); repeated with other filters it is a 400", async () => {
+    const t = await seedTenant(platform);
+    const rows = await seedCalls(t.accountId, 6, 1_700_000_000, (i) => ({ direction: i % 2 ? "inbound" : "outbound" }));
+    const first = await call(app, "GET", "/v1/calls?since=1700000001&until=1700000005&limit=2", { key: t.key });
+    expect(first.body.data.map((c: Json) => c.id)).toEqual([rows[4]!.id, rows[3]!.id]);
+    const second = await call(app, "GET", `/v1/calls?cursor=${first.body.next_cursor}&limit=2`, { key: t.key });
+    expect(second.body.data.map((c: Json) => c.id)).toEqual([rows[2]!.id, rows[1]!.id]);
+    const last = await call(app, "GET", `/v1/calls?cursor=${second.body.next_cursor}&limit=2`, { key: t.key });
+    expect(last.body.data).toEqual([]);
+    // The same filters again are fine; other ones, or one the listing did not have, are refused.
+    const same = await call(app, "GET", `/v1/calls?since=1700000001&until=1700000005&cursor=${first.body.next_cursor}&limit=2`, { key: t.key });
+    expect(same.body.data.map((c: Json) => c.id)).toEqual([rows[2]!.id, rows[1]!.id]);
+    const inbound = await call(app, "GET", "/v1/calls?direction=inbound&limit=1", { key: t.key });
+    expect(inbound.body.data.map((c: Json) => c.id)).toEqual([rows[5]!.id]);
+    expect((await call(app, "GET", `/v1/calls?cursor=${inbound.body.next_cursor}&limit=1`, { key: t.key })).body.data.map((c: Json) => c.id)).toEqual([rows[3]!.id]);
+    for (const q of [`direction=outbound&cursor=${inbound.body.next_cursor}`, `user_id=us_X&cursor=${inbound.body.next_cursor}`]) {
+      const r = await call(app, "GET", `/v1/calls?${q}&limit=1`, { key: t.key });
+      expect(r.status, q).toBe(400);
+      expect(r.body.details.map((d: { path: string }) => d.path)).toEqual(["/query/cursor"]);
+    }
+    // A made-up cursor's filters are checked like the query's.
+    const forged = Buffer.from(`k2:1700000000000:${rows[0]!.id}:${Buffer.from(JSON.stringify({ direction: "sideways" })).toString("base64url")}`).toString("base64url");
+    expect((await call(app, "GET", `/v1/calls?cursor=${forged}`, { key: t.key })).status).toBe(400);
+  });
+
   test("a call admitted and ended through the call path, its detail and trace", async () => {
     const t = await seedTenant(platform);
     const cid = sipCallId();
