@@ -127,16 +127,34 @@ export async function cacSnapshot(live: LiveStore, accountId: string): Promise<C
 
 /**
  * Clears every counter of the account (leaked slots after a crash or a lost BYE). Calls still up
- * stop counting until their next admission or confirmation. Returns the counters that were cleared
- * and how many calls they held.
+ * stop counting until their next admission or confirmation. With `callsUp`, only the slots of calls
+ * that are not up (their record ended, or gone) are cleared. Returns the counters that were cleared
+ * (or changed) and how many calls' slots went.
  */
-export async function resetCac(live: LiveStore, accountId: string): Promise<{ counters: number; calls: number }> {
+export async function resetCac(
+  live: LiveStore,
+  accountId: string,
+  /** With it, only leaked slots go: those of calls it does not name as up (ids of call records). */
+  callsUp?: (callIds: string[]) => Promise<ReadonlySet<string>>,
+): Promise<{ counters: number; calls: number }> {
   const names = await live.smembers(registryKey(accountId));
   let counters = 0;
   let calls = 0;
   for (const name of names) {
     const [level, id] = name.split("|") as [CacSlot["level"], string];
     const key = slotKey(accountId, { level, id });
+    if (callsUp) {
+      // Only what no call up holds: the counter stays listed, with its ceiling, for the calls that are.
+      const members = await live.zliveMembers(key);
+      if (!members.length) continue;
+      const up = await callsUp([...new Set(members.map((m) => (m.endsWith(OUT_LEG) ? m.slice(0, -OUT_LEG.length) : m)))]);
+      const leaked = members.filter((m) => !up.has(m.endsWith(OUT_LEG) ? m.slice(0, -OUT_LEG.length) : m));
+      if (!leaked.length) continue;
+      await live.zrem(key, ...leaked);
+      counters += 1;
+      calls += leaked.length;
+      continue;
+    }
     // Unlisted before its counter is cleared, never after: a call admitted to the slot once it is
     // cleared lists it again (in the same atomic step), so GET /cac shows that call and the next reset
     // clears it. Only the names read above: a slot registered meanwhile stays listed.

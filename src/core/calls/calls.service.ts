@@ -23,6 +23,7 @@ import {
   listTrace,
   monthStartMs,
   countActiveCalls,
+  callsUpAmong,
   usageByDay,
   usageTotals,
   type CallFilter,
@@ -378,8 +379,14 @@ export async function liveSnapshot(db: DbOrTx, live: LiveStore, accountId: strin
   };
 }
 
-/** Clears the account's CAC counters (404 for an unknown account). */
-export async function resetAccountCac(db: DbOrTx, live: LiveStore, accountId: string): Promise<{ counters: number; calls: number }> {
+/**
+ * Clears the account's CAC counters (404 for an unknown account). `leakedOnly` (POST /v1/cac/reset,
+ * the account's own keys) clears only the slots of calls that are not up, so an account cannot lift
+ * the ceilings its operator set; the operator's POST /cac/reset clears them all (an edge that lost
+ * its dialogs leaves calls that look up until the stale-call sweep).
+ */
+export async function resetAccountCac(db: DbOrTx, live: LiveStore, accountId: string, leakedOnly?: { maxCallMs: number }): Promise<{ counters: number; calls: number }> {
   await accountOf(db, accountId);
-  return resetCac(live, accountId);
+  if (!leakedOnly) return resetCac(live, accountId);
+  return resetCac(live, accountId, (ids) => callsUpAmong(db, accountId, ids, Date.now() - leakedOnly.maxCallMs));
 }

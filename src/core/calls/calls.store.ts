@@ -1,5 +1,5 @@
 /** Queries on call records and their traces. The only file of this capability that touches drizzle. */
-import { and, asc, count, desc, eq, getTableColumns, gte, isNull, lt, ne, or, sql, type SQL, type SQLWrapper } from "drizzle-orm";
+import { and, asc, count, desc, eq, getTableColumns, gte, inArray, isNull, lt, ne, or, sql, type SQL, type SQLWrapper } from "drizzle-orm";
 import { columnList, columnReader, jsonRows } from "../db/sql-text.ts";
 import { resultRows, type DbOrTx } from "../db/db.ts";
 import { rawRows } from "../db/migrate.ts";
@@ -601,6 +601,13 @@ function activeCallsOf(accountId: string, sinceMs: number): SQL | undefined {
     ne(callRecords.status, "rejected"),
     or(gte(callRecords.started_ms, sinceMs), gte(callRecords.answered_ms, sinceMs)),
   );
+}
+
+/** Of `ids`, the calls up now (as `activeCallsOf` counts them). */
+export async function callsUpAmong(db: DbOrTx, accountId: string, ids: string[], sinceMs: number): Promise<Set<string>> {
+  if (!ids.length) return new Set();
+  const rows = await db.select({ id: callRecords.id }).from(callRecords).where(and(activeCallsOf(accountId, sinceMs), inArray(callRecords.id, ids)));
+  return new Set(rows.map((r) => r.id));
 }
 
 /** Totals over calls started in [since, until). */

@@ -450,6 +450,14 @@ describe(`usage, balance, live, CAC reset [${storeKind}]`, () => {
       expect(refused.body.error).toBe("validation_failed");
     }
     expect((await call(app, "GET", "/v1/live", { key: t.key })).body.data.cac).toHaveLength(1);
+    // The call is up: its slot is not leaked and stays (an account's own key cannot lift the ceilings
+    // its operator set by resetting them).
+    const kept = await call(app, "POST", "/v1/cac/reset", { key: t.key });
+    expect(kept.status).toBe(200);
+    expect(kept.body.data).toEqual({ counters: 0, calls: 0 });
+    expect((await call(app, "GET", "/v1/live", { key: t.key })).body.data.cac).toHaveLength(1);
+    // Its record ended without the slot being released (an end event lost): leaked, and cleared.
+    await platform.db.update(callRecords).set({ ended_ms: Date.now(), status: "completed" }).where(and(eq(callRecords.account_id, t.accountId), eq(callRecords.id, reply.rtjson.vars.call_id as string)));
     const reset = await call(app, "POST", "/v1/cac/reset", { key: t.key, headers: { "idempotency-key": `r-${cid}` } });
     expect(reset.status).toBe(200);
     expect(reset.body.data).toEqual({ counters: 1, calls: 1 });

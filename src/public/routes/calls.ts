@@ -11,6 +11,7 @@ import { apiAccess } from "../plugins/api-access.ts";
 import { NoQuery } from "../../http/page-query.ts";
 import { optionalBody } from "../../http/optional-body.ts";
 import { AppError } from "../../core/errors/app-error.ts";
+import { cacTtlMs } from "../../core/calls/cac-config.ts";
 
 const IdParams = T.Object({ id: T.String({ maxLength: 64, description: "call_… id." }) });
 
@@ -138,7 +139,7 @@ export function callRoutes(platform: Platform) {
         detail: { tags, summary: "A call's execution trace", description: "Ordered steps: routing decisions (classify, number, schedule, …, cac, reject), then dialog events and flow steps." },
       },
     )
-    .post("/v1/cac/reset", async ({ principal }) => ({ ok: true as const, data: await resetAccountCac(platform.db, platform.live, principal.accountId) }), {
+    .post("/v1/cac/reset", async ({ principal }) => ({ ok: true as const, data: await resetAccountCac(platform.db, platform.live, principal.accountId, { maxCallMs: cacTtlMs(platform) }) }), {
       scope: "cdr",
       idempotent: true,
       // No fields: the account is the credential's (a body naming another is refused, not ignored).
