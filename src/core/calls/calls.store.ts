@@ -689,10 +689,19 @@ export async function usageByDay(
   return rows.map((r) => ({ day: r.day, ...asTotals(r) }));
 }
 
-/** Epoch ms of the first instant of the current month in `timezone`. */
+/**
+ * Epoch ms of the first instant of the current month in `timezone`. A midnight that happens twice
+ * (clocks going back at midnight, as Havana's on 1 November) is read by PostgreSQL as the later
+ * instant; the earlier one, midnight in the offset of the day before, is the month's start when its
+ * local time is that midnight too.
+ */
 export async function monthStartMs(db: DbOrTx, timezone: string, nowMs: number): Promise<number> {
   const result = await db.execute(
-    sql`select (extract(epoch from (date_trunc('month', to_timestamp(${nowMs} / 1000.0) at time zone ${timezone}) at time zone ${timezone})) * 1000)::bigint as ms`,
+    sql`select (extract(epoch from case when alt < later and (alt at time zone ${timezone}) = local_start then alt else later end) * 1000)::bigint as ms
+        from (select local_start, later,
+                     (local_start - (((later - interval '1 day') at time zone ${timezone}) - ((later - interval '1 day') at time zone 'UTC'))) at time zone 'UTC' as alt
+              from (select local_start, local_start at time zone ${timezone} as later
+                    from (select date_trunc('month', to_timestamp(${nowMs} / 1000.0) at time zone ${timezone}) as local_start) a) b) c`,
   );
   const rows = resultRows<{ ms: unknown }>(result);
   return Number(rows[0]!.ms);

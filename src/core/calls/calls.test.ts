@@ -22,7 +22,7 @@ import { createAdmissionWriter, type AdmissionRows } from "./admission-writer.ts
 import { handleDialogEvent, handleDialogEvents } from "./dialog.ts";
 import { LOST_END_CAUSE, endStaleCalls, startStaleCallSweeper } from "./stale-calls.ts";
 import { trackDialog, userCallCount } from "../presence/presence.service.ts";
-import { findCallBySipId, findCallBySipIdAnyAccount, listTrace } from "./calls.store.ts";
+import { findCallBySipId, findCallBySipIdAnyAccount, listTrace, monthStartMs } from "./calls.store.ts";
 import { getCall, streamCallsCsv } from "./calls.service.ts";
 import { callRecords } from "./calls.schema.ts";
 import { decision, routeRequest, sipCallId } from "./calls.fixture.ts";
@@ -1122,5 +1122,21 @@ describe(`CAC expiry, reset and instances [${storeKind}]`, () => {
     expect(admittedCount).toBeGreaterThanOrEqual(1);
     expect(admittedCount).toBeLessThanOrEqual(3);
     expect((await cacSnapshot(platform.live, t.accountId))[0]!.active).toBe(admittedCount);
+  });
+});
+
+describe(`monthStartMs [${storeKind}]`, () => {
+  test("the first instant of the month in the account's zone, also when its midnight happens twice (Havana, 1 November 2026)", async () => {
+    const at = (iso: string) => Date.parse(iso);
+    const cases: Array<[string, string, string]> = [
+      ["UTC", "2026-11-15T12:00:00Z", "2026-11-01T00:00:00Z"],
+      ["Asia/Kolkata", "2026-11-15T12:00:00Z", "2026-10-31T18:30:00Z"],
+      ["America/New_York", "2026-11-15T12:00:00Z", "2026-11-01T04:00:00Z"],
+      // Clocks go back from 01:00 CDT to 00:00 CST: local midnight is 04:00Z and 05:00Z; the month began at the first.
+      ["America/Havana", "2026-11-01T04:30:00Z", "2026-11-01T04:00:00Z"],
+      ["America/Havana", "2026-11-15T12:00:00Z", "2026-11-01T04:00:00Z"],
+      ["America/Havana", "2026-12-15T12:00:00Z", "2026-12-01T05:00:00Z"],
+    ];
+    for (const [zone, now, start] of cases) expect(await monthStartMs(platform.db, zone, at(now)), `${zone} ${now}`).toBe(at(start));
   });
 });
