@@ -4,6 +4,7 @@
  * and /healthz and /readyz.
  */
 import { markEmptyBody } from "./optional-body.ts";
+import { unwrapListCursor, wrapListCursor } from "./list-cursor.ts";
 import { Elysia } from "elysia";
 import { AppError, ERROR_STATUS, validationFailed } from "../core/errors/app-error.ts";
 import type { Platform } from "../core/platform.ts";
@@ -398,6 +399,10 @@ export function hostBase(platform: Platform, options: HostBaseOptions) {
         return parsed;
       }
     })
+    // A list's cursor carries the filters of its listing (list-cursor.ts): put back before the query's schema runs.
+    .onTransform({ as: "global" }, ({ query, request }) => {
+      if (request.method === "GET" && query && typeof query === "object") unwrapListCursor(request, query as Record<string, unknown>);
+    })
     .onTransform({ as: "global" }, ({ body, request }) => {
       if (body === undefined || body === null || typeof body !== "object") return;
       if (itemChecked.size && itemChecked.has(new URL(request.url).pathname)) return;
@@ -421,7 +426,12 @@ export function hostBase(platform: Platform, options: HostBaseOptions) {
     // A change this instance made is in its configuration cache's view before the reply goes: the
     // client's next request (a call, say) sees it (config-cache.ts). The edge's own calls change no
     // configuration and are the hot path: they do not wait.
-    .onAfterHandle({ as: "global" }, async ({ request }) => {
+    .onAfterHandle({ as: "global" }, async (context) => {
+      const { request } = context;
+      if (request.method === "GET") {
+        const reply = context as { responseValue?: unknown; response?: unknown };
+        wrapListCursor(request, reply.responseValue ?? reply.response);
+      }
       if (request.method === "GET" || request.method === "HEAD" || request.method === "OPTIONS") return;
       if (EDGE_PATHS.has(new URL(request.url).pathname)) return;
       await platform.configCache.settle();

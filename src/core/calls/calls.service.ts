@@ -66,82 +66,29 @@ export function toCall(row: CallRecordRow): CallModel.Call {
   };
 }
 
-/** The listing's filters a cursor carries: the next page is the same listing with the cursor alone. */
-const CURSOR_FILTERS = ["since", "until", "direction", "user_id", "number_id"] as const;
-type CallListFilters = Pick<CallModel.ListQuery, (typeof CURSOR_FILTERS)[number]>;
-const DIRECTIONS: ReadonlySet<unknown> = new Set(["inbound", "outbound", "internal"]);
-
-function encodeCallCursor(row: CallRecordRow, filters: CallListFilters): string {
-  const given = Object.fromEntries(CURSOR_FILTERS.filter((k) => filters[k] !== undefined).map((k) => [k, filters[k]]));
-  const tail = Object.keys(given).length ? `:${Buffer.from(JSON.stringify(given)).toString("base64url")}` : "";
-  return Buffer.from(`k2:${row.started_ms}:${row.id}${tail}`).toString("base64url");
+function encodeCallCursor(row: CallRecordRow): string {
+  return Buffer.from(`k1:${row.started_ms}:${row.id}`).toString("base64url");
 }
 
-/**
- * The cursor's position and the filters of the listing it was issued for (k1: none, cursors of
- * earlier versions). Cursors are not signed: the filters are checked like the query's.
- */
-function decodeCallCursor(cursor: string | undefined): { key: CallKey; filters: CallListFilters | null } | null {
+function decodeCallCursor(cursor: string | undefined): CallKey | null {
   if (!cursor) return null;
-  const refused = () => validationFailed([{ path: "/query/cursor", message: "Not a cursor this API issued." }]);
-  const match = /^k([12]):(\d{1,16}):(call_[0-9A-Z]{26})(?::([A-Za-z0-9_-]{1,1024}))?$/.exec(Buffer.from(cursor, "base64url").toString());
-  if (!match || (match[1] === "1" && match[4] !== undefined)) throw refused();
-  let filters: CallListFilters | null = match[1] === "1" ? null : {};
-  if (match[4] !== undefined) {
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(Buffer.from(match[4], "base64url").toString());
-    } catch {
-      throw refused();
-    }
-    if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw refused();
-    const f = parsed as Record<string, unknown>;
-    const epoch = (v: unknown) => v === undefined || (Number.isSafeInteger(v) && (v as number) >= 0);
-    const id = (v: unknown) => v === undefined || (typeof v === "string" && v.length >= 1 && v.length <= 64);
-    const known = Object.keys(f).every((k) => (CURSOR_FILTERS as readonly string[]).includes(k));
-    if (!known || !epoch(f.since) || !epoch(f.until) || !(f.direction === undefined || DIRECTIONS.has(f.direction)) || !id(f.user_id) || !id(f.number_id)) throw refused();
-    filters = f as CallListFilters;
-  }
-  return { key: { startedMs: Number(match[2]), id: match[3]! }, filters };
-}
-
-/**
- * The filters of a page: the query's, and those of the listing its cursor continues. A filter the
- * query repeats must be the cursor's (another listing's cursor would page it from a wrong place).
- */
-function pageFilters(query: CallListFilters, fromCursor: CallListFilters): CallListFilters {
-  const merged: CallListFilters = { ...query };
-  for (const k of CURSOR_FILTERS) {
-    if (fromCursor[k] === undefined) {
-      if (query[k] !== undefined) throw validationFailed([{ path: "/query/cursor", message: `This cursor continues a listing without ${k}: start again without the cursor.` }]);
-      continue;
-    }
-    if (query[k] !== undefined && query[k] !== fromCursor[k]) {
-      throw validationFailed([{ path: "/query/cursor", message: `This cursor continues a listing with another ${k}: send it with the same filters, or with the cursor alone.` }]);
-    }
-    (merged as Record<string, unknown>)[k] = fromCursor[k];
-  }
-  return merged;
+  const match = /^k1:(\d{1,16}):(call_[0-9A-Z]{26})$/.exec(Buffer.from(cursor, "base64url").toString());
+  if (!match) throw validationFailed([{ path: "/query/cursor", message: "Not a cursor this API issued." }]);
+  return { startedMs: Number(match[1]), id: match[2]! };
 }
 
 /** The listing's filter from the query; 400 when the range is empty or reversed. */
-function filterOf(query: CallListFilters): CallFilter {
+function filterOf(query: Pick<CallModel.ListQuery, "since" | "until" | "direction" | "user_id" | "number_id">): CallFilter {
   const sinceMs = (query.since ?? 0) * 1000;
   const untilMs = query.until === undefined ? Number.MAX_SAFE_INTEGER : query.until * 1000;
   if (untilMs <= sinceMs) throw validationFailed([{ path: "/query/until", message: "until must be after since." }]);
   return { sinceMs, untilMs, direction: query.direction, userId: query.user_id, numberId: query.number_id };
 }
 
-/**
- * Calls started in the range, newest first, keyset-paginated. The next page's cursor carries the
- * filters: sent back alone (with the same limit, as SPEC.md says), it continues the same listing.
- */
+/** Calls started in the range, newest first, keyset-paginated. */
 export async function listCallsPage(db: DbOrTx, accountId: string, query: CallModel.ListQuery & { limit: number }): Promise<{ data: CallModel.Call[]; next_cursor?: string }> {
-  const cursor = decodeCallCursor(query.cursor);
-  // A k1 cursor (issued before filters were carried) goes with the query's filters, as it did.
-  const filters = cursor?.filters ? pageFilters(query, cursor.filters) : query;
-  const rows = await listCalls(db, accountId, filterOf(filters), cursor?.key ?? null, query.limit);
-  return keysetPage(rows, query.limit, toCall, (row) => encodeCallCursor(row, filters));
+  const rows = await listCalls(db, accountId, filterOf(query), decodeCallCursor(query.cursor), query.limit);
+  return keysetPage(rows, query.limit, toCall, encodeCallCursor);
 }
 
 /** Columns of the CSV export, in order. */

@@ -123,7 +123,7 @@ describe(`GET /v1/calls [${storeKind}]`, () => {
       expect(r.body.details.map((d: { path: string }) => d.path)).toEqual(["/query/cursor"]);
     }
     // A made-up cursor's filters are checked like the query's.
-    const forged = Buffer.from(`k2:1700000000000:${rows[0]!.id}:${Buffer.from(JSON.stringify({ direction: "sideways" })).toString("base64url")}`).toString("base64url");
+    const forged = Buffer.from(`f1:${JSON.stringify({ c: Buffer.from(`k1:1700000000000:${rows[0]!.id}`).toString("base64url"), q: { direction: "sideways" } })}`).toString("base64url");
     expect((await call(app, "GET", `/v1/calls?cursor=${forged}`, { key: t.key })).status).toBe(400);
   });
 

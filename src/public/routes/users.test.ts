@@ -229,6 +229,36 @@ describe(`/v1/users happy [${storeKind}]`, () => {
     expect(await ids("?q=al&is_agent=0")).toEqual([al.id]);
   });
 
+  test("a filtered list's next_cursor sent back alone pages the same listing; other filters with it are a 400", async () => {
+    const t = await seedTenant(platform);
+    const a = await createUser(t, { username: "agent-a", is_agent: 1 });
+    await createUser(t, { username: "other-1" });
+    const b = await createUser(t, { username: "agent-b", is_agent: 1 });
+    await createUser(t, { username: "other-2" });
+    const first = await call(app, "GET", "/v1/users?q=agent&is_agent=1&limit=1", { key: t.key });
+    expect((first.body.data as Json[]).map((u) => u.id)).toEqual([a.id]);
+    const next = await call(app, "GET", `/v1/users?cursor=${first.body.next_cursor}&limit=1`, { key: t.key });
+    expect((next.body.data as Json[]).map((u) => u.id)).toEqual([b.id]);
+    const end = await call(app, "GET", `/v1/users?cursor=${next.body.next_cursor}&limit=1`, { key: t.key });
+    expect(end.body.data).toEqual([]);
+    // The same filters again are fine; another value, or a filter the listing did not have, is not.
+    const same = await call(app, "GET", `/v1/users?q=agent&is_agent=1&cursor=${first.body.next_cursor}&limit=1`, { key: t.key });
+    expect((same.body.data as Json[]).map((u) => u.id)).toEqual([b.id]);
+    for (const query of [`q=other&cursor=${first.body.next_cursor}`, `status=active&cursor=${first.body.next_cursor}`]) {
+      const r = await call(app, "GET", `/v1/users?${query}&limit=1`, { key: t.key });
+      expect(r.status, query).toBe(400);
+      expect(r.body.details.map((d: { path: string }) => d.path)).toEqual(["/query/cursor"]);
+    }
+    // A listing without filters: its cursor takes none later either.
+    const all = await call(app, "GET", "/v1/users?limit=1", { key: t.key });
+    expect((await call(app, "GET", `/v1/users?is_agent=1&cursor=${all.body.next_cursor}&limit=1`, { key: t.key })).status).toBe(400);
+    // Filters a made-up cursor carries are checked like the query's.
+    const forged = Buffer.from(`f1:${JSON.stringify({ c: "", q: { is_agent: "7" } })}`).toString("base64url");
+    const bad = await call(app, "GET", `/v1/users?cursor=${forged}`, { key: t.key });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error).toBe("validation_failed");
+  });
+
   test("team_id filter matches users tagged with the team", async () => {
     const t = await seedTenant(platform);
     const tagged = await createUser(t, { username: "1001" });
