@@ -138,6 +138,12 @@ describe(`decideRoute classification [${storeKind}]`, () => {
     // A trunk the edge authenticated (register/digest) is named by account and trunk id.
     const byId = await decideRoute(testDeps(platform), req({ to: national, account_id: f.accountId, trunk_id: trunk }));
     expect(byId.reply.rtjson.action).toBe("flow");
+    // A transform that writes the number with its + finds the DID too (DIDs are stored without it).
+    const plus = await f.trunk({ name: "pbx-plus", inbound_auth: "ip" }, ["203.0.113.32/28"]);
+    await f.transform({ scope_kind: "trunk", scope_id: plus, direction: "inbound_dst", match_regex: "^0(\\d{9,10})$", replacement: "+44$1" });
+    const withPlus = await decideRoute(testDeps(platform), req({ to: national, source_ip: "203.0.113.33" }));
+    expect(withPlus.reply.rtjson.action, steps(withPlus)).toBe("flow");
+    expect(withPlus.trunkId).toBe(plus);
     const wrongId = await decideRoute(testDeps(platform), req({ to: national, account_id: other.accountId, trunk_id: trunk }));
     expect(wrongId.reply.rtjson).toMatchObject({ action: "reject", code: 403 });
   });
@@ -629,8 +635,8 @@ describe(`decideRoute internal calls [${storeKind}]`, () => {
     ]);
     // The callee's slot, and the caller's own ceiling (alice: 2).
     expect(d.slots).toEqual([{ level: "user", id: o.alice, limit: 2 }, { level: "user", id: o.bob, limit: 2 }]);
-    // Bob has a mailbox: busy and no-answer fail over to it.
-    expect(d.reply.rtjson.vars).toMatchObject({ failover_busy: "voicemail:vm_bob", failover_no_answer: "voicemail:vm_bob" });
+    // Bob has a mailbox: busy, no-answer and unreachable (no contact could be sent to) fail over to it.
+    expect(d.reply.rtjson.vars).toMatchObject({ failover_busy: "voicemail:vm_bob", failover_no_answer: "voicemail:vm_bob", failover_unreachable: "voicemail:vm_bob" });
   });
 
   test("the call's user: the caller for a call from a device, the user it rings for a carrier's call to a DID", async () => {

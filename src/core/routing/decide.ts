@@ -238,7 +238,10 @@ async function inbound(deps: RouteDeps, draft: DecisionDraft, candidates: Array<
   for (const candidate of candidates) {
     if (candidate && dialledOwner !== null && candidate.trunk.account_id !== dialledOwner) continue;
     const mark = draft.trace.length;
-    dst = candidate ? applyTransforms(draft, "inbound_dst", candidate.transforms, dialled) : dialled;
+    // A transform may write the number with its + (^0(\d{10})$ → +44$1), as outbound ones may: DIDs are
+    // stored without it.
+    const transformed = candidate ? applyTransforms(draft, "inbound_dst", candidate.transforms, dialled) : dialled;
+    dst = transformed.startsWith("+") ? transformedNumber(transformed) : transformed;
     let lookup = lookups.get(dst);
     if (!lookup) lookups.set(dst, (lookup = loadDid(deps.db, dst)));
     const found = await lookup;
@@ -458,7 +461,7 @@ async function feature(deps: RouteDeps, draft: DecisionDraft, code: string): Pro
 }
 
 /**
- * Busy / no-answer / unreachable forwards (and, without a no-answer forward, the user's mailbox)
+ * Busy / no-answer / unreachable forwards (and, for a trigger without a forward, the user's mailbox)
  * travel in `vars` as `failover_<trigger>` = `forward:fwd_…` or `voicemail:vm_…` with
  * `failover_<trigger>_number`: the edge's failure route hands the call to a media engine with that
  * X-Dest after a 486 (busy), a ring timeout (no_answer) or when no contact answers at all (unreachable).
@@ -483,7 +486,7 @@ async function setFailovers(deps: RouteDeps, draft: DecisionDraft, accountId: st
       draft.vars[`failover_${trigger}_number`] = f.number;
       if (f.timeout_sec) draft.vars[`failover_${trigger}_timeout`] = f.timeout_sec;
       step(draft, "forward", `${trigger} → ${f.number} (${f.id}), on failure`);
-    } else if (voicemailId && trigger !== "unreachable") {
+    } else if (voicemailId) {
       draft.vars[`failover_${trigger}`] = `voicemail:${voicemailId}`;
     }
   }
