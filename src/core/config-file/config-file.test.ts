@@ -354,6 +354,7 @@ describe(`config file: errors [${storeKind}]`, () => {
       ["regex too long", (f) => (f.number_transforms[0].match_regex = "1".repeat(201)), "/number_transforms/0/match_regex"],
       ["replacement group", (f) => (f.number_transforms[0].replacement = "$2"), "/number_transforms/0/replacement"],
       ["replacement text", (f) => (f.number_transforms[0].replacement = "abc"), "/number_transforms/0/replacement"],
+      ["replacement named group the pattern lacks", (f) => (f.number_transforms[0].replacement = "44$<nn>"), "/number_transforms/0/replacement"],
       ["transform on an unknown trunk", (f) => (f.number_transforms[0].scope = "nope"), "/number_transforms/0/scope"],
       ["transform on a DID of no one", (f) => (f.number_transforms[2].scope = "19995550000"), "/number_transforms/2/scope"],
       ["transform without scope", (f) => delete f.number_transforms[2].scope, "/number_transforms/2/scope"],

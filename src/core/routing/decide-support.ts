@@ -3,7 +3,7 @@
  * module applies unchanged), SIP URI helpers and number transforms.
  */
 import type { CacSlot, RouteDecision, RouteReply, RouteRequest, RtjsonRoute } from "./route-types.ts";
-import type { RouteForward, RouteTransform } from "./decide.store.ts";
+import type { RouteForward, RouteTransform, RouteUser } from "./decide.store.ts";
 import { internationalDigits, withoutTrunkZero } from "../validation/fields.ts";
 
 /** A decision being built: the decision's fields but its reply, plus what the rules work from. */
@@ -14,6 +14,8 @@ export interface DecisionDraft extends Omit<RouteDecision, "reply"> {
   now: Date;
   /** The dialled number's own forwards (busy, no_answer, unreachable), for a call that came in to a DID. */
   didForwards?: readonly RouteForward[];
+  /** The user whose device places the call (a device's call): its caller-ID, should the call go out. */
+  callerUser?: RouteUser;
 }
 
 /** Appends a trace step. */

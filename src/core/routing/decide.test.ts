@@ -738,6 +738,43 @@ describe(`decideRoute internal calls [${storeKind}]`, () => {
     expect(steps(didUnreachable)).toContain("refuses DE");
   });
 
+  test("a hard limit of calls out that is full makes no forward a failover: the mailbox takes its place; a refused no-answer forward leaves the ring time alone", async () => {
+    const o = await office();
+    const number = "447700900123";
+    await o.f.forward({ user_id: o.bob, number, trigger: "no_answer", timeout_sec: 10 });
+    await o.f.forward({ user_id: o.bob, number, trigger: "unreachable" });
+    const ringing = { [o.bob]: [contact(o.bob, o.bobDev, "sip:1002@10.1.1.2")] };
+    // Before any limit: the forwards are the failovers, and the no-answer one shortens the ring.
+    const open = await decideRoute(testDeps(platform, { contacts: ringing }), o.from("1002"));
+    expect(open.reply.rtjson.vars).toMatchObject({ failover_no_answer: expect.stringMatching(/^forward:/), failover_unreachable: expect.stringMatching(/^forward:/) });
+    expect(open.reply.rtjson.routes![0]!.fr_inv_timer).toBe(10_000);
+    // "0 blocks every call of that direction": a forward out too, as a failover or not.
+    await o.f.callLimit({ name: "no-calls-out", direction: "out", period_sec: 3600, max_count: 0, hard: 1 });
+    const rung = await decideRoute(testDeps(platform, { contacts: ringing }), o.from("1002"));
+    expect(rung.reply.rtjson, steps(rung)).toMatchObject({ action: "proxy", vars: { failover_no_answer: "voicemail:vm_bob", failover_unreachable: "voicemail:vm_bob" } });
+    expect(steps(rung)).toContain("refused: call limit no-calls-out reached");
+    expect(rung.reply.rtjson.routes![0]!.fr_inv_timer).toBe(30_000);
+    // Not registered: the unreachable forward is refused by the limit, and the mailbox takes the call (not a 403).
+    const away = await decideRoute(testDeps(platform), o.from("1002"));
+    expect(away.reply.rtjson, steps(away)).toMatchObject({ action: "flow", vars: { dest_kind: "voicemail", dest_id: "vm_bob" } });
+  });
+
+  test("a device's call forwarded out presents its caller's caller-ID (rules, out_cid), not the From the phone wrote", async () => {
+    const f = await routeFixture(platform);
+    const alice = await f.user({ username: "1001", out_cid_number: "14155560100" });
+    const aliceDev = await f.device(alice);
+    const bob = await f.user({ username: "1002" });
+    await f.forward({ user_id: bob, number: "447700900321", trigger: "always" });
+    const d = await decideRoute(testDeps(platform), req({ from: "1001", fromDomain: "r.example", to: "1002", account_id: f.accountId, user_id: alice, device_id: aliceDev }));
+    expect(d.reply.rtjson.action, steps(d)).toBe("outbound");
+    expect(JSON.stringify(d.reply.rtjson.routes![0])).toContain("14155560100");
+    expect(JSON.stringify(d.reply.rtjson.routes![0])).not.toContain("sip:1001@");
+    // An account rule for the destination's country comes first, as for a call the device places out itself.
+    await f.cidRule({ cid_number: "14155560199", scope_kind: "account", scope_id: f.accountId, match_country: "GB" });
+    const ruled = await decideRoute(testDeps(platform), req({ from: "1001", fromDomain: "r.example", to: "1002", account_id: f.accountId, user_id: alice, device_id: aliceDev }));
+    expect(JSON.stringify(ruled.reply.rtjson.routes![0])).toContain("14155560199");
+  });
+
   test("a call forwarded out to a number is an outbound call, whoever placed it (a device's call to a user or an extension, a DID's call)", async () => {
     const f = await routeFixture(platform, { max_out: 3 });
     const alice = await f.user({ username: "1001" });

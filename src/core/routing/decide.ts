@@ -474,9 +474,14 @@ async function setFailovers(deps: RouteDeps, draft: DecisionDraft, accountId: st
     triggers.map(async (trigger) => {
       const f = forwards.find((x) => x.trigger === trigger);
       if (!f) return false;
-      const problem = destinationProblem(draft, await loadOutbound(deps.db, accountId, draft.userId ?? "", f.number, nowSec), f.number);
+      const ctx = await loadOutbound(deps.db, accountId, draft.userId ?? "", f.number, nowSec);
+      const problem = destinationProblem(draft, ctx, f.number);
       if (problem) step(draft, "forward", `${trigger} → ${f.number} (${f.id}) refused: ${problem.why}`);
-      return problem !== null;
+      if (problem) return true;
+      // Nor is one a hard limit of calls out would refuse now (it is no way around them).
+      const full = await fullOutLimit(deps, draft, ctx.limits, accountId);
+      if (full) step(draft, "forward", `${trigger} → ${f.number} (${f.id}) refused: call limit ${full.name} reached`);
+      return full !== null;
     }),
   );
   for (const [i, trigger] of triggers.entries()) {
@@ -580,8 +585,9 @@ async function toUser(deps: RouteDeps, draft: DecisionDraft, account: RouteAccou
     return (await failover("unreachable")) ?? reject(draft, 480, "Temporarily Unavailable", "user not registered");
   }
   await setFailovers(deps, draft, account.id, user.forwards, user.voicemail_id, deps.settings.mediaEngines[0] ?? null);
+  // The no-answer forward's ring time, when it is the failover (a refused one is none).
   const noAnswer = byTrigger("no_answer");
-  const ringSec = noAnswer?.timeout_sec ? Math.min(noAnswer.timeout_sec, user.ring_timeout_sec) : user.ring_timeout_sec;
+  const ringSec = noAnswer?.timeout_sec && draft.vars.failover_no_answer === `forward:${noAnswer.id}` ? Math.min(noAnswer.timeout_sec, user.ring_timeout_sec) : user.ring_timeout_sec;
   addSlot(draft, "user", user.id, user.max_simultaneous);
   const extra = sipHeaders({ "X-Account-Id": account.id, "X-Call-Direction": draft.direction });
   const routes: RtjsonRoute[] = contacts.map((c) => {
@@ -646,21 +652,34 @@ async function forwardCall(deps: RouteDeps, draft: DecisionDraft, account: Route
 async function forwardCall(deps: RouteDeps, draft: DecisionDraft, account: RouteAccount, fwd: RouteForward, failover?: "busy" | "unreachable"): Promise<RouteDecision | null> {
   // The caller's own number (passthrough) is withheld as the caller asks; a DID or a custom number is
   // the account's, presented whoever calls.
+  const [ctx, transforms] = await Promise.all([
+    loadOutbound(deps.db, account.id, draft.userId ?? "", fwd.number, Math.floor(draft.now.getTime() / 1000)),
+    loadOutboundTransforms(deps.db, account.id),
+  ]);
+  // A device's own call passes on its caller's caller-ID as a call out from that device would present
+  // it (the caller-ID rules, the user's out_cid, …), never the From the phone wrote (its extension).
+  const passthrough = (): { number: string; name: string | null; withheld?: boolean } => {
+    if (!draft.callerUser) return { number: callerNumber(draft), name: null, withheld: isAnonymous(draft.req) };
+    const own = callerId(draft, account, { user: draft.callerUser }, ctx.cidRules, fwd.number);
+    return { number: own.number, name: own.name, withheld: isAnonymous(draft.req) };
+  };
   const cid =
     fwd.cid_mode === "custom" && fwd.cid_number
       ? { number: fwd.cid_number, name: null }
       : fwd.cid_mode === "did" && draft.vars.did
         ? { number: String(draft.vars.did), name: null }
-        : { number: callerNumber(draft), name: null, withheld: isAnonymous(draft.req) };
-  const [ctx, transforms] = await Promise.all([
-    loadOutbound(deps.db, account.id, draft.userId ?? "", fwd.number, Math.floor(draft.now.getTime() / 1000)),
-    loadOutboundTransforms(deps.db, account.id),
-  ]);
+        : passthrough();
   // A forward goes out like a dialled number: the destination's policies and the outbound call
   // limits hold for it (else a forward to a premium number would be a way around them).
   const problem = destinationProblem(draft, ctx, fwd.number);
   if (problem && failover) {
     step(draft, "forward", `${failover} → ${fwd.number} (${fwd.id}) refused: ${problem.why}: no failover`);
+    return null;
+  }
+  // A hard limit of calls out that is full: no failover either (the next one takes the call).
+  const full = failover && !problem ? await fullOutLimit(deps, draft, ctx.limits, account.id) : null;
+  if (full) {
+    step(draft, "forward", `${failover} → ${fwd.number} (${fwd.id}) refused: call limit ${full.name} reached: no failover`);
     return null;
   }
   draft.vars.forward_id = fwd.id;
@@ -982,6 +1001,7 @@ async function fromDevice(deps: RouteDeps, draft: DecisionDraft, accountId: stri
   const caller = ctx.caller;
   draft.userId = caller.id;
   draft.deviceId = ctx.device.id;
+  draft.callerUser = caller;
   draft.direction = direction;
   // Where the account's devices (and this user's) may call from holds for every call they place:
   // an extension, a user or a feature code as much as a number outside.
@@ -1196,6 +1216,26 @@ function aclVerdict(draft: DecisionDraft, rules: readonly RouteAclRule[]): Route
  * (those ceilings count that direction's calls alone); without it (a user's limits), every concurrent
  * limit is a counter of its own.
  */
+/**
+ * The first hard limit of calls out that a call placed now would find full, or null; nothing is
+ * counted (a failover forward is decided now and placed, if ever, later).
+ */
+async function fullOutLimit(deps: RouteDeps, draft: DecisionDraft, limits: readonly RouteCallLimit[], accountId: string): Promise<RouteCallLimit | null> {
+  for (const l of limits) {
+    if (l.hard !== 1 || (l.direction !== "out" && l.direction !== "any")) continue;
+    if (l.max_count <= 0) return l;
+    if (l.period_sec === null) {
+      // The counter callLimits admits calls out by: the policy's own, else the account's calls out.
+      const own = l.direction === "any" || l.scope_kind === "user";
+      const active = await slotActive(deps.live, accountId, own ? { level: "call_limit", id: l.id } : { level: "account_out", id: accountId });
+      if (active >= l.max_count) return l;
+    } else if ((await deps.live.zliveMembers(accountKey(accountId, "call_limit_log", l.id))).length >= l.max_count) {
+      return l;
+    }
+  }
+  return null;
+}
+
 async function callLimits(
   deps: RouteDeps,
   draft: DecisionDraft,

@@ -439,6 +439,14 @@ export const numberTransformSection: Section<NumberTransformCanonical> = {
             break;
           }
         }
+        // A name the pattern does not have would be left in the number as text ($<cc> dialled as is).
+        const names = Object.keys(new RegExp(`${entry.match_regex}|`).exec("")?.groups ?? {});
+        for (const ref of entry.replacement.matchAll(/\$<([A-Za-z_][A-Za-z0-9_]*)>/g)) {
+          if (!names.includes(ref[1]!)) {
+            ctx.errors.push({ path: `${at}/replacement`, message: `$<${ref[1]}> refers to a named group the pattern does not have${names.length ? ` (it has ${names.join(", ")})` : ""}.` });
+            break;
+          }
+        }
       }
       if (kind === "route" && !entry.direction.startsWith("outbound_")) {
         ctx.errors.push({ path: `${at}/direction`, message: "An outbound route only carries outbound calls: use outbound_dst or outbound_cid." });
