@@ -759,6 +759,31 @@ describe(`decideRoute internal calls [${storeKind}]`, () => {
     expect(away.reply.rtjson, steps(away)).toMatchObject({ action: "flow", vars: { dest_kind: "voicemail", dest_id: "vm_bob" } });
   });
 
+  test("a forward to the account's own number that routes straight back (to the forwarding user, or the number itself) is a loop: 482, never a call out", async () => {
+    const f = await routeFixture(platform);
+    const alice = await f.user({ username: "1001" });
+    const aliceDev = await f.device(alice);
+    const bob = await f.user({ username: "1002" });
+    const bobsLine = await f.number({ dest_kind: "user", dest_id: bob });
+    await f.forward({ user_id: bob, number: bobsLine.e164, trigger: "always" });
+    const d = await decideRoute(testDeps(platform), req({ from: "1001", fromDomain: "r.example", to: "1002", account_id: f.accountId, user_id: alice, device_id: aliceDev }));
+    expect(d.reply.rtjson, steps(d)).toMatchObject({ action: "reject", code: 482 });
+    expect(steps(d)).toContain("a loop through the carrier");
+    // The carrier's call to that number: the same.
+    const inbound = await decideRoute(testDeps(platform), req({ to: bobsLine.e164, source_ip: CARRIER_IP }));
+    expect(inbound.reply.rtjson).toMatchObject({ action: "reject", code: 482 });
+    // A number forwarding to itself.
+    const selfish = await f.number({ dest_kind: "hangup" });
+    await f.forward({ number_id: selfish.id, number: selfish.e164, trigger: "always" });
+    expect((await decideRoute(testDeps(platform), req({ to: selfish.e164, source_ip: CARRIER_IP }))).reply.rtjson).toMatchObject({ action: "reject", code: 482 });
+    // A forward to another of the account's numbers that goes elsewhere still goes out (a hairpin, not a loop).
+    const sales = await f.number({ dest_kind: "hangup" });
+    const carol = await f.user({ username: "1003" });
+    await f.forward({ user_id: carol, number: sales.e164, trigger: "always" });
+    const out = await decideRoute(testDeps(platform), req({ from: "1001", fromDomain: "r.example", to: "1003", account_id: f.accountId, user_id: alice, device_id: aliceDev }));
+    expect(out.reply.rtjson.action, steps(out)).toBe("outbound");
+  });
+
   test("a device's call forwarded out presents its caller's caller-ID (rules, out_cid), not the From the phone wrote", async () => {
     const f = await routeFixture(platform);
     const alice = await f.user({ username: "1001", out_cid_number: "14155560100" });

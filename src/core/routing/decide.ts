@@ -652,10 +652,20 @@ async function forwardCall(deps: RouteDeps, draft: DecisionDraft, account: Route
 async function forwardCall(deps: RouteDeps, draft: DecisionDraft, account: RouteAccount, fwd: RouteForward, failover?: "busy" | "unreachable"): Promise<RouteDecision | null> {
   // The caller's own number (passthrough) is withheld as the caller asks; a DID or a custom number is
   // the account's, presented whoever calls.
-  const [ctx, transforms] = await Promise.all([
+  const [ctx, transforms, back] = await Promise.all([
     loadOutbound(deps.db, account.id, draft.userId ?? "", fwd.number, Math.floor(draft.now.getTime() / 1000)),
     loadOutboundTransforms(deps.db, account.id),
+    loadDid(deps.db, fwd.number),
   ]);
+  // A forward to this account's own number that routes straight back to what forwards (that number
+  // itself, or the user whose forward it is) would leave through the carrier and come back in, again
+  // and again, each time a call out.
+  if (back && back.account.id === account.id && (back.number.id === fwd.number_id || (fwd.user_id !== null && back.number.dest_kind === "user" && back.number.dest_id === fwd.user_id))) {
+    step(draft, "forward", `${fwd.number} (${fwd.id}) is this account's own number ${back.number.id}, which routes back here: a loop through the carrier`);
+    if (failover) return null;
+    draft.vars.forward_id = fwd.id;
+    return reject(draft, 482, "Loop Detected", "forward to a number that routes back to it");
+  }
   // A device's own call passes on its caller's caller-ID as a call out from that device would present
   // it (the caller-ID rules, the user's out_cid, …), never the From the phone wrote (its extension).
   const passthrough = (): { number: string; name: string | null; withheld?: boolean } => {
