@@ -875,6 +875,29 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
     }
   });
 
+  test("an extension's caller name prefix (dest_xform.cid_name_prefix) is in the From's display name the callee's phone gets; the call completes", async () => {
+    const { userId } = await addSipUser(parley, tenant, "1502");
+    const ext = await api("POST", `${parley.publicUrl}/v1/extensions`, { digits: "7502", dest_kind: "user", dest_id: userId, dest_xform: { cid_name_prefix: "Sales: " } }, { "x-api-key": tenant.key });
+    expect(ext.status, JSON.stringify(ext.body)).toBe(201);
+    const [port] = freePorts(1) as [number];
+    const dir = mkdtempSync(join(tmpdir(), "sipp-prefix-"));
+    const checking = checkingUas(dir, "uas-prefix.xml", ["display"], `
+      <ereg regexp="From: *&quot;Sales: 1001&quot; *&lt;sip:1001@" search_in="msg" check_it="true" assign_to="display"/>`);
+    const phone = startSipp(checking, ["-p", String(port), "-mp", String(nextMediaPort()), "-m", "1"]);
+    await Bun.sleep(200);
+    try {
+      expect((await register("1502", port)).code).toBe(0);
+      const r = await invite("1001", "7502");
+      expect(r.code, `${r.stderr}${r.messages.slice(-1500)}\nphone: ${phone.stderr()}${phone.stdout().slice(-1500)}`).toBe(0);
+      expect(r.statuses).toContain(200);
+      expect(await exitOf(phone), phone.stderr() + phone.stdout().slice(-1500)).toBe(0);
+      await eventually(async () => expect((await calls()).find((x) => x.sip_call_id === r.callIds.at(-1))).toMatchObject({ status: "completed", answered: 1 }));
+    } finally {
+      await phone.stop();
+      await api("DELETE", `${parley.publicUrl}/v1/extensions/${ext.body.data.id}`, undefined, { "x-api-key": tenant.key });
+    }
+  });
+
   test("requests the edge cannot serve get the RFC's answers: no From tag 400, a CANCEL of nothing 481, an unknown method 405 with Allow", async () => {
     const client = await handClient();
     try {

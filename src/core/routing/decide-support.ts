@@ -77,10 +77,23 @@ export function reject(draft: DecisionDraft, code: number, reason: string, why: 
 
 /** Proxy to registered contacts (rtjson routes, one per contact). */
 export function proxy(draft: DecisionDraft, routes: RtjsonRoute[], routing: "serial" | "parallel"): RouteDecision {
+  // A destination's caller name prefix (dest_xform.cid_name_prefix, "Sales: ") goes before the caller's
+  // name (else number) in the From's display name the phones show; the edge sets it on each leg.
+  const prefix = draft.vars.cid_name_prefix;
+  if (typeof prefix === "string" && prefix !== "") {
+    const display = quotedDisplay(`${prefix}${draft.req.fromName || draft.from}`);
+    for (const route of routes) route.headers = { ...route.headers, from: { ...route.headers?.from, display } };
+  }
   const reply: RouteReply = {
     rtjson: { action: "proxy", account_id: draft.accountId, flow_id: null, vars: baseVars(draft), version: "1.0", routing, routes },
   };
   return finish(draft, reply, draft.slots);
+}
+
+/** A SIP display name as a quoted string (RFC 3261 25.1): control characters dropped, `"` and `\` escaped, at most 80 characters. */
+export function quotedDisplay(text: string): string {
+  const clean = [...text.replace(/[\u0000-\u001f\u007f]/g, "")].slice(0, 80).join("");
+  return `"${clean.replace(/["\\]/g, "\\$&")}"`;
 }
 
 /** Out through trunks or the carrier, serial failover in the order given. */

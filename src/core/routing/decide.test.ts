@@ -784,6 +784,18 @@ describe(`decideRoute internal calls [${storeKind}]`, () => {
     expect(out.reply.rtjson.action, steps(out)).toBe("outbound");
   });
 
+  test("a destination's caller name prefix goes before the caller's name (else number) in each leg's From display, quoted and escaped", async () => {
+    const o = await office();
+    await o.f.extension({ digits: "7002", dest_kind: "user", dest_id: o.bob, dest_xform: { cid_name_prefix: 'Sales "EU": ' } });
+    const ringing = { [o.bob]: [contact(o.bob, o.bobDev, "sip:1002@10.1.1.2"), contact(o.bob, o.bobDev, "sip:1002@10.1.1.3")] };
+    const named = await decideRoute(testDeps(platform, { contacts: ringing }), o.from("7002", { fromName: "Alice \\ A." }));
+    expect(named.reply.rtjson.routes!.map((r) => r.headers?.from)).toEqual([{ display: '"Sales \\"EU\\": Alice \\\\ A."' }, { display: '"Sales \\"EU\\": Alice \\\\ A."' }]);
+    const unnamed = await decideRoute(testDeps(platform, { contacts: ringing }), o.from("7002"));
+    expect(unnamed.reply.rtjson.routes![0]!.headers?.from).toEqual({ display: '"Sales \\"EU\\": 1001"' });
+    // Without a prefix, the From is left as the caller sent it.
+    expect((await decideRoute(testDeps(platform, { contacts: ringing }), o.from("1002"))).reply.rtjson.routes![0]!.headers?.from).toBeUndefined();
+  });
+
   test("a device's call forwarded out presents its caller's caller-ID (rules, out_cid), not the From the phone wrote", async () => {
     const f = await routeFixture(platform);
     const alice = await f.user({ username: "1001", out_cid_number: "14155560100" });
