@@ -478,36 +478,36 @@ describe(`webhook delivery [${storeKind}]`, () => {
     expect(receiver.at(path)[0]!.at).toBeGreaterThanOrEqual(leaseEnd);
   });
 
-  test("a third attempt whose worker died before recording it is never followed by a fourth: failed, no request", async () => {
+  /**
+   * A delivery whose `attempts` were recorded (503 each), then claimed by a worker that died with the
+   * claim, leased until `leaseEnd`; the worker's outcome once another worker takes it, and its path.
+   */
+  async function afterLostClaim(label: string, attempts: number, leaseEnd: number): Promise<{ t: Tenant; path: string; row: WebhookDeliveryRow }> {
     const t = await seedTenant(platform);
-    const path = freshPath("lost-third");
+    const path = freshPath(label);
     await subscribe(t, path);
     await fireTestEvent(platform.events, t.accountId, {});
-    // Two attempts recorded (503 each), then a third claimed by a worker that died with it.
-    await platform.db.execute(sql`update webhook_delivery set status = 'retrying', attempts = 2, last_status = 503, last_error = 'HTTP 503' where account_id = ${t.accountId}`);
-    const leaseEnd = Date.now() + 300;
+    await platform.db.execute(sql`update webhook_delivery set status = 'retrying', attempts = ${attempts}, last_status = 503, last_error = 'HTTP 503' where account_id = ${t.accountId}`);
     await platform.db.execute(
-      sql`update webhook_delivery_due set attempts = 2, claimed_until = ${leaseEnd}, claim_token = 'crashed' where account_id = ${t.accountId}`,
+      sql`update webhook_delivery_due set attempts = ${attempts}, claimed_until = ${leaseEnd}, claim_token = 'crashed' where account_id = ${t.accountId}`,
     );
     const [row] = await withWorker(() => settled(t.accountId, 1));
+    return { t, path, row: row! };
+  }
+
+  test("a third attempt whose worker died before recording it is never followed by a fourth: failed, no request", async () => {
+    // Two attempts recorded, then a third claimed by a worker that died with it.
+    const { t, path, row } = await afterLostClaim("lost-third", 2, Date.now() + 300);
     expect(receiver.at(path)).toHaveLength(0);
     expect(row).toMatchObject({ status: "failed", attempts: 3, last_status: null });
-    expect(row!.last_error).toContain("outcome of its last attempt was lost");
+    expect(row.last_error).toContain("outcome of its last attempt was lost");
     const [line] = (await listLogs(platform.db, t.accountId, { level: "warn" })).data;
-    expect(line!.message).toBe(`Webhook ${row!.webhook_id}: test not delivered after 3 attempts: the outcome of its last attempt was lost (the worker making it stopped or lost its claim).`);
+    expect(line!.message).toBe(`Webhook ${row.webhook_id}: test not delivered after 3 attempts: the outcome of its last attempt was lost (the worker making it stopped or lost its claim).`);
   });
 
   test("claims lost again and again never count past the third attempt", async () => {
-    const t = await seedTenant(platform);
-    const path = freshPath("lost-again");
-    await subscribe(t, path);
-    await fireTestEvent(platform.events, t.accountId, {});
     // Three attempts counted, and the claim that was to record the delivery failed lost as well.
-    await platform.db.execute(sql`update webhook_delivery set status = 'retrying', attempts = 3, last_status = 503, last_error = 'HTTP 503' where account_id = ${t.accountId}`);
-    await platform.db.execute(
-      sql`update webhook_delivery_due set attempts = 3, claimed_until = ${Date.now() - 1}, claim_token = 'crashed-again' where account_id = ${t.accountId}`,
-    );
-    const [row] = await withWorker(() => settled(t.accountId, 1));
+    const { path, row } = await afterLostClaim("lost-again", 3, Date.now() - 1);
     expect(receiver.at(path)).toHaveLength(0);
     expect(row).toMatchObject({ status: "failed", attempts: 3 });
   });
