@@ -4,7 +4,7 @@
  * and /healthz and /readyz.
  */
 import { markEmptyBody } from "./optional-body.ts";
-import { unwrapListCursor, wrapListCursor } from "./list-cursor.ts";
+import { cursorRefusal, unwrapListCursor, wrapListCursor } from "./list-cursor.ts";
 import { Elysia } from "elysia";
 import { AppError, ERROR_STATUS, validationFailed } from "../core/errors/app-error.ts";
 import type { Platform } from "../core/platform.ts";
@@ -420,6 +420,9 @@ export function hostBase(platform: Platform, options: HostBaseOptions) {
       }
       const at = request.url.indexOf("?");
       if (at === -1 || at === request.url.length - 1 || sockets.has(route)) return;
+      // A list cursor refused while it was unwrapped (before the credential was checked).
+      const badCursor = cursorRefusal(request);
+      if (badCursor) throw badCursor;
       const refusal = queryRefusal(request.url.slice(at + 1), queryless.has(`${request.method} ${route}`));
       if (refusal) throw refusal;
     })

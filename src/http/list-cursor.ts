@@ -21,6 +21,17 @@ const MAX_WRAPPED = 8192;
 
 /** Per request: the filters of the listing it continues or starts, as text, when it has any. */
 const listingFilters = new WeakMap<Request, Record<string, string>>();
+/**
+ * Per request: why its cursor was refused. Unwrapping runs before the route's credential check; the
+ * refusal waits for `cursorRefusal`, after it (a caller without a valid credential gets 401, and every
+ * attempt counts against the rate limit, whatever its URL says).
+ */
+const refusals = new WeakMap<Request, AppError>();
+
+/** The refusal of the request's cursor, found when it was unwrapped, or null. */
+export function cursorRefusal(request: Request): AppError | null {
+  return refusals.get(request) ?? null;
+}
 
 function refused(message: string): AppError {
   return new AppError("validation_failed", "The request is not valid.", { details: [{ path: "/query/cursor", message }] });
@@ -31,6 +42,15 @@ function refused(message: string): AppError {
  * and the filters go back in); remembers the listing's filters for the reply's next_cursor.
  */
 export function unwrapListCursor(request: Request, query: Record<string, unknown>): void {
+  try {
+    unwrap(request, query);
+  } catch (error) {
+    if (!(error instanceof AppError)) throw error;
+    refusals.set(request, error);
+  }
+}
+
+function unwrap(request: Request, query: Record<string, unknown>): void {
   const filters: Record<string, string> = {};
   for (const [name, value] of Object.entries(query)) if (!NOT_FILTERS.has(name) && typeof value === "string") filters[name] = value;
   const cursor = query.cursor;

@@ -308,14 +308,15 @@ describe(`POST /trunks/tick [${storeKind}]`, () => {
     expect(byName.pbx).toMatchObject({ registered_contacts: 1, registrations: [], ping: null });
   });
 
-  test("two nodes' misses reported at once both count (no lost update between instances); a probe older than the record changes nothing", async () => {
+  test("two nodes' misses reported at once both count (no lost update between instances); a node's probe older than its last one changes nothing", async () => {
     const s = await seed();
     const at = Date.now();
     const miss = (node: string, when: number) => recordTrunkProbes(host.platform.live, s.accountId, [{ trunk_id: s.ids.probed!, code: 408, node, at: when }]);
-    await Promise.all([miss("edge-1", at), miss("edge-2", at)]);
+    // edge-2's tick began a moment before edge-1's (its instance read longer, or its clock is behind).
+    await Promise.all([miss("edge-1", at), miss("edge-2", at - 1)]);
     expect((await readTrunkHealth(host.platform.live, s.accountId)).get(s.ids.probed!)).toMatchObject({ state: "down", fails: 2 });
     await recordTrunkProbes(host.platform.live, s.accountId, [{ trunk_id: s.ids.probed!, code: 200, node: "edge-1", at: at + 1000 }]);
-    const late = await recordTrunkProbes(host.platform.live, s.accountId, [{ trunk_id: s.ids.probed!, code: 408, node: "edge-2", at: at + 500 }]);
+    const late = await recordTrunkProbes(host.platform.live, s.accountId, [{ trunk_id: s.ids.probed!, code: 408, node: "edge-1", at: at + 500 }]);
     expect(late[s.ids.probed!]!.after).toMatchObject({ state: "up", fails: 0, code: 200 });
     expect((await readTrunkHealth(host.platform.live, s.accountId)).get(s.ids.probed!)).toMatchObject({ state: "up", fails: 0, code: 200, node: "edge-1" });
   });

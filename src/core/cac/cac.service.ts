@@ -107,6 +107,9 @@ export interface CacCounter {
   call_ids: string[];
 }
 
+/** How long after its slots were taken a call may still be without a record (its admission being written). */
+export const ADMISSION_GRACE_MS = 60_000;
+
 /** The account's counters that hold at least one call, by level then id. */
 export async function cacSnapshot(live: LiveStore, accountId: string): Promise<CacCounter[]> {
   const names = await live.smembers(registryKey(accountId));
@@ -134,8 +137,13 @@ export async function cacSnapshot(live: LiveStore, accountId: string): Promise<C
 export async function resetCac(
   live: LiveStore,
   accountId: string,
-  /** With it, only leaked slots go: those of calls it does not name as up (ids of call records). */
-  callsUp?: (callIds: string[]) => Promise<ReadonlySet<string>>,
+  /**
+   * With it, only leaked slots go: those of calls `callsUp` does not name as up (ids of call records):
+   * their record has ended, or they have none and their slot was taken (or renewed) more than
+   * ADMISSION_GRACE_MS ago (slots are taken before the call's record is written: a call being admitted
+   * has none yet). `ttlMs`: the slots' lifetime (CAC_MAX_CALL_SEC).
+   */
+  leakedOnly?: { callsUp: (callIds: string[]) => Promise<{ up: ReadonlySet<string>; recorded: ReadonlySet<string> }>; ttlMs: number },
 ): Promise<{ counters: number; calls: number }> {
   const names = await live.smembers(registryKey(accountId));
   let counters = 0;
@@ -143,12 +151,16 @@ export async function resetCac(
   for (const name of names) {
     const [level, id] = name.split("|") as [CacSlot["level"], string];
     const key = slotKey(accountId, { level, id });
-    if (callsUp) {
+    if (leakedOnly) {
       // Only what no call up holds: the counter stays listed, with its ceiling, for the calls that are.
-      const members = await live.zliveMembers(key);
-      if (!members.length) continue;
-      const up = await callsUp([...new Set(members.map((m) => (m.endsWith(OUT_LEG) ? m.slice(0, -OUT_LEG.length) : m)))]);
-      const leaked = members.filter((m) => !up.has(m.endsWith(OUT_LEG) ? m.slice(0, -OUT_LEG.length) : m));
+      const now = Date.now();
+      const held = await live.zrangeByScore(key, now, Number.MAX_SAFE_INTEGER);
+      if (!held.length) continue;
+      const callOf = (m: string) => (m.endsWith(OUT_LEG) ? m.slice(0, -OUT_LEG.length) : m);
+      const { up, recorded } = await leakedOnly.callsUp([...new Set(held.map((h) => callOf(h.member)))]);
+      // A slot's score is its deadline: taken (or renewed) at deadline - ttl.
+      const recent = (deadline: number) => deadline - leakedOnly.ttlMs > now - ADMISSION_GRACE_MS;
+      const leaked = held.filter((h) => !up.has(callOf(h.member)) && (recorded.has(callOf(h.member)) || !recent(h.score))).map((h) => h.member);
       if (!leaked.length) continue;
       await live.zrem(key, ...leaked);
       counters += 1;

@@ -335,5 +335,5 @@ export async function liveSnapshot(db: DbOrTx, live: LiveStore, accountId: strin
 export async function resetAccountCac(db: DbOrTx, live: LiveStore, accountId: string, leakedOnly?: { maxCallMs: number }): Promise<{ counters: number; calls: number }> {
   await accountOf(db, accountId);
   if (!leakedOnly) return resetCac(live, accountId);
-  return resetCac(live, accountId, (ids) => callsUpAmong(db, accountId, ids, Date.now() - leakedOnly.maxCallMs));
+  return resetCac(live, accountId, { callsUp: (ids) => callsUpAmong(db, accountId, ids, Date.now() - leakedOnly.maxCallMs), ttlMs: leakedOnly.maxCallMs });
 }

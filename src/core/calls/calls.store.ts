@@ -603,11 +603,14 @@ function activeCallsOf(accountId: string, sinceMs: number): SQL | undefined {
   );
 }
 
-/** Of `ids`, the calls up now (as `activeCallsOf` counts them). */
-export async function callsUpAmong(db: DbOrTx, accountId: string, ids: string[], sinceMs: number): Promise<Set<string>> {
-  if (!ids.length) return new Set();
-  const rows = await db.select({ id: callRecords.id }).from(callRecords).where(and(activeCallsOf(accountId, sinceMs), inArray(callRecords.id, ids)));
-  return new Set(rows.map((r) => r.id));
+/** Of `ids`, the calls up now (as `activeCallsOf` counts them), and those that have a record at all. */
+export async function callsUpAmong(db: DbOrTx, accountId: string, ids: string[], sinceMs: number): Promise<{ up: Set<string>; recorded: Set<string> }> {
+  if (!ids.length) return { up: new Set(), recorded: new Set() };
+  const rows = await db
+    .select({ id: callRecords.id, up: sql<boolean>`coalesce(${activeCallsOf(accountId, sinceMs)}, false)` })
+    .from(callRecords)
+    .where(and(eq(callRecords.account_id, accountId), inArray(callRecords.id, ids)));
+  return { up: new Set(rows.filter((r) => r.up === true || String(r.up) === "true").map((r) => r.id)), recorded: new Set(rows.map((r) => r.id)) };
 }
 
 /** Totals over calls started in [since, until). */

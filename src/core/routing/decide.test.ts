@@ -9,6 +9,8 @@ import { contact, freshE164, routeFixture, testDeps } from "./decide.fixture.ts"
 import type { RouteRequest } from "./route-types.ts";
 import { sipDomains } from "../sip-domains/sip-domains.schema.ts";
 import { nowSeconds } from "../db/columns.ts";
+import { callLimits } from "../policies/policies.schema.ts";
+import { eq } from "drizzle-orm";
 import { DEFAULT_REALM_SUFFIX, defaultRealm } from "../devices/realm.ts";
 
 let platform: Platform;
@@ -794,6 +796,26 @@ describe(`decideRoute internal calls [${storeKind}]`, () => {
     expect(unnamed.reply.rtjson.routes![0]!.headers?.from).toEqual({ display: '"Sales \\"EU\\": 1001"' });
     // Without a prefix, the From is left as the caller sent it.
     expect((await decideRoute(testDeps(platform, { contacts: ringing }), o.from("1002"))).reply.rtjson.routes![0]!.headers?.from).toBeUndefined();
+  });
+
+  test("a failover forward's checks: the call's own place in an `any` window is not another call; a refused one leaves the caller-ID alone", async () => {
+    const f = await routeFixture(platform);
+    const bob = await f.user({ username: "1002", voicemail_id: "vm_bob" });
+    await f.forward({ user_id: bob, number: "447700900123", trigger: "unreachable" });
+    const did = await f.number({ dest_kind: "user", dest_id: bob });
+    const limit = await f.callLimit({ name: "one-per-hour", direction: "any", period_sec: 3600, max_count: 1, hard: 1 });
+    // The DID's call takes the window's one place coming in; its forward out is the same call.
+    const d = await decideRoute(testDeps(platform), req({ to: did.e164, source_ip: CARRIER_IP }));
+    expect(d.reply.rtjson.action, steps(d)).toBe("outbound");
+    // A phone's call whose forward a limit refuses goes to the mailbox as the phone's caller, unchanged.
+    await platform.db.update(callLimits).set({ direction: "out", max_count: 0 }).where(eq(callLimits.id, limit));
+    const alice = await f.user({ username: "1001", out_cid_number: "14155560100" });
+    const aliceDev = await f.device(alice);
+    const v = await decideRoute(testDeps(platform), req({ from: "1001", fromDomain: "r.example", to: "1002", account_id: f.accountId, user_id: alice, device_id: aliceDev }));
+    expect(v.reply.rtjson, steps(v)).toMatchObject({ action: "flow", vars: { dest_kind: "voicemail" } });
+    expect(v.from).toBe("1001");
+    expect(v.reply.rtjson.vars.caller_id).toBeUndefined();
+    expect(v.trace.map((x) => x.step)).not.toContain("caller_id");
   });
 
   test("a device's call forwarded out presents its caller's caller-ID (rules, out_cid), not the From the phone wrote", async () => {

@@ -666,19 +666,6 @@ async function forwardCall(deps: RouteDeps, draft: DecisionDraft, account: Route
     draft.vars.forward_id = fwd.id;
     return reject(draft, 482, "Loop Detected", "forward to a number that routes back to it");
   }
-  // A device's own call passes on its caller's caller-ID as a call out from that device would present
-  // it (the caller-ID rules, the user's out_cid, …), never the From the phone wrote (its extension).
-  const passthrough = (): { number: string; name: string | null; withheld?: boolean } => {
-    if (!draft.callerUser) return { number: callerNumber(draft), name: null, withheld: isAnonymous(draft.req) };
-    const own = callerId(draft, account, { user: draft.callerUser }, ctx.cidRules, fwd.number);
-    return { number: own.number, name: own.name, withheld: isAnonymous(draft.req) };
-  };
-  const cid =
-    fwd.cid_mode === "custom" && fwd.cid_number
-      ? { number: fwd.cid_number, name: null }
-      : fwd.cid_mode === "did" && draft.vars.did
-        ? { number: String(draft.vars.did), name: null }
-        : passthrough();
   // A forward goes out like a dialled number: the destination's policies and the outbound call
   // limits hold for it (else a forward to a premium number would be a way around them).
   const problem = destinationProblem(draft, ctx, fwd.number);
@@ -696,6 +683,20 @@ async function forwardCall(deps: RouteDeps, draft: DecisionDraft, account: Route
   if (problem) return problem.dnc ? dncReject(draft, problem.why, fwd.number) : reject(draft, 403, "Forbidden", problem.why);
   const limited = await callLimits(deps, draft, ctx.limits, "out", () => ["account_out", account.id]);
   if (limited) return limited;
+  // Decided once the forward goes (callerId sets the call's presented number). A device's own call
+  // passes on its caller's caller-ID as a call out from that device would present it (the caller-ID
+  // rules, the user's out_cid, …), never the From the phone wrote (its extension).
+  const passthrough = (): { number: string; name: string | null; withheld?: boolean } => {
+    if (!draft.callerUser) return { number: callerNumber(draft), name: null, withheld: isAnonymous(draft.req) };
+    const own = callerId(draft, account, { user: draft.callerUser }, ctx.cidRules, fwd.number);
+    return { number: own.number, name: own.name, withheld: isAnonymous(draft.req) };
+  };
+  const cid =
+    fwd.cid_mode === "custom" && fwd.cid_number
+      ? { number: fwd.cid_number, name: null }
+      : fwd.cid_mode === "did" && draft.vars.did
+        ? { number: String(draft.vars.did), name: null }
+        : passthrough();
   if (draft.direction !== "outbound") step(draft, "forward", `out to ${fwd.number}: the call is outbound (was ${draft.direction})`);
   draft.direction = "outbound";
   addSlot(draft, "account_out", account.id, account.max_out);
@@ -1239,8 +1240,11 @@ async function fullOutLimit(deps: RouteDeps, draft: DecisionDraft, limits: reado
       const own = l.direction === "any" || l.scope_kind === "user";
       const active = await slotActive(deps.live, accountId, own ? { level: "call_limit", id: l.id } : { level: "account_out", id: accountId });
       if (active >= l.max_count) return l;
-    } else if ((await deps.live.zliveMembers(accountKey(accountId, "call_limit_log", l.id))).length >= l.max_count) {
-      return l;
+    } else {
+      // This call's own place in the window (an `any` limit counted it coming in) is not another call.
+      const self = callLimitMember(draft.req.callId, draft.req.cseq);
+      const others = (await deps.live.zliveMembers(accountKey(accountId, "call_limit_log", l.id))).filter((m) => m !== self);
+      if (others.length >= l.max_count) return l;
     }
   }
   return null;

@@ -54,7 +54,7 @@ export function nextHealth(current: TrunkHealth | null, code: number, node: stri
  * Records the outcomes of probes of one account's trunks; answers each probed trunk's record before
  * and after. Each trunk's record is replaced by compare-and-set, read again and recomputed when
  * another instance wrote it meanwhile (two edges' ticks at once): no probe's count is lost. A probe
- * older than the record (a slow tick's) changes nothing. With `probed` (the account's trunks that are
+ * older than the record's last probe of the same node (a slow tick of that node's) changes nothing. With `probed` (the account's trunks that are
  * probed now), the records of any others (deleted, or no longer pinged) are dropped.
  */
 export async function recordTrunkProbes(
@@ -74,7 +74,9 @@ export async function recordTrunkProbes(
       for (let tries = 0; ; tries++) {
         const before = parseHealth(raw ?? undefined);
         let after = before;
-        for (const probe of list) if (!after || probe.at >= after.at) after = nextHealth(after, probe.code, probe.node, probe.at);
+        // A probe older than the record's last one of the same node (a slow tick of that node's) says
+        // nothing new; another node's counts whenever its tick was taken (instances' clocks and reads differ).
+        for (const probe of list) if (!after || probe.node !== after.node || probe.at >= after.at) after = nextHealth(after, probe.code, probe.node, probe.at);
         if (!after || after === before) {
           if (before) out[trunkId] = { before, after: before };
           return;

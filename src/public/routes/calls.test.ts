@@ -10,6 +10,8 @@ import { newId } from "../../core/ids/ids.ts";
 import { nowSeconds } from "../../core/db/columns.ts";
 import { callRecords } from "../../core/calls/calls.schema.ts";
 import { admitCall } from "../../core/calls/admission.ts";
+import { acquireSlots } from "../../core/cac/cac.service.ts";
+import { cacTtlMs } from "../../core/calls/cac-config.ts";
 import { handleDialogEvent } from "../../core/calls/dialog.ts";
 import { decision, routeRequest, sipCallId } from "../../core/calls/calls.fixture.ts";
 import { findCallBySipId } from "../../core/calls/calls.store.ts";
@@ -463,6 +465,15 @@ describe(`usage, balance, live, CAC reset [${storeKind}]`, () => {
     expect(reset.body.data).toEqual({ counters: 1, calls: 1 });
     expect((await call(app, "GET", "/v1/live", { key: t.key })).body.data.cac).toEqual([]);
     expect((await call(app, "GET", "/v1/live", { key: other.key })).body.data.cac).toHaveLength(1);
+    // A call being admitted holds its slots before its record is written: not leaked for a minute.
+    const ttl = cacTtlMs(platform);
+    const slot = [{ level: "account_out" as const, id: t.accountId, limit: 3 }];
+    expect((await acquireSlots(platform.live, t.accountId, newId("call"), slot, ttl)).ok).toBe(true);
+    expect((await call(app, "POST", "/v1/cac/reset", { key: t.key })).body.data).toEqual({ counters: 0, calls: 0 });
+    // One taken over a minute ago whose record never came: leaked.
+    expect((await acquireSlots(platform.live, t.accountId, newId("call"), slot, ttl - 61_000)).ok).toBe(true);
+    expect((await call(app, "POST", "/v1/cac/reset", { key: t.key })).body.data).toEqual({ counters: 1, calls: 1 });
+    expect((await call(app, "GET", "/v1/live", { key: t.key })).body.data.cac[0].active).toBe(1);
 
     await handleDialogEvent(platform, { type: "dialog", callId: cid, state: "terminated" });
     expect((await call(app, "GET", "/v1/live", { key: t.key })).body.data.active_calls).toBe(0);

@@ -257,6 +257,11 @@ describe(`/v1/users happy [${storeKind}]`, () => {
     const bad = await call(app, "GET", `/v1/users?cursor=${forged}`, { key: t.key });
     expect(bad.status).toBe(400);
     expect(bad.body.error).toBe("validation_failed");
+    // A cursor that does not unwrap is refused after the credential: without one, 401 all the same.
+    const broken = Buffer.from("f1:{not json").toString("base64url");
+    expect((await call(app, "GET", `/v1/users?cursor=${broken}`, { key: t.key })).status).toBe(400);
+    expect((await call(app, "GET", `/v1/users?cursor=${broken}`)).status).toBe(401);
+    expect((await call(app, "GET", `/v1/users?cursor=${broken}`, { key: "sk_not_a_key" })).status).toBe(401);
   });
 
   test("team_id filter matches users tagged with the team", async () => {
