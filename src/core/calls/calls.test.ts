@@ -25,6 +25,8 @@ import { trackDialog, userCallCount } from "../presence/presence.service.ts";
 import { findCallBySipId, findCallBySipIdAnyAccount, listTrace, monthStartMs } from "./calls.store.ts";
 import { getCall, streamCallsCsv } from "./calls.service.ts";
 import { callRecords } from "./calls.schema.ts";
+import { callLimits } from "../policies/policies.schema.ts";
+import { accountKey } from "../live/live-store.ts";
 import { decision, routeRequest, sipCallId } from "./calls.fixture.ts";
 import type { CacSlot } from "../routing/route-types.ts";
 import { createUser } from "../users/users.service.ts";
@@ -613,6 +615,30 @@ describe(`dialog events [${storeKind}]`, () => {
     await admitCall(platform, inbound, routeRequest(cid, { to: "14155560100" }));
     await handleDialogEvents(platform, [{ type: "dialog", callId: cid, account_id: t.accountId, state: "terminated", failover: "voicemail:vm_1", sip_code: 200 }]);
     expect(await findCallBySipId(platform.db, t.accountId, cid)).toMatchObject({ direction: "inbound", to: "14155560100" });
+  });
+
+  test("a forward the edge's failover placed counts in the windows of the limits of calls out (/route only checked them); a window the inbound call was counted in has it already", async () => {
+    const t = await seedTenant(platform);
+    const limit = async (direction: string) => {
+      const id = newId("cl");
+      await platform.db.insert(callLimits).values({ account_id: t.accountId, id, name: `${direction}-${id}`, scope_kind: "account", scope_id: t.accountId, direction, period_sec: 3600, max_count: 5, hard: 1, created_at: nowSeconds(), updated_at: nowSeconds() });
+      return id;
+    };
+    const out = await limit("out");
+    const any = await limit("any");
+    const fwd = newId("fwd");
+    const vars = { direction: "inbound", did: "14155560100", failover_busy: `forward:${fwd}`, failover_busy_number: "447700900555" };
+    const cid = sipCallId();
+    await admitCall(platform, decision(t.accountId, { direction: "inbound", to: "14155560100", reply: { rtjson: { action: "proxy", account_id: t.accountId, flow_id: null, vars } } }), routeRequest(cid, { to: "14155560100" }));
+    const id = (await findCallBySipId(platform.db, t.accountId, cid))!.id;
+    await handleDialogEvents(platform, [{ type: "dialog", callId: cid, account_id: t.accountId, state: "terminated", failover: `forward:${fwd}`, sip_code: 200 }]);
+    expect(await platform.live.zliveMembers(accountKey(t.accountId, "call_limit_log", out))).toEqual([`forward:${id}`]);
+    expect(await platform.live.zliveMembers(accountKey(t.accountId, "call_limit_log", any))).toEqual([]);
+    // A voicemail failover is no call out.
+    const vm = sipCallId();
+    await admitCall(platform, decision(t.accountId, { direction: "inbound", to: "14155560100" }), routeRequest(vm, { to: "14155560100" }));
+    await handleDialogEvents(platform, [{ type: "dialog", callId: vm, account_id: t.accountId, state: "terminated", failover: "voicemail:vm_1", sip_code: 200 }]);
+    expect(await platform.live.zliveMembers(accountKey(t.accountId, "call_limit_log", out))).toHaveLength(1);
   });
 
   test("an emergency call is not billed (its digits are no country's prefix: 911 is not +91)", async () => {

@@ -34,6 +34,9 @@ import {
 } from "./calls.store.ts";
 import type { RatePlanRow } from "../rates/rates.schema.ts";
 import { cacTtlMs } from "./cac-config.ts";
+import { rawRows } from "../db/migrate.ts";
+import { accountKey } from "../live/live-store.ts";
+import { describeError } from "../../http/describe-error.ts";
 import { existingUserKeys } from "../presence/presence.store.ts";
 
 type Legs = Array<Record<string, unknown>>;
@@ -352,6 +355,36 @@ async function handleRound(platform: Platform, events: DialogEvent[], { unbilled
     ...written.answered.filter((row) => !ending.has(`${row.account_id}\u0000${row.id}`)).map((row) => renewSlots(platform.live, row.account_id, row.id, row.slots, ttl)),
     ...terminated.map((i) => releaseSlots(platform.live, i.call.account_id, i.call.id, endedSlots.get(`${i.call.account_id}\u0000${i.call.id}`) ?? i.call.slots)),
   ]);
+  if (forwarded.length) await countFailoverForwards(platform, forwarded, failovers);
+}
+
+/**
+ * A forward the edge's failover placed (a media engine called the number /route gave) counts in the
+ * windows of the account's and the call's user's limits of calls out, as a forward /route places
+ * itself does: /route only checked them then (the forward was a maybe). A window an inbound call was
+ * counted in coming in (direction any) has it already. Rare (only such ends): one read per call.
+ */
+async function countFailoverForwards(platform: Platform, items: Item[], failovers: ReadonlyMap<string, Record<string, unknown>>): Promise<void> {
+  for (const { call, event } of items) {
+    if (!failoverNumber(failovers.get(`${call.account_id}\u0000${call.id}`), event.failover!)) continue;
+    try {
+      const windows = await rawRows<{ id: string; period_sec: number; direction: string }>(
+        platform.db,
+        sql`select l.id, l.period_sec, l.direction from call_limit l join call_record c on c.account_id = l.account_id and c.id = ${call.id}
+            where l.account_id = ${call.account_id} and l.period_sec is not null and l.direction in ('out', 'any')
+              and ((l.scope_kind = 'account' and l.scope_id = c.account_id) or (l.scope_kind = 'user' and l.scope_id = c.user_id))`,
+      );
+      await Promise.all(
+        windows
+          .filter((w) => w.direction === "out" || call.direction !== "inbound")
+          .map((w) =>
+            platform.live.zaddExpiringWithin([{ key: accountKey(call.account_id, "call_limit_log", w.id), limit: Number.MAX_SAFE_INTEGER }], `forward:${call.id}`, Number(w.period_sec) * 1000),
+          ),
+      );
+    } catch (error) {
+      platform.log.warn("a failover forward could not be counted in its call limits", { call_id: call.id, error: describeError(error) });
+    }
+  }
 }
 
 /** The newest call with this Call-ID in any account, as a round reads calls (events naming no account: rare). */
