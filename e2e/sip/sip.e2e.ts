@@ -466,6 +466,30 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
     }
   });
 
+  test("a callee whose contact never answers at all (no reply, not even ringing) takes the unreachable failover, not the no-answer one", async () => {
+    const h = { "x-api-key": tenant.key };
+    await addSipUser(parley, tenant, "1803");
+    const box = await api("POST", `${parley.publicUrl}/v1/voicemails`, { name: "1803's box" }, h);
+    expect(box.status, JSON.stringify(box.body)).toBe(201);
+    expect((await api("PATCH", `${parley.publicUrl}/v1/users/${tenant.users["1803"]!.userId}`, { voicemail_id: box.body.data.id, ring_timeout_sec: 30 }, h)).status).toBe(200);
+    const before = tenant.config;
+    await applyTenantConfig(parley, tenant, { forwards: [...((before.forwards as unknown[] | undefined) ?? []), { user: "1803", trigger: "unreachable", number: "+447700900123" }] });
+    // A phone that hears its INVITEs and answers none (gone, or its NAT mapping lost).
+    const silent = await Bun.udpSocket({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+    try {
+      expect((await register("1803", silent.port)).code).toBe(0);
+      const r = await invite("1001", "1803");
+      expect(r.code, r.stderr + r.messages.slice(-1500) + kamailio.log().slice(-2000)).toBe(0);
+      expect(r.statuses).toContain(200);
+      // No reply at all: the unreachable forward (the no-answer failover would be the mailbox).
+      expect(kamailio.log()).toMatch(new RegExp(`failover: 408 to forward:fwd_\\w+ via sip:127\\.0\\.0\\.1:${enginePort} call=${escapeRe(r.callIds.at(-1)!)}`));
+      expect(r.messages).toMatch(/X-Taken: X-Dest: forward:fwd_\w+; X-Failover: 408; /);
+    } finally {
+      silent.close();
+      await applyTenantConfig(parley, tenant, { ...before, forwards: before.forwards ?? [] });
+    }
+  });
+
   test("a callee's final refusal reaches the caller, and the CDR's hangup cause is the edge's mapping of its code", async () => {
     // No voicemail or forward: the refusal is the call's end (a busy callee with voicemail fails over, above).
     const cases: Array<[number, string, string]> = [
