@@ -631,7 +631,10 @@ describe(`dialog events [${storeKind}]`, () => {
     const cid = sipCallId();
     await admitCall(platform, decision(t.accountId, { direction: "inbound", to: "14155560100", reply: { rtjson: { action: "proxy", account_id: t.accountId, flow_id: null, vars } } }), routeRequest(cid, { to: "14155560100" }));
     const id = (await findCallBySipId(platform.db, t.accountId, cid))!.id;
-    await handleDialogEvents(platform, [{ type: "dialog", callId: cid, account_id: t.accountId, state: "terminated", failover: `forward:${fwd}`, sip_code: 200 }]);
+    const end = { type: "dialog" as const, callId: cid, account_id: t.accountId, state: "terminated" as const, failover: `forward:${fwd}`, sip_code: 200 };
+    await handleDialogEvents(platform, [end]);
+    // The same end sent again (an edge's retried batch) counts nothing more.
+    await handleDialogEvents(platform, [end]);
     expect(await platform.live.zliveMembers(accountKey(t.accountId, "call_limit_log", out))).toEqual([`forward:${id}`]);
     expect(await platform.live.zliveMembers(accountKey(t.accountId, "call_limit_log", any))).toEqual([]);
     // A voicemail failover is no call out.

@@ -355,7 +355,10 @@ async function handleRound(platform: Platform, events: DialogEvent[], { unbilled
     ...written.answered.filter((row) => !ending.has(`${row.account_id}\u0000${row.id}`)).map((row) => renewSlots(platform.live, row.account_id, row.id, row.slots, ttl)),
     ...terminated.map((i) => releaseSlots(platform.live, i.call.account_id, i.call.id, endedSlots.get(`${i.call.account_id}\u0000${i.call.id}`) ?? i.call.slots)),
   ]);
-  if (forwarded.length) await countFailoverForwards(platform, forwarded, failovers);
+  // Only the ends this round wrote: a terminated event sent again (an edge's retried batch) finds the
+  // record ended, and outbound already (its direction as read here would let `any` windows count it).
+  const forwardedNow = forwarded.filter((i) => endedSlots.has(`${i.call.account_id}\u0000${i.call.id}`));
+  if (forwardedNow.length) await countFailoverForwards(platform, forwardedNow, failovers);
 }
 
 /**
