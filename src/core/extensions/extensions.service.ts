@@ -1,7 +1,8 @@
 /** Use cases on extensions. Each takes the account explicitly; none knows about HTTP. */
 import type { DbOrTx } from "../db/db.ts";
 import { nowSeconds } from "../db/columns.ts";
-import { conflict, isUniqueViolation, notFound, validationFailed } from "../errors/app-error.ts";
+import { conflict, isUniqueViolation, notFound } from "../errors/app-error.ts";
+import { refuseEmergencyNumber, type DialableRules } from "../validation/emergency-numbers.ts";
 import { newId } from "../ids/ids.ts";
 import { decodeCursor, toPage } from "../pagination/pagination.ts";
 import { assertNotInUse } from "../routing/references.ts";
@@ -29,17 +30,8 @@ export function toExtension(row: ExtensionRow): ExtensionModel.Extension {
   };
 }
 
-/** What a create or update may not give as digits: the platform's emergency numbers (EMERGENCY_NUMBERS). */
-export interface ExtensionRules {
-  emergencyNumbers?: readonly string[];
-}
-
-/** Digits that are an emergency number always go out as an emergency call when dialled: such an extension could be reached only as a route target. */
-function checkDigits(digits: string | undefined, rules: ExtensionRules): void {
-  if (digits !== undefined && rules.emergencyNumbers?.includes(digits)) {
-    throw validationFailed([{ path: "/digits", message: `${digits} is an emergency number (EMERGENCY_NUMBERS): dialled, it always goes out as an emergency call, never to an extension.` }]);
-  }
-}
+/** What a create or update may not give as digits: the platform's emergency numbers. */
+export type ExtensionRules = DialableRules;
 
 function duplicateDigits(error: unknown): unknown {
   return isUniqueViolation(error) ? conflict("Another extension of this account already has these digits.", { field: "digits" }) : error;
@@ -51,7 +43,7 @@ function duplicateDigits(error: unknown): unknown {
  * @example await createExtension(db, "acc_…", { digits: "100", dest_kind: "user", dest_id: "us_…" })
  */
 export async function createExtension(db: DbOrTx, accountId: string, input: ExtensionModel.Create, rules: ExtensionRules = {}): Promise<ExtensionModel.Extension> {
-  checkDigits(input.digits, rules);
+  refuseEmergencyNumber(input.digits, rules, "/digits", "an extension");
   const routed: RoutedFields = {
     dest_kind: input.dest_kind ?? null,
     dest_id: input.dest_id ?? null,
@@ -110,7 +102,7 @@ export async function updateExtension(db: DbOrTx, accountId: string, id: string,
       const current = await findExtension(tx, accountId, id, { forUpdate: true });
       if (!current) throw notFound("extension");
       // Only new digits are checked: an extension made before keeps its own when its other fields change.
-      if (patch.digits !== current.digits) checkDigits(patch.digits, rules);
+      if (patch.digits !== current.digits) refuseEmergencyNumber(patch.digits, rules, "/digits", "an extension");
       const routed = mergeRoutedFields(current, patch);
       await checkRoutedFields(tx, accountId, routed, { sent: new Set(Object.keys(patch)), self: { kind: "extension", id } });
       const set: Partial<NewExtensionRow> = { ...routed, dest_kind: routed.dest_kind!, updated_at: nowSeconds() };

@@ -1,5 +1,6 @@
 /** Use cases on users: the logical identities (agents, extension owners) that own devices. */
 import type { DbOrTx } from "../db/db.ts";
+import { refuseEmergencyNumber, type DialableRules } from "../validation/emergency-numbers.ts";
 import { nowSeconds } from "../db/columns.ts";
 import { conflict, isUniqueViolation, notFound, validationFailed, type ErrorDetail } from "../errors/app-error.ts";
 import { newId } from "../ids/ids.ts";
@@ -76,25 +77,16 @@ async function checkFields(
   return checked;
 }
 
+/** What a create or update may not give as a username: the platform's emergency numbers. */
+export type UserRules = DialableRules;
+
 /**
  * Creates a user: a single insert after the reference checks (none when no mailbox or team is
  * given), so bulk provisioning costs one statement per user. 409 `{ field: "username" }` when taken.
  * @example await createUser(db, accountId, { username: "1001", display_name: "Ada" })
  */
-/** What a create or update may not give as a username: the platform's emergency numbers (EMERGENCY_NUMBERS). */
-export interface UserRules {
-  emergencyNumbers?: readonly string[];
-}
-
-/** A username that is an emergency number: dialled, it always goes out as an emergency call, never to the user. */
-function checkUsername(username: string | undefined, rules: UserRules): void {
-  if (username !== undefined && rules.emergencyNumbers?.includes(username)) {
-    throw validationFailed([{ path: "/username", message: `${username} is an emergency number (EMERGENCY_NUMBERS): dialled, it always goes out as an emergency call, never to a user.` }]);
-  }
-}
-
 export async function createUser(db: DbOrTx, accountId: string, input: UserModel.Create, rules: UserRules = {}): Promise<UserModel.UserWithDevices> {
-  checkUsername(input.username, rules);
+  refuseEmergencyNumber(input.username, rules, "/username", "a user");
   const checked = await checkFields(db, accountId, input);
   const now = nowSeconds();
   try {
@@ -162,7 +154,7 @@ export async function updateUser(db: DbOrTx, accountId: string, id: string, patc
   const current = await findUser(db, accountId, id);
   if (!current) throw notFound("user");
   // Only a new username is checked: a user made before keeps theirs.
-  if (patch.username !== current.username) checkUsername(patch.username, rules);
+  if (patch.username !== current.username) refuseEmergencyNumber(patch.username, rules, "/username", "a user");
   const checked = await checkFields(db, accountId, patch);
   const changes: Partial<NewUserRow> = { ...patch, ...checked, updated_at: nowSeconds() };
   let row: UserRow | null;
