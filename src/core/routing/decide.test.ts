@@ -774,6 +774,14 @@ describe(`decideRoute internal calls [${storeKind}]`, () => {
     // The carrier's call to that number: the same.
     const inbound = await decideRoute(testDeps(platform), req({ to: bobsLine.e164, source_ip: CARRIER_IP }));
     expect(inbound.reply.rtjson).toMatchObject({ action: "reject", code: 482 });
+    // As a failover (the user rung and not answering): no failover either, the mailbox instead.
+    const dave = await f.user({ username: "1004", voicemail_id: "vm_dave" });
+    const daveDev = await f.device(dave);
+    const davesLine = await f.number({ dest_kind: "user", dest_id: dave });
+    await f.forward({ user_id: dave, number: davesLine.e164, trigger: "no_answer" });
+    const rung = await decideRoute(testDeps(platform, { contacts: { [dave]: [contact(dave, daveDev, "sip:1004@10.1.1.4")] } }), req({ to: davesLine.e164, source_ip: CARRIER_IP }));
+    expect(rung.reply.rtjson, steps(rung)).toMatchObject({ action: "proxy", vars: { failover_no_answer: "voicemail:vm_dave" } });
+    expect(steps(rung)).toContain("a loop through the carrier");
     // A number forwarding to itself.
     const selfish = await f.number({ dest_kind: "hangup" });
     await f.forward({ number_id: selfish.id, number: selfish.e164, trigger: "always" });

@@ -474,14 +474,10 @@ async function setFailovers(deps: RouteDeps, draft: DecisionDraft, accountId: st
     triggers.map(async (trigger) => {
       const f = forwards.find((x) => x.trigger === trigger);
       if (!f) return false;
-      const ctx = await loadOutbound(deps.db, accountId, draft.userId ?? "", f.number, nowSec);
-      const problem = destinationProblem(draft, ctx, f.number);
-      if (problem) step(draft, "forward", `${trigger} → ${f.number} (${f.id}) refused: ${problem.why}`);
-      if (problem) return true;
-      // Nor is one a hard limit of calls out would refuse now (it is no way around them).
-      const full = await fullOutLimit(deps, draft, ctx.limits, accountId);
-      if (full) step(draft, "forward", `${trigger} → ${f.number} (${f.id}) refused: call limit ${full.name} reached`);
-      return full !== null;
+      const [ctx, back] = await Promise.all([loadOutbound(deps.db, accountId, draft.userId ?? "", f.number, nowSec), loadDid(deps.db, f.number)]);
+      const refused = await forwardRefusal(deps, draft, accountId, f, ctx, back, true);
+      if (refused) step(draft, "forward", `${trigger} → ${f.number} (${f.id}) refused: ${refused.why}`);
+      return refused !== null;
     }),
   );
   for (const [i, trigger] of triggers.entries()) {
@@ -639,53 +635,69 @@ function destinationProblem(draft: DecisionDraft, ctx: Awaited<ReturnType<typeof
 }
 
 /**
+ * Why a forward may not go out now, or null; the same checks for a forward /route places and for a
+ * failover the edge may place later (`asFailover`):
+ * - a loop: the account's own number `back`, which routes straight back to what forwards (that number
+ *   itself, or the user whose forward it is): the call would leave through the carrier and come back in,
+ *   again and again, each time a call out;
+ * - the destination's policies (do-not-call lists, geo), as for a dialled number;
+ * - `asFailover`: a hard limit of calls out that is full (read, not counted: a failover is placed, if
+ *   ever, later; a forward placed now is counted, and refused, by callLimits).
+ */
+async function forwardRefusal(
+  deps: RouteDeps,
+  draft: DecisionDraft,
+  accountId: string,
+  fwd: RouteForward,
+  ctx: Awaited<ReturnType<typeof loadOutbound>>,
+  back: Awaited<ReturnType<typeof loadDid>>,
+  asFailover: boolean,
+): Promise<{ why: string; dnc?: boolean; loop?: boolean } | null> {
+  if (back && back.account.id === accountId && (back.number.id === fwd.number_id || (fwd.user_id !== null && back.number.dest_kind === "user" && back.number.dest_id === fwd.user_id))) {
+    return { why: `this account's own number ${back.number.id}, which routes back here: a loop through the carrier`, loop: true };
+  }
+  const problem = destinationProblem(draft, ctx, fwd.number);
+  if (problem) return problem;
+  const full = asFailover ? await fullOutLimit(deps, draft, ctx.limits, accountId) : null;
+  return full ? { why: `call limit ${full.name} reached` } : null;
+}
+
+/**
  * Sends the call out to a forward's number (or, with `confirm`, to a media engine that screens it). The
  * number passes the destination's policies and the outbound call limits first. A call that goes out
  * is outbound from here on, whatever it was (a DID's, a device's internal call): recorded, billed
  * and sent to the carrier as one, under the account's max_out.
- * `failover`: the trigger of a busy or unreachable forward /route takes the call to; a number the
- * phone lists or geo policies refuse is then no way on (null: the next one takes its place), where
- * otherwise it refuses the call (603, 403).
+ * `failover`: the trigger of a busy or unreachable forward /route takes the call to; a forward
+ * refused (forwardRefusal) is then no way on (null: the next one takes its place), where otherwise it
+ * refuses the call (482 for a loop, 603, 403).
  */
 async function forwardCall(deps: RouteDeps, draft: DecisionDraft, account: RouteAccount, fwd: RouteForward): Promise<RouteDecision>;
 async function forwardCall(deps: RouteDeps, draft: DecisionDraft, account: RouteAccount, fwd: RouteForward, failover: "busy" | "unreachable"): Promise<RouteDecision | null>;
 async function forwardCall(deps: RouteDeps, draft: DecisionDraft, account: RouteAccount, fwd: RouteForward, failover?: "busy" | "unreachable"): Promise<RouteDecision | null> {
-  // The caller's own number (passthrough) is withheld as the caller asks; a DID or a custom number is
-  // the account's, presented whoever calls.
   const [ctx, transforms, back] = await Promise.all([
     loadOutbound(deps.db, account.id, draft.userId ?? "", fwd.number, Math.floor(draft.now.getTime() / 1000)),
     loadOutboundTransforms(deps.db, account.id),
     loadDid(deps.db, fwd.number),
   ]);
-  // A forward to this account's own number that routes straight back to what forwards (that number
-  // itself, or the user whose forward it is) would leave through the carrier and come back in, again
-  // and again, each time a call out.
-  if (back && back.account.id === account.id && (back.number.id === fwd.number_id || (fwd.user_id !== null && back.number.dest_kind === "user" && back.number.dest_id === fwd.user_id))) {
-    step(draft, "forward", `${fwd.number} (${fwd.id}) is this account's own number ${back.number.id}, which routes back here: a loop through the carrier`);
-    if (failover) return null;
-    draft.vars.forward_id = fwd.id;
-    return reject(draft, 482, "Loop Detected", "forward to a number that routes back to it");
-  }
-  // A forward goes out like a dialled number: the destination's policies and the outbound call
-  // limits hold for it (else a forward to a premium number would be a way around them).
-  const problem = destinationProblem(draft, ctx, fwd.number);
-  if (problem && failover) {
-    step(draft, "forward", `${failover} → ${fwd.number} (${fwd.id}) refused: ${problem.why}: no failover`);
-    return null;
-  }
-  // A hard limit of calls out that is full: no failover either (the next one takes the call).
-  const full = failover && !problem ? await fullOutLimit(deps, draft, ctx.limits, account.id) : null;
-  if (full) {
-    step(draft, "forward", `${failover} → ${fwd.number} (${fwd.id}) refused: call limit ${full.name} reached: no failover`);
+  // A busy or unreachable forward goes out only if it may (its full limits refuse it here, uncounted);
+  // one /route places at once is counted, and refused, by the limits below.
+  const refused = await forwardRefusal(deps, draft, account.id, fwd, ctx, back, failover !== undefined);
+  if (refused && failover) {
+    step(draft, "forward", `${failover} → ${fwd.number} (${fwd.id}) refused: ${refused.why}: no failover`);
     return null;
   }
   draft.vars.forward_id = fwd.id;
-  if (problem) return problem.dnc ? dncReject(draft, problem.why, fwd.number) : reject(draft, 403, "Forbidden", problem.why);
+  if (refused) {
+    step(draft, "forward", `${fwd.number} (${fwd.id}) refused: ${refused.why}`);
+    if (refused.loop) return reject(draft, 482, "Loop Detected", "forward to a number that routes back to it");
+    return refused.dnc ? dncReject(draft, refused.why, fwd.number) : reject(draft, 403, "Forbidden", refused.why);
+  }
   const limited = await callLimits(deps, draft, ctx.limits, "out", () => ["account_out", account.id]);
   if (limited) return limited;
-  // Decided once the forward goes (callerId sets the call's presented number). A device's own call
-  // passes on its caller's caller-ID as a call out from that device would present it (the caller-ID
-  // rules, the user's out_cid, …), never the From the phone wrote (its extension).
+  // Decided once the forward goes (callerId sets the call's presented number). The caller's own number
+  // (passthrough) is withheld as the caller asks; a DID or a custom number is the account's, presented
+  // whoever calls. A device's own call passes on its caller's caller-ID as a call out from that device
+  // would present it (the caller-ID rules, the user's out_cid, …), never the From the phone wrote.
   const passthrough = (): { number: string; name: string | null; withheld?: boolean } => {
     if (!draft.callerUser) return { number: callerNumber(draft), name: null, withheld: isAnonymous(draft.req) };
     const own = callerId(draft, account, { user: draft.callerUser }, ctx.cidRules, fwd.number);
@@ -1213,21 +1225,6 @@ function aclVerdict(draft: DecisionDraft, rules: readonly RouteAclRule[]): Route
 }
 
 /**
- * call_limit policies of one direction. Per-period limits are sliding windows: each call counted is a
- * member of the policy's set in the live store (its Call-ID) for period_sec after it started, and a
- * call is admitted while fewer than max_count are live (one atomic step: `zaddExpiringWithin`). A
- * retransmitted /route (same Call-ID, whatever instance it reaches) is the same member: counted once.
- * A hard one over its count refuses (403), a soft one lets the call through with a warning in the trace. A call over a
- * limit is not added to its set, so a set holds at most max_count calls (a soft limit's warnings last
- * while max_count calls of the last period_sec are counted). A call refused after it was counted (by a
- * later hard limit, the router, or CAC) is taken out of the windows again at admission (`limitWindows`),
- * so a refused call counts against none. Concurrent limits (no period) become CAC slot ceilings, a
- * soft one a counter that never refuses (a call that finds it full is warned about).
- * `concurrentSlot`: the ceiling an account's or a number's concurrent limit of one direction lowers
- * (those ceilings count that direction's calls alone); without it (a user's limits), every concurrent
- * limit is a counter of its own.
- */
-/**
  * The first hard limit of calls out that a call placed now would find full, or null; nothing is
  * counted (a failover forward is decided now and placed, if ever, later).
  */
@@ -1250,6 +1247,21 @@ async function fullOutLimit(deps: RouteDeps, draft: DecisionDraft, limits: reado
   return null;
 }
 
+/**
+ * call_limit policies of one direction. Per-period limits are sliding windows: each call counted is a
+ * member of the policy's set in the live store (its Call-ID) for period_sec after it started, and a
+ * call is admitted while fewer than max_count are live (one atomic step: `zaddExpiringWithin`). A
+ * retransmitted /route (same Call-ID, whatever instance it reaches) is the same member: counted once.
+ * A hard one over its count refuses (403), a soft one lets the call through with a warning in the trace. A call over a
+ * limit is not added to its set, so a set holds at most max_count calls (a soft limit's warnings last
+ * while max_count calls of the last period_sec are counted). A call refused after it was counted (by a
+ * later hard limit, the router, or CAC) is taken out of the windows again at admission (`limitWindows`),
+ * so a refused call counts against none. Concurrent limits (no period) become CAC slot ceilings, a
+ * soft one a counter that never refuses (a call that finds it full is warned about).
+ * `concurrentSlot`: the ceiling an account's or a number's concurrent limit of one direction lowers
+ * (those ceilings count that direction's calls alone); without it (a user's limits), every concurrent
+ * limit is a counter of its own.
+ */
 async function callLimits(
   deps: RouteDeps,
   draft: DecisionDraft,
