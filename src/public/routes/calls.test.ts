@@ -124,6 +124,17 @@ describe(`GET /v1/calls [${storeKind}]`, () => {
       expect(r.status, q).toBe(400);
       expect(r.body.details.map((d: { path: string }) => d.path)).toEqual(["/query/cursor"]);
     }
+    // Every filter at once, the longest ids: the cursor carrying them is taken back.
+    const long = `us_${"X".repeat(61)}`;
+    const all = `since=1700000000&until=1700000009&direction=inbound&user_id=${long}&number_id=${`num_${"Y".repeat(60)}`}&limit=1`;
+    await platform.db.update(callRecords).set({ user_id: long }).where(eq(callRecords.account_id, t.accountId));
+    const filtered = await call(app, "GET", `/v1/calls?${all}`, { key: t.key });
+    expect(filtered.status, JSON.stringify(filtered.body)).toBe(200);
+    const wide = await call(app, "GET", "/v1/calls?since=1700000000&until=1700000009&direction=inbound&user_id=" + long + "&limit=1", { key: t.key });
+    expect(wide.body.next_cursor.length).toBeGreaterThan(200);
+    const onward = await call(app, "GET", `/v1/calls?cursor=${wide.body.next_cursor}&limit=1`, { key: t.key });
+    expect(onward.status, JSON.stringify(onward.body)).toBe(200);
+    expect(onward.body.data.map((c: Json) => c.id)).toEqual([rows[3]!.id]);
     // A made-up cursor's filters are checked like the query's.
     const forged = Buffer.from(`f1:${JSON.stringify({ c: Buffer.from(`k1:1700000000000:${rows[0]!.id}`).toString("base64url"), q: { direction: "sideways" } })}`).toString("base64url");
     expect((await call(app, "GET", `/v1/calls?cursor=${forged}`, { key: t.key })).status).toBe(400);
