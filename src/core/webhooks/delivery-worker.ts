@@ -32,7 +32,7 @@ import type { Platform } from "../platform.ts";
 import { describeError } from "../../http/describe-error.ts";
 import { blockedReason, resolveHost } from "./url-safety.ts";
 import { HttpsPool } from "./https-pool.ts";
-import { serviceSignature, standardWebhookKey, standardWebhookSignature } from "./delivery-signing.ts";
+import { deliverySigner, type DeliverySigner } from "./delivery-signing.ts";
 import { hasPlannedDeliveries } from "./delivery.service.ts";
 import { deleteFinishedBefore, exchangeDeliveries, releaseClaims, subscriptionForDelivery, type AttemptRecord, type ClaimedDelivery } from "./delivery.store.ts";
 
@@ -78,6 +78,12 @@ export interface DeliveryWorkerOptions {
   gatherMs?: number;
   /** A host's addresses, in the order to try them (default: the system resolver's; tests give their own). */
   resolveHost?: (host: string) => Promise<string[]>;
+  /**
+   * The HTTPS client to post with, owned by the caller (not closed by stop()), so connections outlive
+   * one worker (a benchmark restarting the worker each round measures it warm, as a running platform
+   * is). Default: a pool of the worker's own with `caFile`'s CAs, closed by stop().
+   */
+  httpsPool?: HttpsPool;
 }
 
 /** What a worker has done since it started. */
@@ -181,6 +187,8 @@ export interface Endpoint {
   port: number;
   /** Path and query, as in the URL. */
   path: string;
+  /** SNI and the certificate's name: the host, or null when the URL names an address. */
+  serverName: string | null;
 }
 
 /**
@@ -189,11 +197,13 @@ export interface Endpoint {
  */
 export function webhookEndpoint(urlText: string): Endpoint {
   const url = new URL(urlText);
+  const host = url.hostname.replace(/^\[|\]$/g, "");
   return {
-    host: url.hostname.replace(/^\[|\]$/g, ""),
+    host,
     hostHeader: url.host,
     port: url.port ? Number(url.port) : 443,
     path: `${url.pathname}${url.search}`,
+    serverName: isIP(host) ? null : host,
   };
 }
 
@@ -240,7 +250,8 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
 
   // ── TLS connections kept alive per (host name, address, port): SNI and the certificate check use
   // the URL's name while the connection goes to the address we checked.
-  const pool = new HttpsPool(ca ? { ca } : {});
+  const ownPool = !options.httpsPool;
+  const pool = options.httpsPool ?? new HttpsPool(ca ? { ca } : {});
   // ── DNS answers, reused for dnsCacheMs; one lookup per host at a time. The SSRF check still runs
   // on every attempt (on the cached answer), and the attempt connects to the address it checked.
   const dnsCache = new Map<string, { addresses: string[]; until: number }>();
@@ -268,23 +279,21 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
   }
 
   // ── Signing secrets (and their Standard Webhooks keys), decrypted briefly.
-  interface Secret {
-    text: string;
-    key: Uint8Array;
-  }
-  const secretCache = new Map<string, { value: Secret | null; until: number }>();
-  async function secretOf(accountId: string, ref: string): Promise<Secret | null> {
+  const secretCache = new Map<string, { value: DeliverySigner | null; until: number }>();
+  /** The signer of a subscription's secret: at once when cached (no promise on the hot path), else after the read. */
+  function secretOf(accountId: string, ref: string): DeliverySigner | null | Promise<DeliverySigner | null> {
     const key = `${accountId}:${ref}`;
     const hit = secretCache.get(key);
     if (hit && hit.until > Date.now()) return hit.value;
-    const text = await secrets.reveal(db, accountId, ref);
-    const value = text === null ? null : { text, key: standardWebhookKey(text) };
-    secretCache.set(key, { value, until: Date.now() + secretCacheMs });
-    if (secretCache.size > 10_000) {
-      const now = Date.now();
-      for (const [k, v] of secretCache) if (v.until <= now) secretCache.delete(k);
-    }
-    return value;
+    return secrets.reveal(db, accountId, ref).then((text) => {
+      const value = text === null ? null : deliverySigner(text);
+      secretCache.set(key, { value, until: Date.now() + secretCacheMs });
+      if (secretCache.size > 10_000) {
+        const now = Date.now();
+        for (const [k, v] of secretCache) if (v.until <= now) secretCache.delete(k);
+      }
+      return value;
+    });
   }
 
   // Subscription URLs repeat across deliveries: each is taken apart once.
@@ -344,7 +353,8 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
       for (const [k, v] of seenSubscriptions) if (v.at < old && !v.reading) seenSubscriptions.delete(k);
     }
   }
-  async function currentSubscription(job: ClaimedDelivery): Promise<ClaimedDelivery["subscription"]> {
+  /** The subscription as it is now: at once while what was seen is fresh (no promise on the hot path), else after a read. */
+  function currentSubscription(job: ClaimedDelivery): ClaimedDelivery["subscription"] | Promise<ClaimedDelivery["subscription"]> {
     const key = `${job.account_id}\u0000${job.webhook_id}`;
     let seen = seenSubscriptions.get(key);
     if (!seen) seenSubscriptions.set(key, (seen = { value: job.subscription, at: 0, changes: 0 }));
@@ -369,21 +379,53 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
     return reading;
   }
 
-  /** One HTTP attempt of a claimed delivery. */
-  async function post(job: ClaimedDelivery, endpoint: Endpoint, body: string, secret: Secret | null): Promise<Outcome> {
+  /** What to record of an attempt, or why none was made. */
+  type AttemptResult = Outcome | { kind: "dead"; error: string } | { kind: "expired" };
+
+  /** The outcome of a reply's status. */
+  function statusOutcome(status: number): Outcome {
+    if (status >= 200 && status < 300) return { kind: "delivered", status };
+    if (status === 429 || status >= 500) return { kind: "retry", status, error: `HTTP ${status}` };
+    if (status >= 300 && status < 400) return { kind: "fail", status, error: `HTTP ${status} (redirects are not followed)` };
+    return { kind: "fail", status, error: `HTTP ${status}` };
+  }
+
+  /** An attempt's request headers (Host and Content-Length aside), signed when the subscription has a secret. */
+  function headersOf(job: ClaimedDelivery, body: string, signer: DeliverySigner | null): string {
+    const timestamp = Math.floor(Date.now() / 1000);
+    const headers = `content-type: application/json\r\nuser-agent: ${USER_AGENT}\r\nx-service-event: ${job.event!.name}\r\nx-service-event-id: ${publicIdOf(job.event!)}\r\nwebhook-id: ${job.id}\r\nwebhook-timestamp: ${timestamp}\r\n`;
+    if (signer === null) return headers;
+    return `${headers}x-service-signature: ${signer.service(body)}\r\nwebhook-signature: ${signer.standard(job.id, timestamp, body)}\r\n`;
+  }
+
+  /**
+   * One HTTP attempt of a claimed delivery. The usual case (the host's answer cached, one address)
+   * is the POST's own promise, with no async frame around it: the worker's JavaScript thread is what
+   * limits its rate (docs/decisions.md).
+   */
+  function post(job: ClaimedDelivery, endpoint: Endpoint, body: string, signer: DeliverySigner | null): Outcome | Promise<Outcome> {
     const deadline = Date.now() + timeoutMs;
-    const host = endpoint.host;
-    const answer = addressesOf(host, timeoutMs);
-    const resolved = Array.isArray(answer) ? answer : await answer;
+    const answer = addressesOf(endpoint.host, timeoutMs);
+    return Array.isArray(answer) ? postTo(job, endpoint, body, signer, deadline, answer) : answer.then((resolved) => postTo(job, endpoint, body, signer, deadline, resolved));
+  }
+
+  function postTo(job: ClaimedDelivery, endpoint: Endpoint, body: string, signer: DeliverySigner | null, deadline: number, resolved: string[] | null): Outcome | Promise<Outcome> {
     if (resolved === null) return { kind: "retry", status: null, error: `DNS timeout after ${timeoutMs} ms` };
     if (!resolved.length) return { kind: "retry", status: null, error: "host does not resolve" };
     const allowed = allowPrivate ? resolved : resolved.filter((a) => blockedReason(a) === null);
     if (!allowed.length) {
       return { kind: "fail", status: null, error: `refused: the host resolves to an address that is not public: ${blockedReason(resolved[0]!)}`, unsent: true };
     }
-    const serverName = isIP(host) ? null : host;
-    const event = job.event!.name;
-    const eventId = publicIdOf(job.event!);
+    if (allowed.length > 1) return postInTurn(job, endpoint, body, signer, deadline, allowed);
+    const left = deadline - Date.now();
+    if (left <= 0) return { kind: "retry", status: null, error: `timeout after ${timeoutMs} ms` };
+    return pool
+      .post({ address: allowed[0]!, port: endpoint.port, serverName: endpoint.serverName, hostHeader: endpoint.hostHeader, path: endpoint.path, headers: headersOf(job, body, signer), body, timeoutMs: left })
+      .then(statusOutcome, (error: unknown): Outcome => ({ kind: "retry", status: null, error: networkReason(error, timeoutMs) }));
+  }
+
+  /** An attempt at a host with several addresses: in turn, while the connection fails before the request goes out. */
+  async function postInTurn(job: ClaimedDelivery, endpoint: Endpoint, body: string, signer: DeliverySigner | null, deadline: number, allowed: string[]): Promise<Outcome> {
     let lastError: unknown = null;
     // Each attempt starts at another of the host's addresses, and an address that does not answer
     // gets its share of the time left, not all of it: a dead first address (broken IPv6, a round-robin
@@ -394,27 +436,19 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
       const left = deadline - Date.now();
       if (left <= 0) break;
       const others = order.length - i - 1;
-      const timestamp = Math.floor(Date.now() / 1000);
-      let headers = `content-type: application/json\r\nuser-agent: ${USER_AGENT}\r\nx-service-event: ${event}\r\nx-service-event-id: ${eventId}\r\nwebhook-id: ${job.id}\r\nwebhook-timestamp: ${timestamp}\r\n`;
-      if (secret !== null) {
-        headers += `x-service-signature: ${serviceSignature(secret.text, body)}\r\nwebhook-signature: ${standardWebhookSignature(secret.key, job.id, timestamp, body)}\r\n`;
-      }
       try {
         const status = await pool.post({
           address,
           port: endpoint.port,
-          serverName,
+          serverName: endpoint.serverName,
           hostHeader: endpoint.hostHeader,
           path: endpoint.path,
-          headers,
+          headers: headersOf(job, body, signer),
           body,
           timeoutMs: left,
           ...(others > 0 ? { connectTimeoutMs: Math.floor(left / (others + 1)) } : {}),
         });
-        if (status >= 200 && status < 300) return { kind: "delivered", status };
-        if (status === 429 || status >= 500) return { kind: "retry", status, error: `HTTP ${status}` };
-        if (status >= 300 && status < 400) return { kind: "fail", status, error: `HTTP ${status} (redirects are not followed)` };
-        return { kind: "fail", status, error: `HTTP ${status}` };
+        return statusOutcome(status);
       } catch (error) {
         lastError = error;
         // Only a connection that failed before the request went out (refused, unreachable, its
@@ -425,28 +459,44 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
     return { kind: "retry", status: null, error: lastError === null ? `timeout after ${timeoutMs} ms` : networkReason(lastError, timeoutMs) };
   }
 
-  /** Decides what to record for one claimed delivery (making the attempt when it can). */
-  async function attempt(job: ClaimedDelivery, leaseEnd: number): Promise<Outcome | { kind: "dead"; error: string } | { kind: "expired" }> {
+  /**
+   * Decides what to record for one claimed delivery (making the attempt when it can). A promise only
+   * when something is waited for (a subscription or secret read, the POST).
+   */
+  function attempt(job: ClaimedDelivery, leaseEnd: number): AttemptResult | Promise<AttemptResult> {
     // Claims that lapsed unrecorded count as attempts (exchangeDeliveries): after the last one, none more.
     if (job.attempts >= maxAttempts) return { kind: "dead", error: "the outcome of its last attempt was lost (the worker making it stopped or lost its claim)" };
-    const subscription = await currentSubscription(job);
+    const subscription = currentSubscription(job);
+    return subscription instanceof Promise ? subscription.then((s) => attemptFor(job, leaseEnd, s)) : attemptFor(job, leaseEnd, subscription);
+  }
+
+  function attemptFor(job: ClaimedDelivery, leaseEnd: number, subscription: ClaimedDelivery["subscription"]): AttemptResult | Promise<AttemptResult> {
     if (!subscription) return { kind: "dead", error: "the subscription was removed" };
     if (subscription.status !== "active") return { kind: "dead", error: "the subscription is disabled" };
     if (!job.event) return { kind: "dead", error: "the event is no longer stored" };
-    let secret: Secret | null = null;
-    if (subscription.secret_ref) {
-      try {
-        secret = await secretOf(job.account_id, subscription.secret_ref);
-      } catch (error) {
-        log.error("webhook secret unreadable", { delivery: job.id, error: describeError(error) });
-      }
-      // Never send unsigned what the subscriber expects signed.
-      if (secret === null) return { kind: "retry", status: null, error: "signing secret unavailable" };
+    if (!subscription.secret_ref) return send(job, leaseEnd, subscription, null);
+    const unreadable = (error: unknown) => {
+      log.error("webhook secret unreadable", { delivery: job.id, error: describeError(error) });
+      return null;
+    };
+    let signer: DeliverySigner | null | Promise<DeliverySigner | null>;
+    try {
+      signer = secretOf(job.account_id, subscription.secret_ref);
+    } catch (error) {
+      signer = unreadable(error);
     }
+    return signer instanceof Promise
+      ? signer.catch(unreadable).then((s) => send(job, leaseEnd, subscription, s))
+      : send(job, leaseEnd, subscription, signer);
+  }
+
+  function send(job: ClaimedDelivery, leaseEnd: number, subscription: NonNullable<ClaimedDelivery["subscription"]>, signer: DeliverySigner | null): AttemptResult | Promise<AttemptResult> {
+    // Never send unsigned what the subscriber expects signed.
+    if (subscription.secret_ref && signer === null) return { kind: "retry", status: null, error: "signing secret unavailable" };
     // The reads above may have been slow (a database under load): a POST that could outlive the claim
     // is not started (another claim would send it again meanwhile); it is left to the next claim.
     if (leaseEnd - Date.now() < timeoutMs + 1000) return { kind: "expired" };
-    return post(job, endpointOf(subscription.url), bodyOf(job.account_id, job.event), secret);
+    return post(job, endpointOf(subscription.url), bodyOf(job.account_id, job.event!), signer);
   }
 
   /**
@@ -729,35 +779,34 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
         return;
       }
       const now = Date.now();
-      if (outcome.kind !== "dead" && !(outcome.kind === "fail" && outcome.unsent)) timed(job.webhook_id, now - started);
+      if (outcome.kind !== "dead" && !(outcome.kind === "fail" && outcome.unsent)) timed(job.webhook_id, now - started, now);
       // No request left for a dead job or one refused before sending: no attempt is counted.
       // Never past the last attempt (a claim that counted lost ones stops there).
       const made = Math.min(maxAttempts, outcome.kind === "dead" || (outcome.kind === "fail" && outcome.unsent) ? job.attempts : job.attempts + 1);
       const status: AttemptRecord["status"] =
         outcome.kind === "delivered" ? "delivered" : outcome.kind === "retry" && made < maxAttempts ? "retrying" : "failed";
-      toRecord.push({
-        leaseEnd,
-        record: {
-          account_id: job.account_id,
-          id: job.id,
-          token,
-          status,
-          attempts: made,
-          last_status: outcome.kind === "dead" ? null : outcome.status,
-          last_error: outcome.kind === "delivered" ? null : outcome.error,
-          next_attempt_at: status === "retrying" ? now + retryDelays[made - 1]! : now,
-          updated_at: Math.floor(now / 1000),
-          delivered_at: status === "delivered" ? Math.floor(now / 1000) : null,
-          ...(status === "failed" ? { log: failureLine(job, made, outcome.kind === "dead" ? null : outcome.status, outcome.kind === "delivered" ? "" : outcome.error) } : {}),
-        },
-      });
+      const record: AttemptRecord = {
+        account_id: job.account_id,
+        id: job.id,
+        token,
+        status,
+        attempts: made,
+        last_status: outcome.kind === "dead" ? null : outcome.status,
+        last_error: outcome.kind === "delivered" ? null : outcome.error,
+        next_attempt_at: status === "retrying" ? now + retryDelays[made - 1]! : now,
+        updated_at: Math.floor(now / 1000),
+        delivered_at: status === "delivered" ? Math.floor(now / 1000) : null,
+      };
+      if (status === "failed") record.log = failureLine(job, made, outcome.kind === "dead" ? null : outcome.status, outcome.kind === "delivered" ? "" : outcome.error);
+      toRecord.push({ leaseEnd, record });
       if (log.enabled("debug")) log.debug("webhook attempt", { delivery: job.id, status, attempts: made });
     })().finally(() => {
       inflight--;
       decrement(running, job.webhook_id);
       decrement(queued, job.webhook_id);
       attempts.delete(run);
-      if (!isFull(job.webhook_id)) blocked = false;
+      // Claims wait for a full subscription to take work again (claimPlan keeps `refilling` itself).
+      if (blocked && !isFull(job.webhook_id)) blocked = false;
       dispatch();
       if (gathered && gatherDone()) gathered();
       queueKick();
@@ -766,8 +815,7 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
   }
 
   /** An attempt of the subscription took `ms` (a moving average over its recent attempts). */
-  function timed(webhookId: string, ms: number): void {
-    const now = Date.now();
+  function timed(webhookId: string, ms: number, now: number): void {
     const before = pace.get(webhookId);
     if (before) {
       before.ms = before.ms * 0.8 + ms * 0.2;
@@ -885,7 +933,7 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
         kick();
         await syncing;
       }
-      pool.close();
+      if (ownPool) pool.close();
     },
   };
 }

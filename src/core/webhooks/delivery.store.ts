@@ -174,7 +174,8 @@ export interface ExchangeInput {
  * under (a row whose lease ran out and that another worker took is left alone; its id is not in
  * `recorded`): a final outcome (delivered, failed) deletes the queue entry, a retry sets its next
  * due time and releases it; either way the log row takes the outcome (a HOT update). The outcomes
- * travel as one JSON text: the database parses it faster than the client escapes ten arrays.
+ * travel as comma-separated columns and one JSON text (outcomeColumns), not as arrays the client
+ * escapes value by value.
  * Claiming: due, without a live lease, not locked by another claim in progress (`FOR UPDATE SKIP
  * LOCKED`), oldest due first, skipping `skipWebhooks` and the rows being recorded, and of each
  * subscription at most its cap (`caps`, else `defaultCap`): among the `limit` oldest candidates, a
@@ -195,12 +196,7 @@ export interface ExchangeInput {
 export async function exchangeDeliveries(database: Pick<Database, "db" | "queue">, input: ExchangeInput): Promise<{ recorded: Set<string>; claimed: ClaimedDelivery[] }> {
   const { records, now, limit, leaseUntil, token, skipWebhooks, caps, defaultCap, maxAttempts } = input;
   const tokens = [...new Set(records.map((r) => r.token))];
-  const outcomes = JSON.stringify(
-    records.map((r) => [
-      r.account_id, r.id, r.token, r.status, r.attempts, r.last_status, r.last_error, r.next_attempt_at, r.updated_at, r.delivered_at,
-      ...(r.log ? [r.log.id, r.log.message, r.log.data] : []),
-    ]),
-  );
+  const { plain, others } = outcomeColumns(records);
   const capsJson = JSON.stringify(caps);
   /** Due, unleased, and not of a claim being recorded in this statement. */
   const claimable = (d: string) => {
@@ -239,12 +235,17 @@ export async function exchangeDeliveries(database: Pick<Database, "db" | "queue"
   // One row of four JSON arrays: the ids NOT recorded (claim lost), the claimed rows, and each
   // claimed row's event and subscription once (deliveries share them). Parsing a few JSON texts
   // costs the worker far less than hundreds of rows of ten columns each.
+  const column = (i: number) => sql`string_to_array(${plain[i]!}, ',')`;
   const statement = sql`with u as (
-            select o->>0 as account_id, o->>1 as id, o->>2 as token, o->>3 as status, (o->>4)::smallint as attempts,
-                   (o->>5)::integer as last_status, o->>6 as last_error, (o->>7)::bigint as next_attempt_at,
-                   (o->>8)::bigint as updated_at, (o->>9)::bigint as delivered_at,
-                   o->>10 as log_id, o->>11 as log_message, o->12 as log_data
-            from jsonb_array_elements(${outcomes}::jsonb) as o
+            select account_id, id, token, 'delivered' as status, attempts::smallint as attempts, last_status::integer as last_status,
+                   null::text as last_error, next_attempt_at::bigint as next_attempt_at, updated_at::bigint as updated_at,
+                   delivered_at::bigint as delivered_at, null::text as log_id, null::text as log_message, null::jsonb as log_data
+            from unnest(${column(0)}, ${column(1)}, ${column(2)}, ${column(3)}, ${column(4)}, ${column(5)}, ${column(6)}, ${column(7)})
+              as p(account_id, id, token, attempts, last_status, next_attempt_at, updated_at, delivered_at)
+            union all
+            select o->>0, o->>1, o->>2, o->>3, (o->>4)::smallint, (o->>5)::integer, o->>6, (o->>7)::bigint,
+                   (o->>8)::bigint, (o->>9)::bigint, o->>10, o->>11, o->12
+            from jsonb_array_elements(${others}::jsonb) as o
           ), fin as (
             delete from webhook_delivery_due d using u
             where u.status in ('delivered', 'failed') and d.account_id = u.account_id and d.id = u.id and d.claim_token = u.token
@@ -329,6 +330,37 @@ export async function exchangeDeliveries(database: Pick<Database, "db" | "queue"
     }),
   );
   return { recorded, claimed };
+}
+
+/** Text that can go in a comma-separated list unchanged: ids, tokens, digits. */
+const LIST_SAFE = /^[\w.:-]+$/;
+
+/**
+ * The outcomes as the exchange reads them. Delivered ones with nothing more to say (no error, no log
+ * line), nearly all of them, go as eight comma-separated columns (account, id, token, attempts,
+ * status, next_attempt_at, updated_at, delivered_at), which PostgreSQL splits with string_to_array;
+ * the others (retries, failures) as one JSON array of arrays. Parsing every outcome as JSON cost
+ * PostgreSQL ~3 µs a row, the columns a tenth of that, and joining them costs the worker less than
+ * JSON.stringify.
+ */
+export function outcomeColumns(records: AttemptRecord[]): { plain: string[]; others: string } {
+  const plain: string[][] = [[], [], [], [], [], [], [], []];
+  const others: unknown[] = [];
+  for (const r of records) {
+    if (
+      r.status === "delivered" && r.last_error === null && !r.log && r.last_status !== null && r.delivered_at !== null &&
+      LIST_SAFE.test(r.account_id) && LIST_SAFE.test(r.id) && LIST_SAFE.test(r.token)
+    ) {
+      const values = [r.account_id, r.id, r.token, r.attempts, r.last_status, r.next_attempt_at, r.updated_at, r.delivered_at];
+      for (let i = 0; i < 8; i++) plain[i]!.push(String(values[i]));
+    } else {
+      others.push([
+        r.account_id, r.id, r.token, r.status, r.attempts, r.last_status, r.last_error, r.next_attempt_at, r.updated_at, r.delivered_at,
+        ...(r.log ? [r.log.id, r.log.message, r.log.data] : []),
+      ]);
+    }
+  }
+  return { plain: plain.map((values) => values.join(",")), others: JSON.stringify(others) };
 }
 
 /**

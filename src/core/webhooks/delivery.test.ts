@@ -15,7 +15,7 @@ import { rawRows } from "../db/migrate.ts";
 import { seedTenant, storeKind, testPlatform, type Tenant } from "../../../test/support/platform.ts";
 import { createWebhook, deleteWebhook } from "./webhooks.service.ts";
 import { fireTestEvent } from "./delivery.service.ts";
-import { listDeliveryRows } from "./delivery.store.ts";
+import { exchangeDeliveries, listDeliveryRows, outcomeColumns, type AttemptRecord } from "./delivery.store.ts";
 import type { WebhookDeliveryRow } from "./delivery.schema.ts";
 import { startDeliveryWorker, sweepFinishedWebhooks, webhookEndpoint, type DeliveryWorkerOptions } from "./delivery-worker.ts";
 import { standardWebhookKey } from "./delivery-signing.ts";
@@ -755,6 +755,77 @@ describe(`webhook delivery [${storeKind}]`, () => {
     expect(left.map((r) => r.id).sort()).toEqual(["whd_NEWDELIVERED0000000000000", "whd_NEWFAILED0000000000000000", "whd_OLDRETRYING00000000000000"]);
     await platform.db.execute(sql`delete from webhook_delivery_due where account_id = ${t.accountId}`);
   });
+  test("one exchange records delivered outcomes (columns) and retries and failures (JSON) together, each only under its own claim", async () => {
+    const t = await seedTenant(platform);
+    // No worker runs here: the test claims and records by hand.
+    const hook = await subscribe(t, freshPath("exchange"));
+    for (let i = 0; i < 4; i++) await fireTestEvent(platform.events, t.accountId, {});
+    const now = Date.now();
+    const claim = await exchangeDeliveries(platform.database, {
+      records: [], now, limit: 10, leaseUntil: now + 60_000, token: "claim-a", skipWebhooks: [], caps: {}, defaultCap: 10, maxAttempts: 3,
+    });
+    const mine = claim.claimed.filter((d) => d.account_id === t.accountId);
+    expect(mine).toHaveLength(4);
+    expect(mine.every((d) => d.webhook_id === hook.id && d.event?.name === "test")).toBe(true);
+    const [delivered, retrying, failed, lost] = mine.map((d) => d.id) as [string, string, string, string];
+    const at = Date.now();
+    const base = { account_id: t.accountId, token: "claim-a", updated_at: Math.floor(at / 1000) };
+    const records: AttemptRecord[] = [
+      { ...base, id: delivered, status: "delivered", attempts: 1, last_status: 204, last_error: null, next_attempt_at: at, delivered_at: Math.floor(at / 1000) },
+      { ...base, id: retrying, status: "retrying", attempts: 1, last_status: 503, last_error: 'HTTP 503, "busy"', next_attempt_at: at + 500, delivered_at: null },
+      {
+        ...base, id: failed, status: "failed", attempts: 1, last_status: 410, last_error: "HTTP 410", next_attempt_at: at, delivered_at: null,
+        log: { id: `log_${Math.random().toString(36).slice(2)}`, message: "given up", data: { delivery_id: failed, last_status: 410 } },
+      },
+      // Made under a claim this row no longer has: not recorded.
+      { ...base, id: lost, token: "claim-b", status: "delivered", attempts: 1, last_status: 200, last_error: null, next_attempt_at: at, delivered_at: Math.floor(at / 1000) },
+    ];
+    const result = await exchangeDeliveries(platform.database, {
+      records, now: at, limit: 0, leaseUntil: 0, token: "claim-c", skipWebhooks: [], caps: {}, defaultCap: 10, maxAttempts: 3,
+    });
+    expect([...result.recorded].sort()).toEqual([delivered, retrying, failed].sort());
+    const rows = new Map((await deliveries(t.accountId)).map((r) => [r.id, r]));
+    expect(rows.get(delivered)).toMatchObject({ status: "delivered", attempts: 1, last_status: 204, last_error: null, delivered_at: Math.floor(at / 1000) });
+    expect(rows.get(retrying)).toMatchObject({ status: "retrying", attempts: 1, last_status: 503, last_error: 'HTTP 503, "busy"' });
+    expect(rows.get(failed)).toMatchObject({ status: "failed", attempts: 1, last_status: 410, last_error: "HTTP 410" });
+    expect(rows.get(lost)).toMatchObject({ status: "pending", attempts: 0 });
+    const due = await rawRows<{ id: string; next_attempt_at: number | string; claim_token: string | null }>(
+      platform.db,
+      sql`select id, next_attempt_at, claim_token from webhook_delivery_due where account_id = ${t.accountId} order by id`,
+    );
+    expect(due.map((d) => d.id).sort()).toEqual([retrying, lost].sort());
+    expect(due.find((d) => d.id === retrying)).toMatchObject({ claim_token: null });
+    expect(Number(due.find((d) => d.id === retrying)!.next_attempt_at)).toBe(at + 500);
+    expect(due.find((d) => d.id === lost)).toMatchObject({ claim_token: "claim-a" });
+    const logged = await rawRows<{ message: string }>(platform.db, sql`select message from account_log where account_id = ${t.accountId} and source = 'webhook' and level = 'warn'`);
+    expect(logged.map((l) => l.message)).toEqual(["given up"]);
+    await platform.db.execute(sql`delete from webhook_delivery_due where account_id = ${t.accountId}`);
+  });
+});
+
+describe("outcomeColumns", () => {
+  const delivered: AttemptRecord = {
+    account_id: "acc_01KBX4ZJ0Y2V8N3Q5R7T9W1Y3Z", id: "whd_01KBX4ZJ0Y2V8N3Q5R7T9W1Y40", token: "5f0c6d1e-8a4b-4f5e-9d3c-2b1a0f9e8d7c",
+    status: "delivered", attempts: 2, last_status: 200, last_error: null, next_attempt_at: 1764300000123, updated_at: 1764300000, delivered_at: 1764300000,
+  };
+
+  test("a delivered outcome with nothing more to say goes as comma-separated columns", () => {
+    const { plain, others } = outcomeColumns([delivered, { ...delivered, id: "whd_2", attempts: 1 }]);
+    expect(plain).toEqual([
+      `${delivered.account_id},${delivered.account_id}`, `${delivered.id},whd_2`, `${delivered.token},${delivered.token}`,
+      "2,1", "200,200", "1764300000123,1764300000123", "1764300000,1764300000", "1764300000,1764300000",
+    ]);
+    expect(others).toBe("[]");
+  });
+
+  test("retries, failures, and anything a comma-separated list could not carry go as JSON", () => {
+    const odd = { ...delivered, id: "whd_a,b" };
+    const retry: AttemptRecord = { ...delivered, status: "retrying", last_status: 503, last_error: "HTTP 503", delivered_at: null };
+    const { plain, others } = outcomeColumns([odd, retry]);
+    expect(plain.every((column) => column === "")).toBe(true);
+    const rows = JSON.parse(others) as unknown[][];
+    expect(rows.map((r) => [r[1], r[3], r[6]])).toEqual([["whd_a,b", "delivered", null], [delivered.id, "retrying", "HTTP 503"]]);
+  });
 });
 
 describe("standardWebhookKey", () => {
@@ -776,11 +847,11 @@ describe("standardWebhookKey", () => {
 describe("webhookEndpoint", () => {
   test("takes port, path and query from the URL; the Host header and SNI name stay the URL's", () => {
     const named = webhookEndpoint("https://hooks.example.com:8443/in/v1?x=1&y=%20");
-    expect(named).toEqual({ host: "hooks.example.com", hostHeader: "hooks.example.com:8443", port: 8443, path: "/in/v1?x=1&y=%20" });
+    expect(named).toEqual({ host: "hooks.example.com", hostHeader: "hooks.example.com:8443", port: 8443, path: "/in/v1?x=1&y=%20", serverName: "hooks.example.com" });
   });
 
   test("the default port is 443 and left out of Host; an IPv6 URL host loses its brackets for DNS and SNI", () => {
-    expect(webhookEndpoint("https://example.com")).toEqual({ host: "example.com", hostHeader: "example.com", port: 443, path: "/" });
-    expect(webhookEndpoint("https://[2001:db8::2]/hook")).toEqual({ host: "2001:db8::2", hostHeader: "[2001:db8::2]", port: 443, path: "/hook" });
+    expect(webhookEndpoint("https://example.com")).toEqual({ host: "example.com", hostHeader: "example.com", port: 443, path: "/", serverName: "example.com" });
+    expect(webhookEndpoint("https://[2001:db8::2]/hook")).toEqual({ host: "2001:db8::2", hostHeader: "[2001:db8::2]", port: 443, path: "/hook", serverName: null });
   });
 });
