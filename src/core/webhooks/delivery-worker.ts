@@ -21,7 +21,8 @@
  * when little is buffered, gathering outcomes for up to `gatherMs` under a backlog (fewer, larger
  * exchanges);
  * claimed jobs wait per subscription (dispatch is O(subscriptions)); TLS connections are kept
- * alive per (host name, checked address, port) by the worker's own HTTPS client (https-pool.ts).
+ * alive per (host name, checked address, port) by the worker's own HTTPS client (https-pool.ts), or
+ * by one its caller owns (`httpsPool`; its CAs are then the caller's, not `caFile`'s).
  */
 import { randomUUID } from "node:crypto";
 import { newId } from "../ids/ids.ts";
@@ -193,7 +194,7 @@ export interface Endpoint {
 
 /**
  * Takes a subscription URL apart (validated https, no user info or fragment).
- * @example webhookEndpoint("https://hooks.example.com:8443/in?x=1") // { host: "hooks.example.com", hostHeader: "hooks.example.com:8443", port: 8443, path: "/in?x=1" }
+ * @example webhookEndpoint("https://hooks.example.com:8443/in?x=1") // { host: "hooks.example.com", hostHeader: "hooks.example.com:8443", port: 8443, path: "/in?x=1", serverName: "hooks.example.com" }
  */
 export function webhookEndpoint(urlText: string): Endpoint {
   const url = new URL(urlText);
@@ -436,6 +437,7 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
       const left = deadline - Date.now();
       if (left <= 0) break;
       const others = order.length - i - 1;
+      const headers = headersOf(job, body, signer);
       try {
         const status = await pool.post({
           address,
@@ -443,7 +445,7 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
           serverName: endpoint.serverName,
           hostHeader: endpoint.hostHeader,
           path: endpoint.path,
-          headers: headersOf(job, body, signer),
+          headers,
           body,
           timeoutMs: left,
           ...(others > 0 ? { connectTimeoutMs: Math.floor(left / (others + 1)) } : {}),
@@ -805,8 +807,7 @@ export function startDeliveryWorker(platform: Platform, options: DeliveryWorkerO
       decrement(running, job.webhook_id);
       decrement(queued, job.webhook_id);
       attempts.delete(run);
-      // Claims wait for a full subscription to take work again (claimPlan keeps `refilling` itself).
-      if (blocked && !isFull(job.webhook_id)) blocked = false;
+      if (!isFull(job.webhook_id)) blocked = false;
       dispatch();
       if (gathered && gatherDone()) gathered();
       queueKick();

@@ -338,7 +338,7 @@ const LIST_SAFE = /^[\w.:-]+$/;
 /**
  * The outcomes as the exchange reads them. Delivered ones with nothing more to say (no error, no log
  * line), nearly all of them, go as eight comma-separated columns (account, id, token, attempts,
- * status, next_attempt_at, updated_at, delivered_at), which PostgreSQL splits with string_to_array;
+ * last_status, next_attempt_at, updated_at, delivered_at), which PostgreSQL splits with string_to_array;
  * the others (retries, failures) as one JSON array of arrays. Parsing every outcome as JSON cost
  * PostgreSQL ~3 µs a row, the columns a tenth of that, and joining them costs the worker less than
  * JSON.stringify.

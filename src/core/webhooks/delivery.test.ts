@@ -15,7 +15,7 @@ import { rawRows } from "../db/migrate.ts";
 import { seedTenant, storeKind, testPlatform, type Tenant } from "../../../test/support/platform.ts";
 import { createWebhook, deleteWebhook } from "./webhooks.service.ts";
 import { fireTestEvent } from "./delivery.service.ts";
-import { exchangeDeliveries, listDeliveryRows, outcomeColumns, type AttemptRecord } from "./delivery.store.ts";
+import { exchangeDeliveries, listDeliveryRows, outcomeColumns, releaseClaims, type AttemptRecord } from "./delivery.store.ts";
 import type { WebhookDeliveryRow } from "./delivery.schema.ts";
 import { startDeliveryWorker, sweepFinishedWebhooks, webhookEndpoint, type DeliveryWorkerOptions } from "./delivery-worker.ts";
 import { standardWebhookKey } from "./delivery-signing.ts";
@@ -762,8 +762,10 @@ describe(`webhook delivery [${storeKind}]`, () => {
     for (let i = 0; i < 4; i++) await fireTestEvent(platform.events, t.accountId, {});
     const now = Date.now();
     const claim = await exchangeDeliveries(platform.database, {
-      records: [], now, limit: 10, leaseUntil: now + 60_000, token: "claim-a", skipWebhooks: [], caps: {}, defaultCap: 10, maxAttempts: 3,
+      records: [], now, limit: 1000, leaseUntil: now + 60_000, token: "claim-a", skipWebhooks: [], caps: {}, defaultCap: 1000, maxAttempts: 3,
     });
+    // Rows of other tests' accounts due meanwhile are given back untouched (a lease given back counts no attempt).
+    await releaseClaims(platform.db, claim.claimed.filter((d) => d.account_id !== t.accountId).map((d) => ({ account_id: d.account_id, id: d.id, token: "claim-a" })));
     const mine = claim.claimed.filter((d) => d.account_id === t.accountId);
     expect(mine).toHaveLength(4);
     expect(mine.every((d) => d.webhook_id === hook.id && d.event?.name === "test")).toBe(true);
