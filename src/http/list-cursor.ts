@@ -11,13 +11,15 @@
  * (400 on /query/cursor). The list's own cursor travels inside, unchanged. A cursor of the list's own
  * form (issued before this wrapping) is still taken, with the query's filters as they are.
  */
-import { AppError } from "../core/errors/app-error.ts";
+import { AppError, validationFailed } from "../core/errors/app-error.ts";
+import { NUL_MESSAGE, unstorableTextPath } from "../core/validation/storable-text.ts";
+import { MAX_CURSOR_LENGTH } from "../core/pagination/pagination.ts";
 
 const WRAPPED = "f1:";
 /** Query parameters that are not filters: they may change from page to page (limit should not). */
 const NOT_FILTERS = new Set(["cursor", "limit"]);
-/** Longest wrapped cursor taken back (the filters of a query are short: a URL's worth). */
-const MAX_WRAPPED = 8192;
+/** Longest wrapped cursor taken back (the query schemas' cursor limit). */
+const MAX_WRAPPED = MAX_CURSOR_LENGTH;
 
 /** Per request: the filters of the listing it continues or starts, as text, when it has any. */
 const listingFilters = new WeakMap<Request, Record<string, string>>();
@@ -34,7 +36,7 @@ export function cursorRefusal(request: Request): AppError | null {
 }
 
 function refused(message: string): AppError {
-  return new AppError("validation_failed", "The request is not valid.", { details: [{ path: "/query/cursor", message }] });
+  return validationFailed([{ path: "/query/cursor", message }]);
 }
 
 /**
@@ -68,13 +70,18 @@ function unwrap(request: Request, query: Record<string, unknown>): void {
       if (typeof inner !== "string" || typeof listing !== "object" || listing === null || Array.isArray(listing)) throw refused("Not a cursor this API issued.");
       const entries = Object.entries(listing as Record<string, unknown>);
       if (entries.some(([name, value]) => typeof value !== "string" || NOT_FILTERS.has(name) || !/^[a-z][a-z0-9_]{0,63}$/.test(name))) throw refused("Not a cursor this API issued.");
+      // A URL's %00 is refused before any route runs; a made-up cursor must not carry one past that.
+      if (unstorableTextPath(listing, "") !== null || unstorableTextPath(inner, "") !== null) throw refused(NUL_MESSAGE);
       for (const name of Object.keys(filters)) {
-        if (!(name in (listing as Record<string, string>))) throw refused(`This cursor continues a listing without ${name}: send it alone, or start again without it.`);
+        if (!Object.hasOwn(listing, name)) throw refused(`This cursor continues a listing without ${name}: send it alone, or start again without it.`);
       }
       for (const [name, value] of entries as Array<[string, string]>) {
         if (filters[name] !== undefined && filters[name] !== value) {
           throw refused(`This cursor continues a listing with another ${name}: send it alone (with the same limit), or with the same filters.`);
         }
+      }
+      // Checked whole before anything is written: a refused cursor leaves the query as sent.
+      for (const [name, value] of entries as Array<[string, string]>) {
         filters[name] = value;
         query[name] = value;
       }

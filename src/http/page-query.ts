@@ -3,13 +3,13 @@
  * because query strings are text and must be coerced; bodies stay strict.
  */
 import { t } from "elysia";
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "../core/pagination/pagination.ts";
+import { DEFAULT_PAGE_SIZE, MAX_CURSOR_LENGTH, MAX_PAGE_SIZE } from "../core/pagination/pagination.ts";
 import { MAX_EPOCH_SEC } from "../core/validation/fields.ts";
 
 export const PageQuery = t.Object(
   {
     limit: t.Optional(t.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, description: `Page size, 1–${MAX_PAGE_SIZE}; default ${DEFAULT_PAGE_SIZE}.` })),
-    cursor: t.Optional(t.String({ maxLength: 200, description: "next_cursor of the previous page." })),
+    cursor: t.Optional(t.String({ maxLength: MAX_CURSOR_LENGTH, description: "next_cursor of the previous page." })),
   },
   { additionalProperties: false },
 );

@@ -319,6 +319,11 @@ describe(`POST /trunks/tick [${storeKind}]`, () => {
     const late = await recordTrunkProbes(host.platform.live, s.accountId, [{ trunk_id: s.ids.probed!, code: 408, node: "edge-1", at: at + 500 }]);
     expect(late[s.ids.probed!]!.after).toMatchObject({ state: "up", fails: 0, code: 200 });
     expect((await readTrunkHealth(host.platform.live, s.accountId)).get(s.ids.probed!)).toMatchObject({ state: "up", fails: 0, code: 200, node: "edge-1" });
+    // One after the other (whatever order the two writes above took): another node's probe a moment
+    // older than the last one written still counts.
+    await miss("edge-1", at + 2000);
+    await miss("edge-2", at + 1999);
+    expect((await readTrunkHealth(host.platform.live, s.accountId)).get(s.ids.probed!)).toMatchObject({ fails: 2 });
   });
 
   test("reports of what the node was not asked to do are left out: a probe of a trunk that is not probed or of another account, the state of another node's registration", async () => {

@@ -2,6 +2,7 @@
 import { Type as T, type Static } from "@sinclair/typebox";
 import { t } from "elysia";
 import { Nullable } from "../validation/fields.ts";
+import { MAX_CURSOR_LENGTH } from "../pagination/pagination.ts";
 
 /** Levels, lowest first. */
 export const LOG_LEVELS = ["debug", "info", "warn", "error"] as const;
@@ -38,7 +39,7 @@ export namespace LogModel {
   export const ListQuery = t.Object(
     {
       limit: t.Optional(t.Integer({ minimum: 1, maximum: LOG_PAGE_MAX, description: `Page size, 1–${LOG_PAGE_MAX}; default ${LOG_PAGE_DEFAULT}.` })),
-      cursor: t.Optional(t.String({ maxLength: 200, description: "next_cursor of the previous page." })),
+      cursor: t.Optional(t.String({ maxLength: MAX_CURSOR_LENGTH, description: "next_cursor of the previous page." })),
       level: t.Optional(t.Union([t.Literal("debug"), t.Literal("info"), t.Literal("warn"), t.Literal("error")], { description: "Only this level and above (warn: warn and error)." })),
       call_id: t.Optional(t.String({ minLength: 1, maxLength: 64, description: "Only lines of this call." })),
       source: t.Optional(t.Union(LOG_SOURCES.map((s) => t.Literal(s)), { description: `Only lines from this source: ${LOG_SOURCES.join(", ")}.` })),

@@ -7,6 +7,11 @@ import { isId, type IdPrefix } from "../ids/ids.ts";
 
 export const DEFAULT_PAGE_SIZE = 50;
 export const MAX_PAGE_SIZE = 500;
+/**
+ * Longest cursor a list takes: a list's own cursor is short, but the hosts wrap each next_cursor with
+ * the listing's filters (src/http/list-cursor.ts), a URL's worth of text at most.
+ */
+export const MAX_CURSOR_LENGTH = 8192;
 
 
 /** Encodes the last id of a page as a cursor. */

@@ -4,7 +4,7 @@
  * number (a DID of the account, by E.164).
  */
 import { Type as T, type Static, type TSchema } from "@sinclair/typebox";
-import { Country, Flag, Name, NonNegative, Nullable, PhoneInput } from "../validation/fields.ts";
+import { CallerNameText, Country, Flag, Name, NonNegative, Nullable, PhoneInput } from "../validation/fields.ts";
 
 const lit = <V extends string>(values: readonly V[], description: string) => T.Union(values.map((v) => T.Literal(v)), { description });
 
@@ -43,7 +43,7 @@ export namespace PolicyModel {
     {
       match_country: T.Optional(Nullable(Country("Destination country the rule applies to; absent = any. A country the router never tells apart (MF, BL: +590 is GP's) is refused."))),
       cid_number: PhoneInput("Caller-ID number presented."),
-      cid_name: T.Optional(Nullable(T.String({ minLength: 1, maxLength: 40, description: "Caller-ID name presented, where the network carries one." }))),
+      cid_name: T.Optional(Nullable(CallerNameText({ description: "Caller-ID name presented, where the network carries one; one line, up to 40 characters." }))),
       priority: T.Optional(T.Integer({ minimum: 0, maximum: 100000, description: "Lower wins among matching rules. Default 100." })),
     },
     "A caller-ID rule.",

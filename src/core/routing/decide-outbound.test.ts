@@ -263,11 +263,14 @@ describe(`decideRoute outbound [${storeKind}]`, () => {
   test("caller-ID: user rule > account rule for the country > user out_cid > account rule for any > default", async () => {
     const c = await caller({ default_cid_number: "14155550000" }, { out_cid_number: "14155550001", out_cid_name: "Alice" });
     const from = async (to: string) => (await decideRoute(testDeps(platform), c.dial(to))).reply.rtjson.routes![0]!.headers!.from;
-    expect(await from("447700900700")).toEqual({ uri: "sip:14155550001@carrier.example.net", display: "Alice" });
+    expect(await from("447700900700")).toEqual({ uri: "sip:14155550001@carrier.example.net", display: "\"Alice\"" });
     await c.f.cidRule({ cid_number: "14155550002", priority: 1 });
     expect((await from("447700900700"))!.uri).toBe("sip:14155550001@carrier.example.net"); // out_cid beats an any-country account rule
     await c.f.cidRule({ cid_number: "442071230000", cid_name: "Acme UK", match_country: "GB" });
-    expect(await from("447700900700")).toEqual({ uri: "sip:442071230000@carrier.example.net", display: "Acme UK" });
+    expect(await from("447700900700")).toEqual({ uri: "sip:442071230000@carrier.example.net", display: "\"Acme UK\"" });
+    // A name with a comma or a quote stays one quoted display name (unquoted, the From would not parse).
+    await c.f.cidRule({ cid_number: "442071230001", cid_name: 'Acme, "UK" \\ Ltd', match_country: "GB", priority: 0 });
+    expect((await from("447700900700"))!.display).toBe('"Acme, \\"UK\\" \\\\ Ltd"');
     expect((await from("14155550100"))!.uri).toBe("sip:14155550001@carrier.example.net");
     await c.f.cidRule({ cid_number: "14155550003", scope_kind: "user", scope_id: c.user });
     expect((await from("447700900700"))!.uri).toBe("sip:14155550003@carrier.example.net");

@@ -203,7 +203,7 @@ describe(`decideRoute classification [${storeKind}]`, () => {
     expect(outbound.reply.rtjson).toMatchObject({ action: "outbound" });
     expect(outbound.direction).toBe("outbound");
     expect(outbound.reply.rtjson.routes![0]!.uri).toBe("sip:447700900123@out.example");
-    expect(outbound.reply.rtjson.routes![0]!.headers!.from).toEqual({ uri: "sip:442071110000@out.example", display: "Front Desk" });
+    expect(outbound.reply.rtjson.routes![0]!.headers!.from).toEqual({ uri: "sip:442071110000@out.example", display: "\"Front Desk\"" });
     expect(steps(outbound)).toContain("from the number the PBX sent");
     // Its own trunk's ceiling and the outbound trunk's both hold; the account's outbound ceiling too.
     expect(outbound.slots).toContainEqual({ level: "trunk", id: pbx, limit: 8 });

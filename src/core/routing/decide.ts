@@ -52,6 +52,7 @@ import {
   hostOf,
   outbound,
   proxy,
+  quotedDisplay,
   reject,
   sipHeaders,
   step,
@@ -785,7 +786,9 @@ async function pickRoutes(
     };
   };
   const extra = sipHeaders({ "X-Account-Id": account.id, "X-Call-Direction": draft.direction });
-  const from = (user: string, domain: string) => ({ uri: `sip:${user}@${domain}`, ...(cid.name && !cid.withheld ? { display: cid.name } : {}) });
+  // The name goes into the From header as written by the account: quoted and escaped (a comma or a
+  // quote in "Acme, Inc." would otherwise break the header), control characters dropped.
+  const from = (user: string, domain: string) => ({ uri: `sip:${user}@${domain}`, ...(cid.name && !cid.withheld ? { display: quotedDisplay(cid.name) } : {}) });
   // The caller's identity asserted to the trunk or carrier (RFC 3325); a withheld one with Privacy: id,
   // unless the caller's own Privacy header (which the edge passes on) is there to say so.
   const asserted = (cidNumber: string, domain: string) =>

@@ -7,7 +7,7 @@
 import { Type as T, type TSchema } from "@sinclair/typebox";
 import type { DbOrTx } from "../db/db.ts";
 import { validationFailed, type ErrorDetail } from "../errors/app-error.ts";
-import { Nullable } from "../validation/fields.ts";
+import { CallerNameText, Nullable } from "../validation/fields.ts";
 import { rowExists, type TenantTable } from "../db/row-exists.ts";
 
 /** Every kind of route target, with the table and id prefix of the resource it names. */
@@ -53,7 +53,7 @@ export const DestXform = T.Object(
   {
     strip_digits: T.Optional(T.Integer({ minimum: 0, maximum: 15, description: "Digits removed from the start of the dialed number." })),
     prepend: T.Optional(T.String({ pattern: "^[0-9*#+]{1,15}$", description: "Digits put in front of the dialed number." })),
-    cid_name_prefix: T.Optional(T.String({ maxLength: 40, description: "Text put in front of the caller's name (e.g. 'Sales: ')." })),
+    cid_name_prefix: T.Optional(CallerNameText({ minLength: 0, description: "Text put in front of the caller's name (e.g. 'Sales: '); one line, up to 40 characters." })),
     vars: T.Optional(
       T.Record(T.String({ pattern: "^[a-z][a-z0-9_]{0,39}$" }), T.String({ maxLength: 200 }), {
         additionalProperties: false,

@@ -1,6 +1,6 @@
 /** TypeBox models of users: request validation, TypeScript types and OpenAPI from one place. */
 import { Type as T, type Static } from "@sinclair/typebox";
-import { E164, Flag, IdOf, Nullable, PhoneInput } from "../validation/fields.ts";
+import { CallerNameText, E164, Flag, IdOf, Nullable, PhoneInput } from "../validation/fields.ts";
 import { DeviceModel } from "../devices/devices.model.ts";
 
 /** The SIP user part: what a phone dials and registers as. */
@@ -21,7 +21,7 @@ export namespace UserModel {
   const displayName = () => T.String({ minLength: 1, maxLength: 100, description: "Name shown to callers and in the console; 1–100 characters; default the username." });
   const email = () => T.String({ format: "email", maxLength: 254, description: "Contact email (not a login)." });
   const outCidNumber = () => PhoneInput("Outbound caller-ID number; +, spaces, dots, dashes and parentheses are ignored. Stored as E.164 without +.");
-  const outCidName = () => T.String({ minLength: 1, maxLength: 40, description: "Outbound caller-ID name, up to 40 characters." });
+  const outCidName = () => CallerNameText({ description: "Outbound caller-ID name, up to 40 characters, one line." });
   const maxSimultaneous = () =>
     T.Integer({ minimum: 1, maximum: 100, description: `Calls the user may have at once, 1–100; default ${DEFAULT_MAX_SIMULTANEOUS}.` });
   const ringTimeout = () =>

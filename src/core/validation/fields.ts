@@ -137,3 +137,10 @@ export const Pin = (description = "4–12 digits, as a string. Write-only: repli
 
 /** A human name or label. */
 export const Name = (maxLength = 200) => T.String({ minLength: 1, maxLength });
+
+/**
+ * Text that goes into a SIP header as a caller's display name (or in front of one): one line, no
+ * control characters (a line break would end the header and start another), at most 40 characters.
+ */
+export const CallerNameText = (options: { minLength?: number; description: string }) =>
+  T.String({ minLength: options.minLength ?? 1, maxLength: 40, pattern: "^[^\\u0000-\\u001f\\u007f]*$", description: options.description });

@@ -137,7 +137,9 @@ describe(`GET /v1/calls [${storeKind}]`, () => {
     expect(onward.body.data.map((c: Json) => c.id)).toEqual([rows[3]!.id]);
     // A made-up cursor's filters are checked like the query's.
     const forged = Buffer.from(`f1:${JSON.stringify({ c: Buffer.from(`k1:1700000000000:${rows[0]!.id}`).toString("base64url"), q: { direction: "sideways" } })}`).toString("base64url");
-    expect((await call(app, "GET", `/v1/calls?cursor=${forged}`, { key: t.key })).status).toBe(400);
+    const refused = await call(app, "GET", `/v1/calls?cursor=${forged}`, { key: t.key });
+    expect(refused.status).toBe(400);
+    expect(refused.body.details.map((d: { path: string }) => d.path)).toEqual(["/query/direction"]);
   });
 
   test("a call admitted and ended through the call path, its detail and trace", async () => {

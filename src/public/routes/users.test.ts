@@ -257,6 +257,19 @@ describe(`/v1/users happy [${storeKind}]`, () => {
     const bad = await call(app, "GET", `/v1/users?cursor=${forged}`, { key: t.key });
     expect(bad.status).toBe(400);
     expect(bad.body.error).toBe("validation_failed");
+    expect(bad.body.details.map((d: { path: string }) => d.path)).toEqual(["/query/is_agent"]);
+    // A NUL a made-up cursor carries is refused as one in the URL is (PostgreSQL cannot compare it: a 500 before).
+    for (const q of [{ q: "a\u0000" }, { q: "\ud800" }]) {
+      const nul = Buffer.from(`f1:${JSON.stringify({ c: "", q })}`).toString("base64url");
+      const r = await call(app, "GET", `/v1/users?cursor=${nul}`, { key: t.key });
+      expect(r.status, JSON.stringify(r.body)).toBe(400);
+      expect(r.body.details.map((d: { path: string }) => d.path)).toEqual(["/query/cursor"]);
+    }
+    // A refused cursor longer than a list's own (a wrapped one) gets its reason, not a length error.
+    const long = Buffer.from(`f1:${JSON.stringify({ c: "", q: { q: "x".repeat(150) } })}`).toString("base64url");
+    const other = await call(app, "GET", `/v1/users?q=y&cursor=${long}`, { key: t.key });
+    expect(other.status).toBe(400);
+    expect(other.body.details[0].message).toMatch(/another q/);
     // A cursor that does not unwrap is refused after the credential: without one, 401 all the same.
     const broken = Buffer.from("f1:{not json").toString("base64url");
     expect((await call(app, "GET", `/v1/users?cursor=${broken}`, { key: t.key })).status).toBe(400);
@@ -345,6 +358,9 @@ describe(`/v1/users errors [${storeKind}]`, () => {
       [{ username: "1001", out_cid_number: "123" }, "/out_cid_number"],
       [{ username: "1001", out_cid_number: "+0 415 555 0123" }, "/out_cid_number"],
       [{ username: "1001", out_cid_name: "x".repeat(41) }, "/out_cid_name"],
+      // A line break would end the From header it goes into and start another (P-Asserted-Identity…).
+      [{ username: "1001", out_cid_name: "Acme\r\nP-Asserted-Identity: <sip:911@x>" }, "/out_cid_name"],
+      [{ username: "1001", out_cid_name: "Acme\u0007" }, "/out_cid_name"],
       [{ username: "1001", max_simultaneous: 0 }, "/max_simultaneous"],
       [{ username: "1001", max_simultaneous: "2" }, "/max_simultaneous"],
       [{ username: "1001", max_simultaneous: 1.5 }, "/max_simultaneous"],
