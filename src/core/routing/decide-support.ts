@@ -81,13 +81,23 @@ export function proxy(draft: DecisionDraft, routes: RtjsonRoute[], routing: "ser
   // name (else number) in the From's display name the phones show; the edge sets it on each leg.
   const prefix = draft.vars.cid_name_prefix;
   if (typeof prefix === "string" && prefix !== "") {
-    const display = quotedDisplay(`${prefix}${draft.req.fromName || draft.from}`);
+    const display = quotedDisplay(`${prefix}${displayText(draft.req.fromName ?? "") || draft.from}`);
     for (const route of routes) route.headers = { ...route.headers, from: { ...route.headers?.from, display } };
   }
   const reply: RouteReply = {
     rtjson: { action: "proxy", account_id: draft.accountId, flow_id: null, vars: baseVars(draft), version: "1.0", routing, routes },
   };
   return finish(draft, reply, draft.slots);
+}
+
+/**
+ * The text of a display name as the edge read it from a header (`$fn` keeps a quoted string's quotes
+ * and escapes): `"Alice \"A\""` is `Alice "A"`; a token (`Alice`) is itself.
+ * @example displayText('"Sales \\"EU\\""') // 'Sales "EU"'
+ */
+export function displayText(raw: string): string {
+  const quoted = /^\s*"((?:[^"\\]|\\.)*)"\s*$/s.exec(raw);
+  return quoted ? quoted[1]!.replace(/\\(.)/gs, "$1") : raw.trim();
 }
 
 /** A SIP display name as a quoted string (RFC 3261 25.1): control characters dropped, `"` and `\` escaped, at most 80 characters. */

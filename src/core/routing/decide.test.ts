@@ -800,6 +800,9 @@ describe(`decideRoute internal calls [${storeKind}]`, () => {
     const ringing = { [o.bob]: [contact(o.bob, o.bobDev, "sip:1002@10.1.1.2"), contact(o.bob, o.bobDev, "sip:1002@10.1.1.3")] };
     const named = await decideRoute(testDeps(platform, { contacts: ringing }), o.from("7002", { fromName: "Alice \\ A." }));
     expect(named.reply.rtjson.routes!.map((r) => r.headers?.from)).toEqual([{ display: '"Sales \\"EU\\": Alice \\\\ A."' }, { display: '"Sales \\"EU\\": Alice \\\\ A."' }]);
+    // The edge gives the name as the header holds it: a quoted string keeps its quotes and escapes.
+    const quoted = await decideRoute(testDeps(platform, { contacts: ringing }), o.from("7002", { fromName: '"Alice \\"A\\""' }));
+    expect(quoted.reply.rtjson.routes![0]!.headers?.from).toEqual({ display: '"Sales \\"EU\\": Alice \\"A\\""' });
     const unnamed = await decideRoute(testDeps(platform, { contacts: ringing }), o.from("7002"));
     expect(unnamed.reply.rtjson.routes![0]!.headers?.from).toEqual({ display: '"Sales \\"EU\\": 1001"' });
     // Without a prefix, the From is left as the caller sent it.
