@@ -922,6 +922,22 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
       expect(r.statuses).toContain(200);
       expect(await exitOf(phone), phone.stderr() + phone.stdout().slice(-1500)).toBe(0);
       await eventually(async () => expect((await calls()).find((x) => x.sip_call_id === r.callIds.at(-1))).toMatchObject({ status: "completed", answered: 1 }));
+      // A caller that sends its name as a quoted string: the prefix goes before the name, not its quotes.
+      const [port2] = freePorts(1) as [number];
+      const named = checkingUas(dir, "uas-prefix-named.xml", ["display"], `
+      <ereg regexp="From: *&quot;Sales: Alice B&quot; *&lt;sip:1001@" search_in="msg" check_it="true" assign_to="display"/>`);
+      const phone2 = startSipp(named, ["-p", String(port2), "-mp", String(nextMediaPort()), "-m", "1"]);
+      await Bun.sleep(200);
+      try {
+        expect((await register("1502", port2)).code).toBe(0);
+        const caller = join(dir, "invite-named.xml");
+        writeFileSync(caller, readFileSync(join(import.meta.dir, "scenarios", "invite.xml"), "utf8").replaceAll("From: <sip:", 'From: "Alice B" <sip:'));
+        const r2 = await invite("1001", "7502", caller);
+        expect(r2.code, `${r2.stderr}${r2.messages.slice(-1500)}\nphone: ${phone2.stderr()}${phone2.stdout().slice(-1500)}`).toBe(0);
+        expect(await exitOf(phone2), phone2.stderr() + phone2.stdout().slice(-1500)).toBe(0);
+      } finally {
+        await phone2.stop();
+      }
     } finally {
       await phone.stop();
       await api("DELETE", `${parley.publicUrl}/v1/extensions/${ext.body.data.id}`, undefined, { "x-api-key": tenant.key });
