@@ -3,7 +3,7 @@
  * isolation, filters, heartbeats, resume without gaps or duplicates, slow consumers, fan-out.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { failingPublishes } from "../../test/support/live.ts";
+import { failingPublishes, heldPublishes } from "../../test/support/live.ts";
 import { connect as tcpConnect, type Socket } from "node:net";
 import type { Platform } from "../core/platform.ts";
 import { createEventBus, eventChannel, type PlatformEvent } from "../core/events/bus.ts";
@@ -517,6 +517,33 @@ describe(`realtime stream: resume [${storeKind}]`, () => {
     const later = await testEvent(t.accountId, "later");
     await second.until(() => ids(second.messages).includes(later.id));
     expect(ids(second.messages)).toEqual([id, later.id]);
+    second.close();
+  });
+
+  test("an event another instance published after a later one (a slow publish) is sent on a resume from the later one", async () => {
+    const t = await seedTenant(platform);
+    const first = await open(t.key);
+    const slowInstance = heldPublishes(platform.live);
+    const other = createEventBus({ db: platform.db, live: slowInstance.live, log: platform.log, ids: platform.events.ids });
+    // Committed first, published last.
+    const slow = await other.emit(t.accountId, "test", { message: "slow", webhook_id: null, ts: Date.now() });
+    const fast = await testEvent(t.accountId, "fast");
+    await first.until(() => ids(first.messages).includes(fast.id));
+    expect(ids(first.messages)).toEqual([fast.id]);
+    first.close();
+    await first.closed;
+    // Published while the client was away; it resumes from the last event it got.
+    let published!: () => void;
+    const heard = new Promise<void>((resolve) => (published = resolve));
+    const stop = await platform.events.subscribe(t.accountId, (e) => e.id === slow.id && published());
+    slowInstance.release();
+    await heard;
+    await stop();
+    const second = await open(t.key, `&last_event_id=${pub(fast)}`);
+    await second.until(() => ids(second.messages).includes(slow.id));
+    const later = await testEvent(t.accountId, "later");
+    await second.until(() => ids(second.messages).includes(later.id));
+    expect(ids(second.messages)).toEqual([slow.id, later.id]);
     second.close();
   });
 

@@ -1,10 +1,10 @@
 /** The event bus's live fan-out: what one transaction emits reaches subscribers whole and in order. */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { failingPublishes } from "../../../test/support/live.ts";
+import { failingPublishes, heldPublishes } from "../../../test/support/live.ts";
 import type { Platform } from "../platform.ts";
 import { seedTenant, storeKind, testPlatform } from "../../../test/support/platform.ts";
 import { sql } from "drizzle-orm";
-import { createEventBus, type PlatformEvent } from "./bus.ts";
+import { createEventBus, type EventBus, type PlatformEvent } from "./bus.ts";
 
 let platform: Platform;
 
@@ -101,6 +101,91 @@ describe(`event bus: unpublished events [${storeKind}]`, () => {
       expect(gaps).toBe(1);
     } finally {
       await stop();
+    }
+  });
+});
+
+describe(`event bus: publication order [${storeKind}]`, () => {
+  const message = (e: PlatformEvent) => (e.data as { message: string }).message;
+  const emitOn = (bus: EventBus, accountId: string, text: string) => bus.emit(accountId, "test", { message: text, webhook_id: null, ts: Date.now() });
+
+  test("an event whose publish came after a later event's is replayed on a resume from the later one", async () => {
+    const t = await seedTenant(platform);
+    const got: PlatformEvent[] = [];
+    const stop = await platform.events.subscribe(t.accountId, (e) => got.push(e));
+    try {
+      // Another instance commits first and publishes last (a slow publish).
+      const slowInstance = heldPublishes(platform.live);
+      const other = createEventBus({ db: platform.db, live: slowInstance.live, log: platform.log, ids: platform.events.ids });
+      const slow = await emitOn(other, t.accountId, "slow");
+      const fast = await emitOn(platform.events, t.accountId, "fast");
+      expect(fast.id).toBeGreaterThan(slow.id);
+      const until = async (n: number) => {
+        const deadline = Date.now() + 5000;
+        while (got.length < n && Date.now() < deadline) await Bun.sleep(10);
+      };
+      await until(1);
+      slowInstance.release();
+      await until(2);
+      // Live, the smaller id came second.
+      expect(got.map(message)).toEqual(["fast", "slow"]);
+      // A client that saw "fast" and left missed "slow": the resume sends it. Before, nothing.
+      expect((await platform.events.since(t.accountId, fast.id, 100)).map(message)).toEqual(["slow"]);
+      // From "slow" (the last it got), nothing was missed but "fast" comes again (an id after it).
+      expect((await platform.events.since(t.accountId, slow.id, 100)).map(message)).toEqual(["fast"]);
+      // The name filter holds for these too.
+      expect(await platform.events.since(t.accountId, fast.id, 100, ["call.ended"])).toEqual([]);
+    } finally {
+      await stop();
+    }
+  });
+
+  test("an event never published (its instance stopped between commit and publish) is replayed on a resume from a later one", async () => {
+    const t = await seedTenant(platform);
+    const got: PlatformEvent[] = [];
+    const stop = await platform.events.subscribe(t.accountId, (e) => got.push(e));
+    try {
+      const first = await emitOn(platform.events, t.accountId, "first");
+      const stopped = createEventBus({ db: platform.db, live: heldPublishes(platform.live).live, log: platform.log, ids: platform.events.ids });
+      await emitOn(stopped, t.accountId, "never published");
+      const later = await emitOn(platform.events, t.accountId, "later");
+      const deadline = Date.now() + 5000;
+      while (got.length < 2 && Date.now() < deadline) await Bun.sleep(10);
+      expect(got.map(message)).toEqual(["first", "later"]);
+      expect((await platform.events.since(t.accountId, later.id, 100)).map(message)).toEqual(["never published"]);
+      // "first" was published before "later": a client that saw "later" had it.
+      expect((await platform.events.since(t.accountId, first.id, 100)).map(message)).toEqual(["never published", "later"]);
+    } finally {
+      await stop();
+    }
+  });
+
+  test("the repair publishes an event never published to the subscribers that stay connected, once", async () => {
+    const t = await seedTenant(platform);
+    // This instance, repairing often (the default is every 2 s).
+    const watcher = createEventBus({ db: platform.db, live: platform.live, log: platform.log, ids: platform.events.ids, repair: { intervalMs: 100, graceMs: 150 } });
+    const got: PlatformEvent[] = [];
+    const stop = await watcher.subscribe(t.accountId, (e) => got.push(e));
+    // A second watching instance: the two repairs publish the event once between them.
+    const second = createEventBus({ db: platform.db, live: platform.live, log: platform.log, ids: platform.events.ids, repair: { intervalMs: 100, graceMs: 150 } });
+    const stopSecond = await second.subscribe(t.accountId, () => {});
+    try {
+      await Bun.sleep(250); // both have read the account once
+      const before = await emitOn(platform.events, t.accountId, "before");
+      const stopped = createEventBus({ db: platform.db, live: heldPublishes(platform.live).live, log: platform.log, ids: platform.events.ids });
+      const lost = await emitOn(stopped, t.accountId, "never published");
+      const after = await emitOn(platform.events, t.accountId, "after");
+      const deadline = Date.now() + 5000;
+      while (got.length < 3 && Date.now() < deadline) await Bun.sleep(20);
+      await Bun.sleep(500);
+      expect(got.map(message)).toEqual(["before", "after", "never published"]);
+      expect(got.map((e) => e.id)).toEqual([before.id, after.id, lost.id]);
+      // Published now: a resume from "after" sends it (it came after), from itself nothing before it.
+      expect((await platform.events.since(t.accountId, after.id, 100)).map(message)).toEqual(["never published"]);
+      expect((await platform.events.since(t.accountId, lost.id, 100)).map(message)).toEqual(["after"]);
+    } finally {
+      await stop();
+      await stopSecond();
     }
   });
 });

@@ -3,15 +3,18 @@
  * (outbox): the event row (and its webhook deliveries) commit or roll back with that change, so a
  * crash can neither lose nor invent an event. After commit the bus publishes the events on the live
  * store's pub/sub (every instance's WebSocket hubs hear them) and wakes local listeners (the delivery
- * worker). Publishing is best effort; the table is the truth, so consumers that missed a publish
- * catch up from it (stream resume, delivery polling).
+ * worker). Each publish is recorded, in one step with it, in the account's publication log (the order
+ * its live subscribers got events in), which a resume reads to find the events before its point that
+ * the client had not seen. Publishing is best effort; the table is the truth, so consumers that missed
+ * a publish catch up from it (stream resume, delivery polling), and each instance publishes the events
+ * of the accounts it streams that were committed and never published (the repair, RepairOptions).
  */
 import { sql, type SQL } from "drizzle-orm";
 import { resultRows, type Db, type Tx } from "../db/db.ts";
 import { rawRows } from "../db/migrate.ts";
 import { rawJson } from "../db/sql-text.ts";
 import { newId, type IdPrefix } from "../ids/ids.ts";
-import type { LiveStore } from "../live/live-store.ts";
+import type { LiveStore, PublicationLog } from "../live/live-store.ts";
 import { accountKey } from "../live/live-store.ts";
 import type { Logger } from "../log/logger.ts";
 import type { EventName, EventPayload } from "../webhooks/event-catalog.ts";
@@ -127,9 +130,11 @@ export interface EventBus {
   subscribe(accountId: string, handler: (event: PlatformEvent) => void, onGap?: (from?: number) => void): Promise<() => Promise<void>>;
   /**
    * Stored events of one account a client that saw event `afterId` may have missed, oldest first
-   * (resume): those with a greater id, and those with a smaller id whose transaction was still running
-   * when `afterId` was written (they commit, and are seen, after it). The latter are looked for among
-   * the account's LATE_WINDOW events before `afterId`; the client may have seen some (it dedupes by id).
+   * (resume): those with a greater id, and those with a smaller id that reached the account's live
+   * subscribers after it or never: published after it (the publication log), never published (not in
+   * the log, above its floor), or written by a transaction still running when `afterId` was written.
+   * The last two are looked for among the account's LATE_WINDOW events before `afterId`; the client
+   * may have seen some (it dedupes by id).
    */
   since(accountId: string, afterId: number, limit: number, names?: EventName[]): Promise<PlatformEvent[]>;
   /** The public ids of events (`evt_…`) and back. */
@@ -170,6 +175,37 @@ export function eventChannel(accountId: string): string {
 /** How many of an account's events before a resume point are looked at for late commits (since()). */
 export const LATE_WINDOW = 1000;
 
+/**
+ * The order in which an account's events were published (the order its live subscribers got them in):
+ * what a resume needs to know which events before its point the client had not seen yet. It keeps the
+ * account's latest PUBLICATION_LOG_MAX events for a day after its last publish.
+ */
+export function publicationLog(accountId: string): PublicationLog {
+  return { key: accountKey(accountId, "events", "order"), floorKey: accountKey(accountId, "events", "order-floor"), max: PUBLICATION_LOG_MAX, ttlMs: PUBLICATION_LOG_TTL_MS };
+}
+export const PUBLICATION_LOG_MAX = 20_000;
+const PUBLICATION_LOG_TTL_MS = 86_400_000;
+/** At most this many events before a resume point published after it are replayed (see since()). */
+const REORDERED_MAX = 5_000;
+
+/**
+ * The repair of events committed and never published (an instance killed between its commit and its
+ * publish, or one that could not reach the live store): each instance reads the new events of the
+ * accounts it has live subscribers for, at most REPAIR_BATCH per account and pass, and publishes those
+ * the publication log still lacks a while after it first read them (once: the log's check-and-append).
+ */
+export interface RepairOptions {
+  /** How often it reads. */
+  intervalMs: number;
+  /** How long an event read may wait for its own publish before the repair publishes it. */
+  graceMs: number;
+  /** It reads from the highest id it had read this long ago: transactions open longer are not looked at. */
+  lagMs: number;
+}
+const REPAIR_DEFAULTS: RepairOptions = { intervalMs: 2_000, graceMs: 1_500, lagMs: 30_000 };
+const REPAIR_BATCH = 5_000;
+const REPAIR_MAX_SUSPECTS = 20_000;
+
 function toEvent(row: Pick<typeof events.$inferSelect, "account_id" | "id" | "name" | "data" | "ts">): PlatformEvent {
   return { id: row.id, account_id: row.account_id, event: row.name as EventName, data: row.data as Record<string, unknown>, ts: row.ts };
 }
@@ -193,8 +229,9 @@ export function gapNoticeFrom(message: string): number | null {
 const GAP_NOTICE_RETRY_MS = 1000;
 const GAP_NOTICE_GIVE_UP_MS = 10 * 60_000;
 
-export function createEventBus(deps: { db: Db; live: LiveStore; log: Logger; ids: EventIdCodec }): EventBus {
+export function createEventBus(deps: { db: Db; live: LiveStore; log: Logger; ids: EventIdCodec; repair?: Partial<RepairOptions> }): EventBus {
   const { db, live, log, ids } = deps;
+  const repairOptions: RepairOptions = { ...REPAIR_DEFAULTS, ...deps.repair };
   const planners: EventPlanner[] = [];
   const listeners = new Set<(events: PlatformEvent[]) => void>();
 
@@ -246,8 +283,8 @@ export function createEventBus(deps: { db: Db; live: LiveStore; log: Logger; ids
       else byAccount.set(e.account_id, [e]);
     }
     for (const [accountId, list] of byAccount) {
-      const message = JSON.stringify(list.length === 1 ? list[0] : list);
-      live.publish(eventChannel(accountId), message).catch((error) => {
+      const entries = list.map((e) => ({ id: e.id, message: JSON.stringify(e) }));
+      live.publishLogged(eventChannel(accountId), publicationLog(accountId), entries).catch((error) => {
         log.warn("event publish failed: the account's live subscribers are told to replay once publishing works", { account_id: accountId, error: String(error) });
         missedPublish(accountId, Math.min(...list.map((e) => e.id)));
       });
@@ -362,6 +399,130 @@ export function createEventBus(deps: { db: Db; live: LiveStore; log: Logger; ids
     }
   }
 
+  async function eventRows(query: SQL): Promise<PlatformEvent[]> {
+    const rows = await rawRows<{ account_id: string; id: string | number; name: string; data: unknown; ts: string | number }>(db, query);
+    return rows.map((r) => toEvent({ account_id: r.account_id, id: Number(r.id), name: r.name, data: rawJson(r.data), ts: Number(r.ts) }));
+  }
+
+  /** Accounts with live subscribers on this instance, and what the repair (RepairOptions) knows of each. */
+  interface Watch {
+    subscribers: number;
+    /** The highest id read (null before the first pass). */
+    maxId: number | null;
+    /** The highest id read at each pass within the lag; the first is where the next read starts. */
+    marks: Array<{ at: number; maxId: number }>;
+    /** Ids read and not yet seen in the publication log, with when they were first read. */
+    suspects: Map<number, number>;
+  }
+  const watched = new Map<string, Watch>();
+  let repairTimer: ReturnType<typeof setInterval> | null = null;
+  let repairing = false;
+  /** The snapshot of the last pass (pg_snapshot as text): the transactions it saw committed. */
+  let lastSnapshot: string | null = null;
+
+  function watch(accountId: string): () => void {
+    let entry = watched.get(accountId);
+    if (!entry) {
+      entry = { subscribers: 0, maxId: null, marks: [], suspects: new Map() };
+      watched.set(accountId, entry);
+    }
+    const w = entry;
+    w.subscribers++;
+    if (!repairTimer) {
+      repairTimer = setInterval(() => void repairPass(), repairOptions.intervalMs);
+      repairTimer.unref?.();
+    }
+    // A new account's first read marks where its repair starts: at once, not at the next tick.
+    if (w.maxId === null) void repairPass();
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      if (--w.subscribers === 0 && watched.get(accountId) === w) watched.delete(accountId);
+      if (!watched.size && repairTimer) {
+        clearInterval(repairTimer);
+        repairTimer = null;
+        lastSnapshot = null;
+      }
+    };
+  }
+
+  /**
+   * One repair pass over the watched accounts: reads the events each committed since the last pass
+   * (new ids, and smaller ids of transactions that its snapshot did not see committed), then
+   * publishes those the log still lacks after the grace.
+   */
+  async function repairPass(): Promise<void> {
+    if (repairing || !watched.size) return;
+    repairing = true;
+    try {
+      const now = Date.now();
+      const input = JSON.stringify([...watched].map(([accountId, w]) => ({ account_id: accountId, floor: w.marks[0]?.maxId ?? null, max_id: w.maxId })));
+      const rows = await rawRows<{ account_id: string; top: string | number | null; ids: unknown; snapshot: string }>(
+        db,
+        sql`select w.account_id,
+              (select max(e.id) from event e where e.account_id = w.account_id) as top,
+              case when w.max_id is null then '[]'::json else coalesce((
+                select json_agg(n.id order by n.id) from (
+                  select e.id from event e
+                  where e.account_id = w.account_id and e.id > w.floor
+                    and (e.id > w.max_id or not pg_visible_in_snapshot(e.txid::text::xid8, ${lastSnapshot}::pg_snapshot))
+                  order by e.id limit ${REPAIR_BATCH}) n), '[]'::json) end as ids,
+              pg_current_snapshot()::text as snapshot
+            from jsonb_to_recordset(${input}::jsonb) as w(account_id text, floor bigint, max_id bigint)`,
+      );
+      const checks: Array<Promise<void>> = [];
+      let cut = false;
+      for (const row of rows) {
+        const w = watched.get(row.account_id);
+        if (!w) continue;
+        const read = rawJson<Array<number | string>>(row.ids).map(Number);
+        for (const id of read) if (!w.suspects.has(id)) w.suspects.set(id, now);
+        // A cut batch goes on from its last id next time, under the same snapshot (what it did not
+        // read of the late commits is read again).
+        if (read.length === REPAIR_BATCH) cut = true;
+        const top = read.length === REPAIR_BATCH ? read[read.length - 1]! : Number(row.top ?? 0);
+        w.maxId = Math.max(w.maxId ?? 0, top);
+        w.marks.push({ at: now, maxId: w.maxId });
+        while (w.marks.length > 1 && w.marks[1]!.at <= now - repairOptions.lagMs) w.marks.shift();
+        for (const id of w.suspects.keys()) {
+          if (w.suspects.size <= REPAIR_MAX_SUSPECTS) break;
+          w.suspects.delete(id);
+        }
+        if (w.suspects.size) checks.push(repairAccount(row.account_id, w, now));
+      }
+      if (!cut && rows[0]) lastSnapshot = rows[0].snapshot;
+      await Promise.all(checks);
+    } catch (error) {
+      log.warn("the repair of unpublished events failed; it tries again", { error: String(error) });
+    } finally {
+      repairing = false;
+    }
+  }
+
+  async function repairAccount(accountId: string, w: Watch, now: number): Promise<void> {
+    const order = publicationLog(accountId);
+    const ids = [...w.suspects.keys()];
+    const { floor, logged } = await live.loggedAmong(order, ids);
+    const due: number[] = [];
+    ids.forEach((id, i) => {
+      // Published, or below the log's floor (trimmed: nothing to tell).
+      if (logged[i] || (floor !== null && id <= floor)) w.suspects.delete(id);
+      else if (now - w.suspects.get(id)! >= repairOptions.graceMs) due.push(id);
+    });
+    if (!due.length) return;
+    const rows = await eventRows(
+      sql`select e.account_id, e.id, e.name, e.data, e.ts from event e
+          where e.account_id = ${accountId} and e.id = any(${sql.param(due)}::bigint[]) order by e.id`,
+    );
+    for (const id of due) w.suspects.delete(id);
+    if (!rows.length) return;
+    const published = await live.publishLogged(eventChannel(accountId), order, rows.map((e) => ({ id: e.id, message: JSON.stringify(e) })));
+    if (published.length) {
+      log.warn("published events that were committed and never published (an instance stopped, or lost the live store, between commit and publish)", { account_id: accountId, count: published.length });
+    }
+  }
+
   const bus: EventBus = {
     ids,
     statement,
@@ -387,8 +548,8 @@ export function createEventBus(deps: { db: Db; live: LiveStore; log: Logger; ids
       listeners.add(listener);
       return () => listeners.delete(listener);
     },
-    subscribe(accountId, handler, onGap) {
-      return live.subscribe(eventChannel(accountId), (message) => {
+    async subscribe(accountId, handler, onGap) {
+      const unsubscribe = await live.subscribe(eventChannel(accountId), (message) => {
         const gap = gapNoticeFrom(message);
         if (gap !== null) {
           // Some of the account's events were not published (see missedPublish): from this id on.
@@ -410,12 +571,18 @@ export function createEventBus(deps: { db: Db; live: LiveStore; log: Logger; ids
           }
         }
       }, onGap);
+      const unwatch = watch(accountId);
+      return async () => {
+        unwatch();
+        await unsubscribe();
+      };
     },
     async since(accountId, afterId, limit, names) {
       const named = names?.length ? sql`and e.name = any(${sql.param(names)}::text[])` : sql``;
-      const rows = await rawRows<{ account_id: string; id: string | number; name: string; data: unknown; ts: string | number }>(
-        db,
-        sql`select account_id, id, name, data, ts from (
+      const order = publicationLog(accountId);
+      const [rows, reordered, before] = await Promise.all([
+        eventRows(
+          sql`select account_id, id, name, data, ts from (
               (select e.account_id, e.id, e.name, e.data, e.ts from event e
                 where e.account_id = ${accountId} and e.id > ${afterId} ${named}
                 order by e.id limit ${limit})
@@ -433,8 +600,31 @@ export function createEventBus(deps: { db: Db; live: LiveStore; log: Logger; ids
                   ${named})
             ) missed
             order by id limit ${limit}`,
+        ),
+        // Events before the resume point published after it: its subscribers got them later than it.
+        live.loggedAfter(order, afterId, REORDERED_MAX, true),
+        rawRows<{ id: string | number }>(db, sql`select e.id from event e where e.account_id = ${accountId} and e.id < ${afterId} ${named} order by e.id desc limit ${LATE_WINDOW}`),
+      ]);
+      // Without the resume point in the log (published before the log began, or too long ago), the
+      // order the client saw is unknown: the events after it and the late commits are all there is.
+      if (reordered === null) return rows;
+      const have = new Set(rows.map((e) => e.id));
+      const extra = new Set(reordered.filter((id) => !have.has(id)));
+      // Events before it that were never published (their instance stopped between commit and
+      // publish): committed, above the log's floor, and not in it. Those on their way are sent twice.
+      const unsure = before.map((r) => Number(r.id)).filter((id) => !have.has(id) && !extra.has(id));
+      if (unsure.length) {
+        const { floor, logged } = await live.loggedAmong(order, unsure);
+        unsure.forEach((id, i) => {
+          if (!logged[i] && floor !== null && id > floor) extra.add(id);
+        });
+      }
+      if (!extra.size) return rows;
+      const more = await eventRows(
+        sql`select e.account_id, e.id, e.name, e.data, e.ts from event e
+            where e.account_id = ${accountId} and e.id = any(${sql.param([...extra])}::bigint[]) ${named}`,
       );
-      return rows.map((r) => toEvent({ account_id: r.account_id, id: Number(r.id), name: r.name, data: rawJson(r.data), ts: Number(r.ts) }));
+      return [...rows, ...more].sort((a, b) => a.id - b.id).slice(0, limit);
     },
   };
   return bus;

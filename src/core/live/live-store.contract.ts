@@ -1122,6 +1122,84 @@ export function runLiveStoreContract(name: string, make: () => Promise<LiveStore
       });
     });
 
+    describe("publication log", () => {
+      const logOf = (max = 100, ttlMs = 60_000) => ({ key: key("publog"), floorKey: key("publog-floor"), max, ttlMs });
+      const entry = (id: number) => ({ id, message: `{"id":${id}}` });
+
+      test("publishes new ids, one as its message and several as a JSON array, each once, and keeps their order", async () => {
+        const ch = channel("logged");
+        const log = logOf();
+        const got: string[] = [];
+        const stop = await store.subscribe(ch, (m) => got.push(m));
+        try {
+          expect(await store.publishLogged(ch, log, [entry(11)])).toEqual([11]);
+          expect(await store.publishLogged(ch, log, [entry(9), entry(12)])).toEqual([9, 12]);
+          // Already published: left out; all of them: nothing is published.
+          expect(await store.publishLogged(ch, log, [entry(12), entry(10), entry(9)])).toEqual([10]);
+          expect(await store.publishLogged(ch, log, [entry(10), entry(11)])).toEqual([]);
+          // The same id twice in one call is published once.
+          expect(await store.publishLogged(ch, log, [entry(13), entry(13)])).toEqual([13]);
+          await eventually(() => got.length === 4);
+          await Bun.sleep(20);
+          expect(got).toEqual(['{"id":11}', '[{"id":9},{"id":12}]', '{"id":10}', '{"id":13}']);
+          // Publication order, not id order.
+          expect(await store.loggedAfter(log, 11, 100)).toEqual([9, 12, 10, 13]);
+          expect(await store.loggedAfter(log, 12, 2)).toEqual([10, 13]);
+          expect(await store.loggedAfter(log, 13, 100)).toEqual([]);
+          // Only the smaller ids published after it.
+          expect(await store.loggedAfter(log, 11, 100, true)).toEqual([9, 10]);
+          expect(await store.loggedAfter(log, 11, 1, true)).toEqual([9]);
+          expect(await store.loggedAfter(log, 12, 100, true)).toEqual([10]);
+          expect(await store.loggedAfter(log, 8, 100)).toBeNull();
+          expect(await store.loggedAfter({ key: key("no-log") }, 1, 100)).toBeNull();
+        } finally {
+          await stop();
+        }
+      });
+
+      test("the floor: ids below a new log's first are unknown, and trimmed ids raise it", async () => {
+        const ch = channel("floor");
+        const log = logOf(3);
+        expect(await store.loggedAmong(log, [1])).toEqual({ floor: null, logged: [false] });
+        await store.publishLogged(ch, log, [entry(1_000_000_000_000_007), entry(1_000_000_000_000_005)]);
+        // Fifteen digits and more stay exact (Lua would print them as exponents).
+        expect(await store.loggedAmong(log, [1_000_000_000_000_004, 1_000_000_000_000_005, 1_000_000_000_000_006, 1_000_000_000_000_007])).toEqual({
+          floor: 1_000_000_000_000_004,
+          logged: [false, true, false, true],
+        });
+        // Beyond max 3: the earliest published leave, and the floor rises to the highest of them.
+        await store.publishLogged(ch, log, [entry(1_000_000_000_000_003), entry(1_000_000_000_000_010)]);
+        expect(await store.loggedAmong(log, [1_000_000_000_000_007, 1_000_000_000_000_005, 1_000_000_000_000_003, 1_000_000_000_000_010])).toEqual({
+          floor: 1_000_000_000_000_007,
+          logged: [false, true, true, true],
+        });
+        expect(await store.loggedAfter(log, 1_000_000_000_000_005, 10)).toEqual([1_000_000_000_000_003, 1_000_000_000_000_010]);
+        expect(await store.loggedAmong(log, [])).toEqual({ floor: 1_000_000_000_000_007, logged: [] });
+      });
+
+      test("a log lives its TTL after its last publish", async () => {
+        const log = logOf(10, SHORT_TTL_MS);
+        await store.publishLogged(channel("ttl"), log, [entry(5)]);
+        expect(await store.loggedAfter(log, 5, 10)).toEqual([]);
+        await Bun.sleep(AFTER_SHORT_TTL_MS);
+        expect(await store.loggedAfter(log, 5, 10)).toBeNull();
+        expect((await store.loggedAmong(log, [5])).floor).toBeNull();
+        // A new log after it: a new floor.
+        await store.publishLogged(channel("ttl"), log, [entry(8)]);
+        expect(await store.loggedAmong(log, [5, 8])).toEqual({ floor: 7, logged: [false, true] });
+      });
+
+      test("bad arguments are refused and change nothing", async () => {
+        const log = logOf();
+        await expect(store.publishLogged(channel("bad"), log, [])).rejects.toThrow();
+        await expect(store.publishLogged(channel("bad"), log, [entry(-1)])).rejects.toThrow();
+        await expect(store.publishLogged(channel("bad"), log, [entry(1.5)])).rejects.toThrow();
+        await expect(store.publishLogged(channel("bad"), { ...log, max: 0 }, [entry(1)])).rejects.toThrow();
+        await expect(store.loggedAfter(log, Number.NaN, 1)).rejects.toThrow();
+        expect(await store.loggedAmong(log, [1])).toEqual({ floor: null, logged: [false] });
+      });
+    });
+
     describe("lifecycle", () => {
       test("ping resolves while the store is open", async () => {
         await store.ping();

@@ -213,6 +213,29 @@ export interface LiveStore {
    * the store was lost and the subscription renewed (Redis). The in-process store never loses one.
    */
   subscribe(channel: string, handler: MessageHandler, onGap?: () => void): Promise<() => Promise<void>>;
+  /**
+   * Publishes, in one atomic step, the entries whose id `log` does not hold yet, and records each in
+   * `log` with the next number of the channel's publication order: publishing one id twice (two
+   * instances repairing one event) publishes it once. One new entry is published as its `message`,
+   * several as one message, the JSON array of theirs, in the order given; none, nothing is published.
+   * A log that did not exist knows nothing of ids below the lowest given (its floor, see
+   * `loggedAmong`); it keeps its latest `log.max` ids (those trimmed raise the floor) and lives
+   * `log.ttlMs` after its last publish. Returns the ids published. Ids are non-negative safe integers.
+   * @example await live.publishLogged(channel, { key, floorKey, max: 20_000, ttlMs: 3_600_000 }, [{ id: 41, message: "{…}" }])
+   */
+  publishLogged(channel: string, log: PublicationLog, entries: ReadonlyArray<{ id: number; message: string }>): Promise<number[]>;
+  /**
+   * The ids `log` records as published after `id`, in publication order, at most `limit`; with
+   * `onlyBelow`, only those smaller than `id` (published out of id order). Null when the log does not
+   * hold `id` (never published, trimmed, or the log expired).
+   */
+  loggedAfter(log: Pick<PublicationLog, "key">, id: number, limit: number, onlyBelow?: boolean): Promise<number[] | null>;
+  /**
+   * Which of `ids` the log holds, and its floor: ids at or below it may have been published without
+   * the log knowing (before it began, or trimmed), so only an id above it that the log does not hold
+   * is known unpublished. Without a log (nothing published for its TTL) the floor is null.
+   */
+  loggedAmong(log: Pick<PublicationLog, "key" | "floorKey">, ids: readonly number[]): Promise<{ floor: number | null; logged: boolean[] }>;
 
   // ---- lifecycle --------------------------------------------------------------------------
   /** Throws when the store is unreachable. Used by /readyz. */
@@ -232,6 +255,33 @@ export interface ExpiringSetIndex {
   /** One per set, in the order of the sets. */
   entries: Array<{ name: string; value: string }>;
   ttlMs: number;
+}
+
+/**
+ * Where `publishLogged` records the order in which ids were published on one channel: a sorted set of
+ * ids scored 1, 2, … in that order, and a string holding its floor. Both keys must share the channel's
+ * account hash tag (Redis Cluster).
+ */
+export interface PublicationLog {
+  key: string;
+  floorKey: string;
+  /** How many of the latest ids it keeps. */
+  max: number;
+  /** How long it lives after its last publish. */
+  ttlMs: number;
+}
+
+/** Checks `publishLogged`'s arguments the same way in every store. */
+export function checkPublishLogged(log: PublicationLog, entries: ReadonlyArray<{ id: number; message: string }>): void {
+  if (!Number.isSafeInteger(log.max) || log.max < 1) throw new Error("publishLogged: max must be a positive integer");
+  if (!Number.isSafeInteger(log.ttlMs) || log.ttlMs < 1) throw new Error("publishLogged: ttlMs must be a positive integer");
+  if (!entries.length) throw new Error("publishLogged needs at least one entry");
+  for (const { id } of entries) checkLogId(id);
+}
+
+/** A publication log's ids are non-negative safe integers. */
+export function checkLogId(id: number): void {
+  if (!Number.isSafeInteger(id) || id < 0) throw new Error("a publication log's ids are non-negative safe integers");
 }
 
 /** What `markDialog` writes. */

@@ -3,7 +3,7 @@
  * method for method (one keyspace, one type per key, empty collections vanish, WRONGTYPE errors,
  * millisecond expiry) so that code tested against it behaves the same once Redis is configured.
  */
-import { checkBindingWrite, type LiveStore, type MessageHandler, type WindowHit } from "./live-store.ts";
+import { checkBindingWrite, checkLogId, checkPublishLogged, type LiveStore, type MessageHandler, type WindowHit } from "./live-store.ts";
 
 /** How often expired keys nobody reads are dropped; lazy expiry alone would let them pile up. */
 const SWEEP_INTERVAL_MS = 1_000;
@@ -49,6 +49,8 @@ interface Subscription {
 export function createMemoryLiveStore(): LiveStore {
   const data = new Map<string, Entry>();
   const channels = new Map<string, Set<Subscription>>();
+  /** The highest score of each publication log (see publishLogged). */
+  const logTops = new WeakMap<ZsetEntry, number>();
   let closed = false;
 
   const sweep = setInterval(() => {
@@ -560,6 +562,61 @@ export function createMemoryLiveStore(): LiveStore {
       const snapshot = [...subs];
       // Asynchronous like a network round trip, so callers cannot come to rely on re-entrancy.
       queueMicrotask(() => deliver(subs, snapshot, message, channel));
+    },
+
+    async publishLogged(channel, log, entries) {
+      checkPublishLogged(log, entries);
+      const order = readZset(log.key);
+      const floorEntry = read(log.floorKey, "string");
+      const zset = order ?? readCollection(log.key, "zset", () => ({ kind: "zset", value: new Map(), expiresAt: null }));
+      // Only publishLogged writes a log, in score order: insertion order is score order, and the top
+      // is remembered rather than found again in up to `max` members per publish.
+      let top = logTops.get(zset) ?? 0;
+      if (!logTops.has(zset)) for (const score of zset.value.values()) top = Math.max(top, score);
+      let floor = floorEntry === undefined ? Math.min(...entries.map((e) => e.id)) - 1 : Number(floorEntry.value);
+      const published: number[] = [];
+      const parts: string[] = [];
+      for (const { id, message } of entries) {
+        if (zset.value.has(String(id))) continue;
+        zset.value.set(String(id), ++top);
+        published.push(id);
+        parts.push(message);
+      }
+      logTops.set(zset, top);
+      let excess = zset.value.size - log.max;
+      for (const member of zset.value.keys()) {
+        if (excess-- <= 0) break;
+        zset.value.delete(member);
+        floor = Math.max(floor, Number(member));
+      }
+      const expiresAt = Date.now() + log.ttlMs;
+      zset.expiresAt = expiresAt;
+      putString(log.floorKey, String(floor), expiresAt);
+      if (parts.length) await store.publish(channel, parts.length === 1 ? parts[0]! : `[${parts.join(",")}]`);
+      return published;
+    },
+
+    async loggedAfter(log, id, limit, onlyBelow = false) {
+      checkLogId(id);
+      const count = integerArg("limit", limit);
+      const zset = readZset(log.key);
+      const score = zset?.value.get(String(id));
+      if (zset === undefined || score === undefined) return null;
+      const after = sortedEntries(zset)
+        .filter((e) => e.score > score)
+        .map((e) => Number(e.member))
+        .filter((n) => !onlyBelow || n < id);
+      return count < 0 ? after : after.slice(0, count);
+    },
+
+    async loggedAmong(log, ids) {
+      for (const id of ids) checkLogId(id);
+      const floorEntry = read(log.floorKey, "string");
+      const zset = readZset(log.key);
+      return {
+        floor: floorEntry === undefined ? null : Number(floorEntry.value),
+        logged: ids.map((id) => zset?.value.has(String(id)) ?? false),
+      };
     },
 
     async subscribe(channel, handler) {

@@ -8,7 +8,7 @@
  * `false` becomes null, numbers are truncated to integers), which the scripts below account for.
  */
 import { RedisClient } from "bun";
-import { checkBindingWrite, type LiveStore, type MessageHandler, type WindowHit } from "./live-store.ts";
+import { checkBindingWrite, checkLogId, checkPublishLogged, type LiveStore, type MessageHandler, type WindowHit } from "./live-store.ts";
 
 /** /readyz must answer even while Bun queues commands for a reconnect that may take ~30 s. */
 const PING_TIMEOUT_MS = 2_000;
@@ -42,6 +42,61 @@ end
 `;
 
 const SCRIPTS = {
+  // KEYS: log, floor. ARGV: channel, max, px, then id, message pairs. Integers are written with
+  // %d: Lua's own number-to-text switches to exponents past 14 digits.
+  publishLogged: lua(`local top = 0
+local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+if last[2] then top = tonumber(last[2]) end
+local floor = redis.call('GET', KEYS[2])
+local ids, parts, low = {}, {}, nil
+for i = 4, #ARGV, 2 do
+  local n = tonumber(ARGV[i])
+  if not low or n < low then low = n end
+  if not redis.call('ZSCORE', KEYS[1], ARGV[i]) then
+    top = top + 1
+    redis.call('ZADD', KEYS[1], string.format('%d', top), ARGV[i])
+    ids[#ids + 1] = ARGV[i]
+    parts[#parts + 1] = ARGV[i + 1]
+  end
+end
+if floor then floor = tonumber(floor) else floor = low - 1 end
+local excess = redis.call('ZCARD', KEYS[1]) - tonumber(ARGV[2])
+if excess > 0 then
+  for _, gone in ipairs(redis.call('ZRANGE', KEYS[1], 0, excess - 1)) do
+    local n = tonumber(gone)
+    if n > floor then floor = n end
+  end
+  redis.call('ZREMRANGEBYRANK', KEYS[1], 0, excess - 1)
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+redis.call('SET', KEYS[2], string.format('%d', floor), 'PX', ARGV[3])
+if #parts == 1 then
+  redis.call('PUBLISH', ARGV[1], parts[1])
+elseif #parts > 1 then
+  redis.call('PUBLISH', ARGV[1], '[' .. table.concat(parts, ',') .. ']')
+end
+return ids`),
+
+  // KEYS: log. ARGV: id, limit, onlyBelow ('1'|'0'). False (nil) when the log does not hold the id.
+  loggedAfter: lua(`local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if not score then return false end
+if ARGV[3] ~= '1' then
+  return redis.call('ZRANGE', KEYS[1], '(' .. score, '+inf', 'BYSCORE', 'LIMIT', 0, ARGV[2])
+end
+local id, limit, out = tonumber(ARGV[1]), tonumber(ARGV[2]), {}
+for _, member in ipairs(redis.call('ZRANGE', KEYS[1], '(' .. score, '+inf', 'BYSCORE')) do
+  if #out == limit then break end
+  if tonumber(member) < id then out[#out + 1] = member end
+end
+return out`),
+
+  // KEYS: log, floor. ARGV: ids. The floor ('' without a log), then 1 or 0 per id.
+  loggedAmong: lua(`local out = { redis.call('GET', KEYS[2]) or '' }
+for i = 1, #ARGV do
+  if redis.call('ZSCORE', KEYS[1], ARGV[i]) then out[i + 1] = 1 else out[i + 1] = 0 end
+end
+return out`),
+
   // ARGV: hasExpected ('1'|'0'), expected, next, [px]
   compareAndSet: lua(`local v = redis.call('GET', KEYS[1])
 if ARGV[1] == '1' then
@@ -584,6 +639,31 @@ export async function createRedisLiveStore(url: string): Promise<LiveStore> {
 
     async publish(channel, message) {
       await send("PUBLISH", [channel, message]);
+    },
+
+    async publishLogged(channel, log, entries) {
+      checkPublishLogged(log, entries);
+      const args = [channel, String(log.max), String(log.ttlMs)];
+      for (const { id, message } of entries) args.push(String(id), message);
+      return strings(await run(SCRIPTS.publishLogged, [log.key, log.floorKey], args)).map(Number);
+    },
+
+    async loggedAfter(log, id, limit, onlyBelow = false) {
+      checkLogId(id);
+      if (limit < 0) throw new RangeError("limit must not be negative");
+      const reply = await run(SCRIPTS.loggedAfter, [log.key], [String(id), integerArg("limit", limit), onlyBelow ? "1" : "0"]);
+      return reply === null ? null : strings(reply).map(Number);
+    },
+
+    async loggedAmong(log, ids) {
+      for (const id of ids) checkLogId(id);
+      const reply = await run(SCRIPTS.loggedAmong, [log.key, log.floorKey], ids.map(String));
+      if (!Array.isArray(reply) || reply.length !== ids.length + 1) throw unexpected("loggedAmong", reply);
+      const [floor, ...logged] = reply as unknown[];
+      return {
+        floor: floor === "" ? null : integer(floor),
+        logged: logged.map((flagged) => integer(flagged) === 1),
+      };
     },
 
     async subscribe(name, handler, onGap) {
