@@ -588,6 +588,26 @@ describe(`realtime stream: resume [${storeKind}]`, () => {
     conn.close();
   });
 
+  test("events before the resume point it missed do not count against the replay bound: all of them, then the first ones after it, then a resync naming the last of those", async () => {
+    const t = await seedTenant(platform);
+    const bounded = realtime({ backfillLimit: 3 });
+    // After the account's first event, three another instance committed and never published (it
+    // stopped), then one published.
+    await testEvent(t.accountId, "first");
+    const stopped = createEventBus({ db: platform.db, live: heldPublishes(platform.live).live, log: platform.log, ids: platform.events.ids });
+    const lost: PlatformEvent[] = [];
+    for (let i = 0; i < 3; i++) lost.push(await stopped.emit(t.accountId, "test", { message: `lost ${i}`, webhook_id: null, ts: Date.now() }));
+    const point = await testEvent(t.accountId, "seen");
+    const after: PlatformEvent[] = [];
+    for (let i = 0; i < 5; i++) after.push(await testEvent(t.accountId, `after ${i}`));
+    const conn = await open(t.key, `&last_event_id=${pub(point)}`, bounded);
+    const resync = await conn.next("resync");
+    // Before, the earlier ones took the bound and the resync named an event before the resume point.
+    expect(resync).toEqual({ type: "resync", reason: "too_many_missed", last_event_id: pub(after[2]!), limit: 3 });
+    expect(ids(conn.messages)).toEqual([...lost, ...after.slice(0, 3)].map((e) => e.id));
+    conn.close();
+  });
+
   test("a resume message replays after the given id, skipping events already sent", async () => {
     const t = await seedTenant(platform);
     const before = await testEvent(t.accountId, "before");

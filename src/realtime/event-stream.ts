@@ -240,9 +240,13 @@ class StreamClient {
       const limit = this.deps.backfillLimit;
       const names = this.visibleNames();
       const stored = names?.length === 0 ? [] : await this.deps.platform.events.since(this.accountId!, afterId, limit + 1, names);
-      for (const event of stored.slice(0, limit)) this.sendEvent(event);
-      if (stored.length > limit) {
-        const last = stored[limit - 1]!;
+      // The limit counts the events after the point (those before it, missed for other reasons, are
+      // few and bounded, and all sent): the resync names the last of them sent.
+      const after = stored.filter((e) => e.id > afterId);
+      for (const event of stored) if (event.id < afterId) this.sendEvent(event);
+      for (const event of after.slice(0, limit)) this.sendEvent(event);
+      if (after.length > limit) {
+        const last = after[limit - 1]!;
         this.sendJson({ type: "resync", reason: "too_many_missed", last_event_id: this.deps.platform.events.ids.encode(last.id, last.ts), limit });
       }
     } finally {

@@ -130,11 +130,12 @@ export interface EventBus {
   subscribe(accountId: string, handler: (event: PlatformEvent) => void, onGap?: (from?: number) => void): Promise<() => Promise<void>>;
   /**
    * Stored events of one account a client that saw event `afterId` may have missed, oldest first
-   * (resume): those with a greater id, and those with a smaller id that reached the account's live
-   * subscribers after it or never: published after it (the publication log), never published (not in
-   * the log, above its floor), or written by a transaction still running when `afterId` was written.
-   * The last two are looked for among the account's LATE_WINDOW events before `afterId`; the client
-   * may have seen some (it dedupes by id).
+   * (resume): those with a greater id, at most `limit` (the first ones), and those with a smaller id
+   * that reached the account's live subscribers after it or never: published after it (the
+   * publication log, at most REORDERED_MAX), never published (not in the log, above its floor), or
+   * written by a transaction still running when `afterId` was written. The last two are looked for
+   * among the account's LATE_WINDOW events before `afterId`; the client may have seen some (it dedupes
+   * by id).
    */
   since(accountId: string, afterId: number, limit: number, names?: EventName[]): Promise<PlatformEvent[]>;
   /** The public ids of events (`evt_…`) and back. */
@@ -191,8 +192,9 @@ const REORDERED_MAX = 5_000;
 /**
  * The repair of events committed and never published (an instance killed between its commit and its
  * publish, or one that could not reach the live store): each instance reads the new events of the
- * accounts it has live subscribers for, at most REPAIR_BATCH per account and pass, and publishes those
- * the publication log still lacks a while after it first read them (once: the log's check-and-append).
+ * accounts it has live subscribers for, and publishes those the publication log still lacks a while
+ * after it first read them (once: the log's check-and-append), at most REPAIR_PUBLISH_MAX per account
+ * and pass.
  */
 export interface RepairOptions {
   /** How often it reads. */
@@ -201,10 +203,13 @@ export interface RepairOptions {
   graceMs: number;
   /** It reads from the highest id it had read this long ago: transactions open longer are not looked at. */
   lagMs: number;
+  /** Most new events, and most late commits, read per account and pass (the next pass goes on). */
+  batch: number;
 }
-const REPAIR_DEFAULTS: RepairOptions = { intervalMs: 2_000, graceMs: 1_500, lagMs: 30_000 };
-const REPAIR_BATCH = 5_000;
+const REPAIR_DEFAULTS: RepairOptions = { intervalMs: 2_000, graceMs: 1_500, lagMs: 30_000, batch: 5_000 };
 const REPAIR_MAX_SUSPECTS = 20_000;
+const REPAIR_PUBLISH_MAX = 1_000;
+const REPAIR_CHUNK = 100;
 
 function toEvent(row: Pick<typeof events.$inferSelect, "account_id" | "id" | "name" | "data" | "ts">): PlatformEvent {
   return { id: row.id, account_id: row.account_id, event: row.name as EventName, data: row.data as Record<string, unknown>, ts: row.ts };
@@ -449,40 +454,40 @@ export function createEventBus(deps: { db: Db; live: LiveStore; log: Logger; ids
 
   /**
    * One repair pass over the watched accounts: reads the events each committed since the last pass
-   * (new ids, and smaller ids of transactions that its snapshot did not see committed), then
-   * publishes those the log still lacks after the grace.
+   * (new ids, from the highest read on; and smaller ids of transactions the last pass's snapshot did
+   * not see committed), then publishes those the log still lacks after the grace.
    */
   async function repairPass(): Promise<void> {
     if (repairing || !watched.size) return;
     repairing = true;
     try {
       const now = Date.now();
+      const batch = repairOptions.batch;
       const input = JSON.stringify([...watched].map(([accountId, w]) => ({ account_id: accountId, floor: w.marks[0]?.maxId ?? null, max_id: w.maxId })));
-      const rows = await rawRows<{ account_id: string; top: string | number | null; ids: unknown; snapshot: string }>(
+      const rows = await rawRows<{ account_id: string; top: string | number | null; fresh: unknown; late: unknown; snapshot: string }>(
         db,
         sql`select w.account_id,
               (select max(e.id) from event e where e.account_id = w.account_id) as top,
-              case when w.max_id is null then '[]'::json else coalesce((
-                select json_agg(n.id order by n.id) from (
-                  select e.id from event e
-                  where e.account_id = w.account_id and e.id > w.floor
-                    and (e.id > w.max_id or not pg_visible_in_snapshot(e.txid::text::xid8, ${lastSnapshot}::pg_snapshot))
-                  order by e.id limit ${REPAIR_BATCH}) n), '[]'::json) end as ids,
+              (select coalesce(json_agg(n.id order by n.id), '[]'::json) from (
+                 select e.id from event e where e.account_id = w.account_id and e.id > w.max_id
+                 order by e.id limit ${batch}) n) as fresh,
+              (select coalesce(json_agg(n.id order by n.id), '[]'::json) from (
+                 select e.id from event e
+                 where e.account_id = w.account_id and e.id > w.floor and e.id <= w.max_id
+                   and not pg_visible_in_snapshot(e.txid::text::xid8, ${lastSnapshot}::pg_snapshot)
+                 order by e.id limit ${batch}) n) as late,
               pg_current_snapshot()::text as snapshot
             from jsonb_to_recordset(${input}::jsonb) as w(account_id text, floor bigint, max_id bigint)`,
       );
       const checks: Array<Promise<void>> = [];
-      let cut = false;
       for (const row of rows) {
         const w = watched.get(row.account_id);
         if (!w) continue;
-        const read = rawJson<Array<number | string>>(row.ids).map(Number);
-        for (const id of read) if (!w.suspects.has(id)) w.suspects.set(id, now);
-        // A cut batch goes on from its last id next time, under the same snapshot (what it did not
-        // read of the late commits is read again).
-        if (read.length === REPAIR_BATCH) cut = true;
-        const top = read.length === REPAIR_BATCH ? read[read.length - 1]! : Number(row.top ?? 0);
-        w.maxId = Math.max(w.maxId ?? 0, top);
+        const fresh = rawJson<Array<number | string>>(row.fresh).map(Number);
+        const late = rawJson<Array<number | string>>(row.late).map(Number);
+        if (w.maxId !== null) for (const id of [...late, ...fresh]) if (!w.suspects.has(id)) w.suspects.set(id, now);
+        // A new account starts at its newest event; a cut batch goes on from its last id next time.
+        w.maxId = w.maxId === null ? Number(row.top ?? 0) : fresh.length === batch ? fresh[fresh.length - 1]! : Math.max(w.maxId, Number(row.top ?? 0));
         w.marks.push({ at: now, maxId: w.maxId });
         while (w.marks.length > 1 && w.marks[1]!.at <= now - repairOptions.lagMs) w.marks.shift();
         for (const id of w.suspects.keys()) {
@@ -491,8 +496,10 @@ export function createEventBus(deps: { db: Db; live: LiveStore; log: Logger; ids
         }
         if (w.suspects.size) checks.push(repairAccount(row.account_id, w, now));
       }
-      if (!cut && rows[0]) lastSnapshot = rows[0].snapshot;
-      await Promise.all(checks);
+      if (rows[0]) lastSnapshot = rows[0].snapshot;
+      await Promise.allSettled(checks).then((results) => {
+        for (const r of results) if (r.status === "rejected") log.warn("the repair of unpublished events failed; it tries again", { error: String(r.reason) });
+      });
     } catch (error) {
       log.warn("the repair of unpublished events failed; it tries again", { error: String(error) });
     } finally {
@@ -503,23 +510,32 @@ export function createEventBus(deps: { db: Db; live: LiveStore; log: Logger; ids
   async function repairAccount(accountId: string, w: Watch, now: number): Promise<void> {
     const order = publicationLog(accountId);
     const ids = [...w.suspects.keys()];
-    const { floor, logged } = await live.loggedAmong(order, ids);
+    // The log's floor does not matter here: these events were committed seconds ago, after any log
+    // that expired, and one published and already trimmed (20,000 publishes since) is published twice.
+    const { logged } = await live.loggedAmong(order, ids);
     const due: number[] = [];
     ids.forEach((id, i) => {
-      // Published, or below the log's floor (trimmed: nothing to tell).
-      if (logged[i] || (floor !== null && id <= floor)) w.suspects.delete(id);
+      if (logged[i]) w.suspects.delete(id);
       else if (now - w.suspects.get(id)! >= repairOptions.graceMs) due.push(id);
     });
+    // At most REPAIR_PUBLISH_MAX a pass, in messages of REPAIR_CHUNK (a socket sends a message whole).
+    due.splice(REPAIR_PUBLISH_MAX);
     if (!due.length) return;
     const rows = await eventRows(
       sql`select e.account_id, e.id, e.name, e.data, e.ts from event e
           where e.account_id = ${accountId} and e.id = any(${sql.param(due)}::bigint[]) order by e.id`,
     );
-    for (const id of due) w.suspects.delete(id);
-    if (!rows.length) return;
-    const published = await live.publishLogged(eventChannel(accountId), order, rows.map((e) => ({ id: e.id, message: JSON.stringify(e) })));
-    if (published.length) {
-      log.warn("published events that were committed and never published (an instance stopped, or lost the live store, between commit and publish)", { account_id: accountId, count: published.length });
+    let published = 0;
+    for (let i = 0; i < rows.length; i += REPAIR_CHUNK) {
+      const chunk = rows.slice(i, i + REPAIR_CHUNK);
+      published += (await live.publishLogged(eventChannel(accountId), order, chunk.map((e) => ({ id: e.id, message: JSON.stringify(e) })))).length;
+      for (const e of chunk) w.suspects.delete(e.id);
+    }
+    // Gone from the table (swept): nothing to publish.
+    const found = new Set(rows.map((e) => e.id));
+    for (const id of due) if (!found.has(id)) w.suspects.delete(id);
+    if (published) {
+      log.warn("published events that were committed and never published (an instance stopped, or lost the live store, between commit and publish)", { account_id: accountId, count: published });
     }
   }
 
@@ -581,6 +597,8 @@ export function createEventBus(deps: { db: Db; live: LiveStore; log: Logger; ids
       const named = names?.length ? sql`and e.name = any(${sql.param(names)}::text[])` : sql``;
       const order = publicationLog(accountId);
       const [rows, reordered, before] = await Promise.all([
+        // `limit` bounds the events after the point only: those before it (bounded by their windows)
+        // must not push them out, or a resync would name a point before the resume point.
         eventRows(
           sql`select account_id, id, name, data, ts from (
               (select e.account_id, e.id, e.name, e.data, e.ts from event e
@@ -599,11 +617,16 @@ export function createEventBus(deps: { db: Db; live: LiveStore; log: Logger; ids
                                else w.txid <> c.txid and not pg_visible_in_snapshot(w.txid::text::xid8, c.snap) end)
                   ${named})
             ) missed
-            order by id limit ${limit}`,
+            order by id`,
         ),
         // Events before the resume point published after it: its subscribers got them later than it.
         live.loggedAfter(order, afterId, REORDERED_MAX, true),
-        rawRows<{ id: string | number }>(db, sql`select e.id from event e where e.account_id = ${accountId} and e.id < ${afterId} ${named} order by e.id desc limit ${LATE_WINDOW}`),
+        // The window first, then the filter: a rare name must not send the scan through all history.
+        rawRows<{ id: string | number }>(
+          db,
+          sql`select e.id from (select id, name from event where account_id = ${accountId} and id < ${afterId} order by id desc limit ${LATE_WINDOW}) e
+              where true ${named}`,
+        ),
       ]);
       // Without the resume point in the log (published before the log began, or too long ago), the
       // order the client saw is unknown: the events after it and the late commits are all there is.
@@ -624,7 +647,7 @@ export function createEventBus(deps: { db: Db; live: LiveStore; log: Logger; ids
         sql`select e.account_id, e.id, e.name, e.data, e.ts from event e
             where e.account_id = ${accountId} and e.id = any(${sql.param([...extra])}::bigint[]) ${named}`,
       );
-      return [...rows, ...more].sort((a, b) => a.id - b.id).slice(0, limit);
+      return [...rows, ...more].sort((a, b) => a.id - b.id);
     },
   };
   return bus;

@@ -1196,6 +1196,8 @@ export function runLiveStoreContract(name: string, make: () => Promise<LiveStore
         await expect(store.publishLogged(channel("bad"), log, [entry(1.5)])).rejects.toThrow();
         await expect(store.publishLogged(channel("bad"), { ...log, max: 0 }, [entry(1)])).rejects.toThrow();
         await expect(store.loggedAfter(log, Number.NaN, 1)).rejects.toThrow();
+        await expect(store.loggedAfter(log, 1, -1)).rejects.toThrow();
+        await expect(store.loggedAmong(log, [2 ** 53])).rejects.toThrow();
         expect(await store.loggedAmong(log, [1])).toEqual({ floor: null, logged: [false] });
       });
     });

@@ -599,6 +599,7 @@ export function createMemoryLiveStore(): LiveStore {
     async loggedAfter(log, id, limit, onlyBelow = false) {
       checkLogId(id);
       const count = integerArg("limit", limit);
+      if (count < 0) throw new RangeError("limit must not be negative");
       const zset = readZset(log.key);
       const score = zset?.value.get(String(id));
       if (zset === undefined || score === undefined) return null;
@@ -606,7 +607,7 @@ export function createMemoryLiveStore(): LiveStore {
         .filter((e) => e.score > score)
         .map((e) => Number(e.member))
         .filter((n) => !onlyBelow || n < id);
-      return count < 0 ? after : after.slice(0, count);
+      return after.slice(0, count);
     },
 
     async loggedAmong(log, ids) {
