@@ -179,13 +179,17 @@ export const LATE_WINDOW = 1000;
 /**
  * The order in which an account's events were published (the order its live subscribers got them in):
  * what a resume needs to know which events before its point the client had not seen yet. It keeps the
- * account's latest PUBLICATION_LOG_MAX events for a day after its last publish.
+ * account's latest PUBLICATION_LOG_MAX events for an hour after its last publish.
  */
 export function publicationLog(accountId: string): PublicationLog {
   return { key: accountKey(accountId, "events", "order"), floorKey: accountKey(accountId, "events", "order-floor"), max: PUBLICATION_LOG_MAX, ttlMs: PUBLICATION_LOG_TTL_MS };
 }
-export const PUBLICATION_LOG_MAX = 20_000;
-const PUBLICATION_LOG_TTL_MS = 86_400_000;
+export const PUBLICATION_LOG_MAX = 10_000;
+/**
+ * A resume after more than the stream's replay bound (1,000) gets a resync anyway, and an account idle
+ * this long has no order to keep: what it saw before is what the table says.
+ */
+const PUBLICATION_LOG_TTL_MS = 3_600_000;
 /** At most this many events before a resume point published after it are replayed (see since()). */
 const REORDERED_MAX = 5_000;
 
@@ -207,7 +211,7 @@ export interface RepairOptions {
   batch: number;
 }
 const REPAIR_DEFAULTS: RepairOptions = { intervalMs: 2_000, graceMs: 1_500, lagMs: 30_000, batch: 5_000 };
-const REPAIR_MAX_SUSPECTS = 20_000;
+const REPAIR_MAX_SUSPECTS = 10_000;
 const REPAIR_PUBLISH_MAX = 1_000;
 const REPAIR_CHUNK = 100;
 
@@ -511,7 +515,7 @@ export function createEventBus(deps: { db: Db; live: LiveStore; log: Logger; ids
     const order = publicationLog(accountId);
     const ids = [...w.suspects.keys()];
     // The log's floor does not matter here: these events were committed seconds ago, after any log
-    // that expired, and one published and already trimmed (20,000 publishes since) is published twice.
+    // that expired, and one published and already trimmed (PUBLICATION_LOG_MAX publishes since) is published twice.
     const { logged } = await live.loggedAmong(order, ids);
     const due: number[] = [];
     ids.forEach((id, i) => {
