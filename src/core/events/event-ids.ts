@@ -22,7 +22,7 @@ const ROUNDS = 4;
 const HALF = 5;
 /** The high half of a block is a sequence number's bits above 40: fewer than 2^13 for a safe integer. */
 const MAX_HIGH = 2 ** 13;
-/** Public ids remembered per codec (events are encoded again by every socket and list that shows them). */
+/** Public ids remembered per codec, twice over (events are encoded again by every socket and list that shows them). */
 const CACHE = 8192;
 
 export interface EventIdCodec {
@@ -42,70 +42,86 @@ export function deriveEventIdKey(masterKey: Uint8Array): Uint8Array {
 
 /** A codec for `key` (32 bytes from deriveEventIdKey). */
 export function createEventIdCodec(key: Uint8Array): EventIdCodec {
+  // One block and one round input, reused: encoding allocates nothing but its text (it runs once per
+  // event the delivery worker sends, and per event a socket or list shows).
+  const block = new Uint8Array(16);
   const input = new Uint8Array(1 + HALF);
+  /** A round's HMAC (Bun writes a digest only into 64 bytes or more). */
+  const digest = new Uint8Array(64);
   /** HMAC(key) with nothing hashed yet: each round copies it (the key's pads are set up once). */
   const keyed = new Bun.CryptoHasher("sha256", key);
-  /** out ^= F(round, half): the first 5 bytes of HMAC(key, round ‖ half). */
-  function mix(round: number, half: Uint8Array, out: Uint8Array): void {
+  /** block[into…] ^= F(round, block[from…]): the first 5 bytes of HMAC(key, round ‖ half). */
+  function mix(round: number, from: number, into: number): void {
     input[0] = round;
-    input.set(half, 1);
-    const digest = keyed.copy().update(input).digest();
-    for (let i = 0; i < HALF; i++) out[i]! ^= digest[i]!;
+    for (let i = 0; i < HALF; i++) input[1 + i] = block[from + i]!;
+    keyed.copy().update(input).digest(digest);
+    for (let i = 0; i < HALF; i++) block[into + i]! ^= digest[i]!;
   }
-  const cache = new Map<number, string>();
+  // Two generations, the older dropped whole when the newer fills: no per-insert eviction (deleting a
+  // Map's first key each time left the engine stepping over ever more removed entries).
+  let cache = new Map<number, string>();
+  let older = new Map<number, string>();
 
   return {
     encode(seq, tsMs) {
-      const hit = cache.get(seq);
+      const hit = cache.get(seq) ?? older.get(seq);
       if (hit !== undefined) return hit;
       if (!Number.isSafeInteger(seq) || seq < 0) throw new RangeError(`not an event sequence number: ${seq}`);
-      const bytes = new Uint8Array(16);
-      const view = new DataView(bytes.buffer);
       // The second only: the deliveries log knows no finer time (created_at), and must give the same id.
       const ms = Math.max(0, Math.floor(tsMs / 1000)) * 1000;
-      view.setUint16(0, Math.floor(ms / 2 ** 32));
-      view.setUint32(2, ms >>> 0);
-      let left = bytes.subarray(6, 6 + HALF);
-      let right = bytes.subarray(6 + HALF, 16);
-      writeUint40(left, Math.floor(seq / 2 ** 40));
-      writeUint40(right, seq % 2 ** 40);
-      // (L, R) → (R, L ^ F(R)); the halves swap roles each round, so they alternate in place.
+      const high = Math.floor(ms / 2 ** 32);
+      const low = ms >>> 0;
+      block[0] = (high >>> 8) & 255;
+      block[1] = high & 255;
+      block[2] = low >>> 24;
+      block[3] = (low >>> 16) & 255;
+      block[4] = (low >>> 8) & 255;
+      block[5] = low & 255;
+      writeUint40(block, LEFT, Math.floor(seq / 2 ** 40));
+      writeUint40(block, RIGHT, seq % 2 ** 40);
+      // (L, R) → (R, L ^ F(R)); the halves swap roles each round, so they alternate in place. An even
+      // number of rounds leaves them where they started.
       for (let round = 0; round < ROUNDS; round++) {
-        mix(round, right, left);
-        [left, right] = [right, left];
+        if (round % 2 === 0) mix(round, RIGHT, LEFT);
+        else mix(round, LEFT, RIGHT);
       }
-      // An even number of rounds leaves the halves where they started.
-      const id = EVENT_ID_PREFIX + encodeCrockford128(bytes);
+      const id = EVENT_ID_PREFIX + encodeCrockford128(block);
+      if (cache.size >= CACHE) {
+        older = cache;
+        cache = new Map();
+      }
       cache.set(seq, id);
-      if (cache.size > CACHE) cache.delete(cache.keys().next().value!);
       return id;
     },
     decode(text) {
       if (typeof text !== "string" || !text.startsWith(EVENT_ID_PREFIX)) return null;
       const bytes = decodeCrockford128(text.slice(EVENT_ID_PREFIX.length));
       if (!bytes) return null;
-      let left = bytes.subarray(6, 6 + HALF);
-      let right = bytes.subarray(6 + HALF, 16);
+      block.set(bytes);
       for (let round = ROUNDS - 1; round >= 0; round--) {
-        [left, right] = [right, left];
-        mix(round, right, left);
+        if (round % 2 === 0) mix(round, RIGHT, LEFT);
+        else mix(round, LEFT, RIGHT);
       }
-      const high = readUint40(left);
+      const high = readUint40(block, LEFT);
       if (high >= MAX_HIGH) return null;
-      return high * 2 ** 40 + readUint40(right);
+      return high * 2 ** 40 + readUint40(block, RIGHT);
     },
   };
 }
 
-function writeUint40(out: Uint8Array, value: number): void {
+/** Where the two halves of the enciphered part start in a block. */
+const LEFT = 6;
+const RIGHT = 6 + HALF;
+
+function writeUint40(out: Uint8Array, at: number, value: number): void {
   for (let i = HALF - 1; i >= 0; i--) {
-    out[i] = value % 256;
+    out[at + i] = value % 256;
     value = Math.floor(value / 256);
   }
 }
 
-function readUint40(bytes: Uint8Array): number {
+function readUint40(bytes: Uint8Array, at: number): number {
   let value = 0;
-  for (let i = 0; i < HALF; i++) value = value * 256 + bytes[i]!;
+  for (let i = 0; i < HALF; i++) value = value * 256 + bytes[at + i]!;
   return value;
 }
