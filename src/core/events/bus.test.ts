@@ -219,6 +219,35 @@ describe(`event bus: the repair of unpublished events [${storeKind}]`, () => {
     }
   });
 
+  test.skipIf(!storeKind.startsWith("postgres"))("an unpublished event of a transaction that took its id before the account was watched and committed after is published", async () => {
+    const t = await seedTenant(platform);
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let written!: (id: number) => void;
+    const taken = new Promise<number>((resolve) => (written = resolve));
+    const slow = stoppedInstance().transaction(async (_tx, emit) => {
+      written((await emit(t.accountId, "test", { message: "early", webhook_id: null, ts: Date.now() })).id);
+      await gate;
+    });
+    const earlyId = await taken;
+    await platform.events.emit(t.accountId, "test", { message: "newer", webhook_id: null, ts: Date.now() });
+    const watcher = fastRepair();
+    const got: PlatformEvent[] = [];
+    const stop = await watcher.subscribe(t.accountId, (e) => got.push(e));
+    try {
+      await Bun.sleep(300); // the first passes have read the account
+      release();
+      await slow;
+      await until(() => got.some((e) => e.id === earlyId));
+      await Bun.sleep(300);
+      // Once. Before, a newly watched account's late commits were read only from its newest id on.
+      expect(got.filter((e) => e.id === earlyId)).toHaveLength(1);
+    } finally {
+      release();
+      await stop();
+    }
+  });
+
   // PostgreSQL: a transaction stays open across passes (PGlite runs one transaction at a time).
   test.skipIf(!storeKind.startsWith("postgres"))("an unpublished event of a transaction that took its id before a pass and committed after it is published", async () => {
     const t = await seedTenant(platform);

@@ -191,7 +191,7 @@ export const PUBLICATION_LOG_MAX = 10_000;
  */
 const PUBLICATION_LOG_TTL_MS = 3_600_000;
 /** At most this many events before a resume point published after it are replayed (see since()). */
-const REORDERED_MAX = 5_000;
+const REORDERED_MAX = 1_000;
 
 /**
  * The repair of events committed and never published (an instance killed between its commit and its
@@ -422,17 +422,17 @@ export function createEventBus(deps: { db: Db; live: LiveStore; log: Logger; ids
     marks: Array<{ at: number; maxId: number }>;
     /** Ids read and not yet seen in the publication log, with when they were first read. */
     suspects: Map<number, number>;
+    /** The snapshot of the last pass (pg_snapshot as text): the transactions it saw committed. */
+    snapshot: string | null;
   }
   const watched = new Map<string, Watch>();
   let repairTimer: ReturnType<typeof setInterval> | null = null;
   let repairing = false;
-  /** The snapshot of the last pass (pg_snapshot as text): the transactions it saw committed. */
-  let lastSnapshot: string | null = null;
 
   function watch(accountId: string): () => void {
     let entry = watched.get(accountId);
     if (!entry) {
-      entry = { subscribers: 0, maxId: null, marks: [], suspects: new Map() };
+      entry = { subscribers: 0, maxId: null, marks: [], suspects: new Map(), snapshot: null };
       watched.set(accountId, entry);
     }
     const w = entry;
@@ -451,15 +451,16 @@ export function createEventBus(deps: { db: Db; live: LiveStore; log: Logger; ids
       if (!watched.size && repairTimer) {
         clearInterval(repairTimer);
         repairTimer = null;
-        lastSnapshot = null;
       }
     };
   }
 
   /**
    * One repair pass over the watched accounts: reads the events each committed since the last pass
-   * (new ids, from the highest read on; and smaller ids of transactions the last pass's snapshot did
-   * not see committed), then publishes those the log still lacks after the grace.
+   * (new ids, from the highest read on; and smaller ids of transactions the account's last snapshot
+   * did not see committed), then publishes those the log still lacks after the grace. A cut read of
+   * new ids goes on from its last id next time; late commits past a cut are not read (more than
+   * `batch` of one account's in one pass).
    */
   async function repairPass(): Promise<void> {
     if (repairing || !watched.size) return;
@@ -467,21 +468,25 @@ export function createEventBus(deps: { db: Db; live: LiveStore; log: Logger; ids
     try {
       const now = Date.now();
       const batch = repairOptions.batch;
-      const input = JSON.stringify([...watched].map(([accountId, w]) => ({ account_id: accountId, floor: w.marks[0]?.maxId ?? null, max_id: w.maxId })));
-      const rows = await rawRows<{ account_id: string; top: string | number | null; fresh: unknown; late: unknown; snapshot: string }>(
+      const input = JSON.stringify(
+        [...watched].map(([accountId, w]) => ({ account_id: accountId, floor: w.marks[0]?.maxId ?? null, max_id: w.maxId, snap: w.snapshot })),
+      );
+      const rows = await rawRows<{ account_id: string; top: string | number | null; start: string | number | null; fresh: unknown; late: unknown; snapshot: string }>(
         db,
         sql`select w.account_id,
               (select max(e.id) from event e where e.account_id = w.account_id) as top,
+              -- A new account's floor: its newest event older than the lag (by the events' own time).
+              case when w.max_id is null then (select max(e.id) from event e where e.account_id = w.account_id and e.ts < ${now - repairOptions.lagMs}) end as start,
               (select coalesce(json_agg(n.id order by n.id), '[]'::json) from (
                  select e.id from event e where e.account_id = w.account_id and e.id > w.max_id
                  order by e.id limit ${batch}) n) as fresh,
               (select coalesce(json_agg(n.id order by n.id), '[]'::json) from (
                  select e.id from event e
                  where e.account_id = w.account_id and e.id > w.floor and e.id <= w.max_id
-                   and not pg_visible_in_snapshot(e.txid::text::xid8, ${lastSnapshot}::pg_snapshot)
+                   and not pg_visible_in_snapshot(e.txid::text::xid8, w.snap::pg_snapshot)
                  order by e.id limit ${batch}) n) as late,
               pg_current_snapshot()::text as snapshot
-            from jsonb_to_recordset(${input}::jsonb) as w(account_id text, floor bigint, max_id bigint)`,
+            from jsonb_to_recordset(${input}::jsonb) as w(account_id text, floor bigint, max_id bigint, snap text)`,
       );
       const checks: Array<Promise<void>> = [];
       for (const row of rows) {
@@ -489,18 +494,26 @@ export function createEventBus(deps: { db: Db; live: LiveStore; log: Logger; ids
         if (!w) continue;
         const fresh = rawJson<Array<number | string>>(row.fresh).map(Number);
         const late = rawJson<Array<number | string>>(row.late).map(Number);
-        if (w.maxId !== null) for (const id of [...late, ...fresh]) if (!w.suspects.has(id)) w.suspects.set(id, now);
-        // A new account starts at its newest event; a cut batch goes on from its last id next time.
-        w.maxId = w.maxId === null ? Number(row.top ?? 0) : fresh.length === batch ? fresh[fresh.length - 1]! : Math.max(w.maxId, Number(row.top ?? 0));
+        if (w.maxId === null) {
+          // A new account: new ids from its newest on, late commits from its newest older than the lag.
+          w.marks.push({ at: now - repairOptions.lagMs, maxId: Number(row.start ?? 0) });
+          w.maxId = Number(row.top ?? 0);
+        } else {
+          for (const id of [...late, ...fresh]) if (!w.suspects.has(id)) w.suspects.set(id, now);
+          w.maxId = fresh.length === batch ? fresh[fresh.length - 1]! : Math.max(w.maxId, Number(row.top ?? 0));
+        }
+        w.snapshot = row.snapshot;
         w.marks.push({ at: now, maxId: w.maxId });
         while (w.marks.length > 1 && w.marks[1]!.at <= now - repairOptions.lagMs) w.marks.shift();
+        let dropped = 0;
         for (const id of w.suspects.keys()) {
           if (w.suspects.size <= REPAIR_MAX_SUSPECTS) break;
           w.suspects.delete(id);
+          dropped++;
         }
+        if (dropped) log.warn("the repair of unpublished events fell behind: events it will not publish", { account_id: row.account_id, count: dropped });
         if (w.suspects.size) checks.push(repairAccount(row.account_id, w, now));
       }
-      if (rows[0]) lastSnapshot = rows[0].snapshot;
       await Promise.allSettled(checks).then((results) => {
         for (const r of results) if (r.status === "rejected") log.warn("the repair of unpublished events failed; it tries again", { error: String(r.reason) });
       });
