@@ -10,11 +10,8 @@ import { describeError } from "../http/describe-error.ts";
 
 export type EventListener = (event: PlatformEvent) => void;
 
-/**
- * Told when the account's live events may have missed some: from event `from` on (an instance could not
- * publish them), or from anywhere (`from` undefined: the live store reconnected; see EventBus.subscribe).
- */
-export type GapListener = (from?: number) => void;
+/** Told when the account's live events may have missed some, which ones unknown (the live store reconnected; see EventBus.subscribe). */
+export type GapListener = () => void;
 
 interface AccountSubscription {
   /** Each listener with its gap listener. */
@@ -53,11 +50,11 @@ export class EventHub {
             }
           }
         },
-        (from) => {
-          this.log.warn("live events of an account may have been missed", { account_id: accountId, from: from ?? "unknown (the live store reconnected)" });
+        () => {
+          this.log.warn("live events of an account may have been missed (the live store reconnected)", { account_id: accountId });
           for (const gap of [...created.listeners.values()]) {
             try {
-              gap?.(from);
+              gap?.();
             } catch (error) {
               this.log.error("stream gap listener failed", { error: describeError(error) });
             }

@@ -203,17 +203,10 @@ class StreamClient {
       this.expiry = setTimeout(() => this.close(CLOSE.credentialRevoked, reason), minter.expiresAt - Date.now());
       this.expiry.unref();
     }
-    // Live events this socket may have missed: those an instance could not publish (from a known
-    // event on) are replayed from the store here, the ones already sent skipped; when what was missed
-    // is unknown (the live store reconnected), the client resumes from the last id it got.
-    await this.deps.hub.attach(this.accountId, this.listener, (from) => {
-      if (from !== undefined && !this.buffering && !this.closed) {
-        this.backfill(from - 1).catch((error: unknown) => {
-          this.deps.platform.log.warn("replaying unpublished events failed: the socket is closed to resume", { account_id: this.accountId, error: describeError(error) });
-          this.close(CLOSE.internal, closeReason("interrupted", "the live feed was interrupted; reconnect and resume"));
-        });
-        return;
-      }
+    // Live events this socket may have missed, which ones unknown (the live store reconnected): the
+    // client resumes from the last id it got. (Events an instance could not publish are published by
+    // the repair of the instances streaming the account: EventBus.subscribe.)
+    await this.deps.hub.attach(this.accountId, this.listener, () => {
       this.close(CLOSE.internal, closeReason("interrupted", "the live feed was interrupted; reconnect and resume"));
     });
     if (this.closed) {

@@ -122,12 +122,12 @@ export interface EventBus {
   /** Local listener for committed events of any account (after commit; best effort). */
   onCommitted(listener: (events: PlatformEvent[]) => void): () => void;
   /**
-   * Live events of one account, from every instance (via the live store's pub/sub). `onGap`: some may
-   * have been missed: from event `from` on when an instance could not publish them (replay from there),
-   * or from anywhere (`from` undefined: the live store's connection was lost and renewed; see
-   * LiveStore.subscribe).
+   * Live events of one account, from every instance (via the live store's pub/sub). While any
+   * subscription of an account is open here, this instance also publishes the account's events that
+   * were committed and never published (the repair). `onGap`: some may have been missed, which ones
+   * unknown (the live store's connection was lost and renewed; see LiveStore.subscribe).
    */
-  subscribe(accountId: string, handler: (event: PlatformEvent) => void, onGap?: (from?: number) => void): Promise<() => Promise<void>>;
+  subscribe(accountId: string, handler: (event: PlatformEvent) => void, onGap?: () => void): Promise<() => Promise<void>>;
   /**
    * Stored events of one account a client that saw event `afterId` may have missed, oldest first
    * (resume): those with a greater id, at most `limit` (the first ones), and those with a smaller id
@@ -195,7 +195,7 @@ const REORDERED_MAX = 1_000;
 
 /**
  * The repair of events committed and never published (an instance killed between its commit and its
- * publish, or one that could not reach the live store): each instance reads the new events of the
+ * publish, or one that could not reach the live store, which logs it and goes on): each instance reads the new events of the
  * accounts it has live subscribers for, and publishes those the publication log still lacks a while
  * after it first read them (once: the log's check-and-append), at most REPAIR_PUBLISH_MAX per account
  * and pass.
@@ -219,24 +219,10 @@ function toEvent(row: Pick<typeof events.$inferSelect, "account_id" | "id" | "na
   return { id: row.id, account_id: row.account_id, event: row.name as EventName, data: row.data as Record<string, unknown>, ts: row.ts };
 }
 
-/** The message that tells an account's subscribers some of its events were not published to them. */
-export const GAP_NOTICE = '{"gap":true}';
-/** The gap notice naming the first of the account's events that was not published. */
-export function gapNotice(from: number): string {
-  return `{"gap":true,"from":${from}}`;
+/** What `publishLogged` is given for events of one account: each event's id and its message. */
+function logEntries(list: PlatformEvent[]): Array<{ id: number; message: string }> {
+  return list.map((e) => ({ id: e.id, message: JSON.stringify(e) }));
 }
-/**
- * The first unpublished event id a gap notice names (0 when it names none: replay from where the
- * subscriber is), or null when the message is no gap notice.
- */
-export function gapNoticeFrom(message: string): number | null {
-  if (message === GAP_NOTICE) return 0;
-  const match = /^\{"gap":true,"from":(\d{1,15})\}$/.exec(message);
-  return match ? Number(match[1]) : null;
-}
-/** How often an unpublished account's gap notice is tried, and for how long. */
-const GAP_NOTICE_RETRY_MS = 1000;
-const GAP_NOTICE_GIVE_UP_MS = 10 * 60_000;
 
 export function createEventBus(deps: { db: Db; live: LiveStore; log: Logger; ids: EventIdCodec; repair?: Partial<RepairOptions> }): EventBus {
   const { db, live, log, ids } = deps;
@@ -292,44 +278,10 @@ export function createEventBus(deps: { db: Db; live: LiveStore; log: Logger; ids
       else byAccount.set(e.account_id, [e]);
     }
     for (const [accountId, list] of byAccount) {
-      const entries = list.map((e) => ({ id: e.id, message: JSON.stringify(e) }));
-      live.publishLogged(eventChannel(accountId), publicationLog(accountId), entries).catch((error) => {
-        log.warn("event publish failed: the account's live subscribers are told to replay once publishing works", { account_id: accountId, error: String(error) });
-        missedPublish(accountId, Math.min(...list.map((e) => e.id)));
+      live.publishLogged(eventChannel(accountId), publicationLog(accountId), logEntries(list)).catch((error) => {
+        // Not lost: the instances streaming the account publish it once they read it (the repair).
+        log.warn("event publish failed: the repair publishes the events from the table", { account_id: accountId, error: String(error) });
       });
-    }
-  }
-
-  /**
-   * Accounts whose events were not published (the live store unreachable from here, others perhaps
-   * not): a gap notice goes out on their channel as soon as a publish works again, so every instance's
-   * subscribers (a realtime socket) know to resume from the table instead of silently missing them.
-   * Given up after GAP_NOTICE_GIVE_UP_MS (a stream reconnects long before).
-   */
-  const missed = new Map<string, { since: number; from: number }>();
-  let noticeTimer: ReturnType<typeof setTimeout> | null = null;
-  function missedPublish(accountId: string, from: number): void {
-    const known = missed.get(accountId);
-    missed.set(accountId, { since: known?.since ?? Date.now(), from: Math.min(known?.from ?? from, from) });
-    if (noticeTimer) return;
-    noticeTimer = setTimeout(sendGapNotices, GAP_NOTICE_RETRY_MS);
-    noticeTimer.unref?.();
-  }
-  async function sendGapNotices(): Promise<void> {
-    noticeTimer = null;
-    for (const [accountId, { since, from }] of [...missed]) {
-      try {
-        await live.publish(eventChannel(accountId), gapNotice(from));
-        // Events that failed meanwhile (a later round) come again with their own notice.
-        if (missed.get(accountId)?.from === from) missed.delete(accountId);
-      } catch {
-        // Still unreachable: tried again at the next round, until it is too late to matter.
-        if (Date.now() - since > GAP_NOTICE_GIVE_UP_MS) missed.delete(accountId);
-      }
-    }
-    if (missed.size && !noticeTimer) {
-      noticeTimer = setTimeout(sendGapNotices, GAP_NOTICE_RETRY_MS);
-      noticeTimer.unref?.();
     }
   }
 
@@ -545,7 +497,7 @@ export function createEventBus(deps: { db: Db; live: LiveStore; log: Logger; ids
     let published = 0;
     for (let i = 0; i < rows.length; i += REPAIR_CHUNK) {
       const chunk = rows.slice(i, i + REPAIR_CHUNK);
-      published += (await live.publishLogged(eventChannel(accountId), order, chunk.map((e) => ({ id: e.id, message: JSON.stringify(e) })))).length;
+      published += (await live.publishLogged(eventChannel(accountId), order, logEntries(chunk))).length;
       for (const e of chunk) w.suspects.delete(e.id);
     }
     // Gone from the table (swept): nothing to publish.
@@ -583,12 +535,6 @@ export function createEventBus(deps: { db: Db; live: LiveStore; log: Logger; ids
     },
     async subscribe(accountId, handler, onGap) {
       const unsubscribe = await live.subscribe(eventChannel(accountId), (message) => {
-        const gap = gapNoticeFrom(message);
-        if (gap !== null) {
-          // Some of the account's events were not published (see missedPublish): from this id on.
-          onGap?.(gap || undefined);
-          return;
-        }
         let parsed: PlatformEvent | PlatformEvent[];
         try {
           parsed = JSON.parse(message) as PlatformEvent | PlatformEvent[];
