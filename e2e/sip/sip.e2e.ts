@@ -909,37 +909,33 @@ describe.skipIf(!RUN)(`SIP through Kamailio [${storeKind}]`, () => {
     const { userId } = await addSipUser(parley, tenant, "1502");
     const ext = await api("POST", `${parley.publicUrl}/v1/extensions`, { digits: "7502", dest_kind: "user", dest_id: userId, dest_xform: { cid_name_prefix: "Sales: " } }, { "x-api-key": tenant.key });
     expect(ext.status, JSON.stringify(ext.body)).toBe(201);
-    const [port] = freePorts(1) as [number];
     const dir = mkdtempSync(join(tmpdir(), "sipp-prefix-"));
-    const checking = checkingUas(dir, "uas-prefix.xml", ["display"], `
-      <ereg regexp="From: *&quot;Sales: 1001&quot; *&lt;sip:1001@" search_in="msg" check_it="true" assign_to="display"/>`);
-    const phone = startSipp(checking, ["-p", String(port), "-mp", String(nextMediaPort()), "-m", "1"]);
-    await Bun.sleep(200);
-    try {
-      expect((await register("1502", port)).code).toBe(0);
-      const r = await invite("1001", "7502");
-      expect(r.code, `${r.stderr}${r.messages.slice(-1500)}\nphone: ${phone.stderr()}${phone.stdout().slice(-1500)}`).toBe(0);
-      expect(r.statuses).toContain(200);
-      expect(await exitOf(phone), phone.stderr() + phone.stdout().slice(-1500)).toBe(0);
-      await eventually(async () => expect((await calls()).find((x) => x.sip_call_id === r.callIds.at(-1))).toMatchObject({ status: "completed", answered: 1 }));
-      // A caller that sends its name as a quoted string: the prefix goes before the name, not its quotes.
-      const [port2] = freePorts(1) as [number];
-      const named = checkingUas(dir, "uas-prefix-named.xml", ["display"], `
-      <ereg regexp="From: *&quot;Sales: Alice B&quot; *&lt;sip:1001@" search_in="msg" check_it="true" assign_to="display"/>`);
-      const phone2 = startSipp(named, ["-p", String(port2), "-mp", String(nextMediaPort()), "-m", "1"]);
+    /** Calls 7502 from 1001 (with `caller`, a scenario of the caller's own) to a phone on 1502 that checks the From's display name. */
+    async function callExpecting(display: string, name: string, caller?: string) {
+      const [port] = freePorts(1) as [number];
+      const checking = checkingUas(dir, `${name}.xml`, ["display"], `
+      <ereg regexp="From: *&quot;${display}&quot; *&lt;sip:1001@" search_in="msg" check_it="true" assign_to="display"/>`);
+      const phone = startSipp(checking, ["-p", String(port), "-mp", String(nextMediaPort()), "-m", "1"]);
       await Bun.sleep(200);
       try {
-        expect((await register("1502", port2)).code).toBe(0);
-        const caller = join(dir, "invite-named.xml");
-        writeFileSync(caller, readFileSync(join(import.meta.dir, "scenarios", "invite.xml"), "utf8").replaceAll("From: <sip:", 'From: "Alice B" <sip:'));
-        const r2 = await invite("1001", "7502", caller);
-        expect(r2.code, `${r2.stderr}${r2.messages.slice(-1500)}\nphone: ${phone2.stderr()}${phone2.stdout().slice(-1500)}`).toBe(0);
-        expect(await exitOf(phone2), phone2.stderr() + phone2.stdout().slice(-1500)).toBe(0);
+        expect((await register("1502", port)).code).toBe(0);
+        const r = await invite("1001", "7502", caller);
+        expect(r.code, `${r.stderr}${r.messages.slice(-1500)}\nphone: ${phone.stderr()}${phone.stdout().slice(-1500)}`).toBe(0);
+        expect(r.statuses).toContain(200);
+        expect(await exitOf(phone), phone.stderr() + phone.stdout().slice(-1500)).toBe(0);
+        return r;
       } finally {
-        await phone2.stop();
+        await phone.stop();
       }
+    }
+    try {
+      const r = await callExpecting("Sales: 1001", "uas-prefix");
+      await eventually(async () => expect((await calls()).find((x) => x.sip_call_id === r.callIds.at(-1))).toMatchObject({ status: "completed", answered: 1 }));
+      // A caller that sends its name as a quoted string: the prefix goes before the name, not its quotes.
+      const caller = join(dir, "invite-named.xml");
+      writeFileSync(caller, readFileSync(join(import.meta.dir, "scenarios", "invite.xml"), "utf8").replaceAll("From: <sip:", 'From: "Alice B" <sip:'));
+      await callExpecting("Sales: Alice B", "uas-prefix-named", caller);
     } finally {
-      await phone.stop();
       await api("DELETE", `${parley.publicUrl}/v1/extensions/${ext.body.data.id}`, undefined, { "x-api-key": tenant.key });
     }
   });
